@@ -1,0 +1,46 @@
+package fsm
+
+// Decision is the outcome of Decide: the event to fire ("" for none) and why.
+type Decision struct {
+	Event  Event
+	Reason string
+}
+
+// Decide returns the event that moves the cluster from its persisted state to the state the
+// snapshot calls for. It is pure, and deciding again on the same snapshot with the new state
+// yields no event. The checks, in order:
+//
+//  1. A spec problem means Invalid, whatever the state: nothing is deleted there.
+//  2. Active and Upgrading stay where they are: a formed cluster is healed in place, never
+//     re-bootstrapped. (Upgrading is entered by the rolling-upgrade planner, not yet here.)
+//  3. Otherwise the cluster goes to the furthest state it has reached: Active once formed and in
+//     agreement (or, coming back from Invalid, once it is serving), Forming once every pod
+//     runs with an IP (and it stays Forming while a lost pod is replaced), else Bootstrapping.
+func Decide(s Snapshot) Decision {
+	current := s.State
+	if current == "" {
+		current = Bootstrapping
+	}
+	target, reason := decideTarget(current, s)
+	if target == current {
+		return Decision{}
+	}
+	return Decision{Event: eventTo(target), Reason: reason}
+}
+
+func decideTarget(current State, s Snapshot) (State, string) {
+	switch {
+	case s.SpecProblem != "":
+		return Invalid, s.SpecProblem
+	case current == Active || current == Upgrading:
+		return current, ""
+	case s.Formed():
+		return Active, "cluster formed and in agreement"
+	case current == Invalid && s.Serving():
+		return Active, "cause fixed; cluster is serving"
+	case s.PodsUp() || current == Forming:
+		return Forming, "every pod is running with an IP"
+	default:
+		return Bootstrapping, "waiting for pods"
+	}
+}

@@ -1,0 +1,221 @@
+package fsm
+
+import "sort"
+
+// TotalSlots is the size of the Valkey cluster key space.
+const TotalSlots = 16384
+
+// Snapshot is one read-only observation of a cluster, made by the controller at the start of a
+// reconcile: the spec that matters, the pods, and one view per Valkey node.
+type Snapshot struct {
+	// State is the persisted status.state ("" for a new object).
+	State State
+	// SpecProblem is non-empty when the spec cannot be acted on (a ValkeyConfig or ValkeyImage
+	// that does not resolve, a baseRef cycle): the reason for status.message.
+	SpecProblem string
+	// Shards and ReplicasPerShard are the desired topology.
+	Shards, ReplicasPerShard int
+	// Pods are the cluster's pods, any phase, sorted by name.
+	Pods []Pod
+}
+
+// Phase is the part of a pod's lifecycle the decision needs.
+type Phase string
+
+// Pod phases as the decision sees them.
+const (
+	PodPending   Phase = "Pending"
+	PodRunning   Phase = "Running"
+	PodFailed    Phase = "Failed"
+	PodSucceeded Phase = "Succeeded"
+	PodUnknown   Phase = "Unknown"
+)
+
+// Pod is one Valkey node's pod.
+type Pod struct {
+	Name  string
+	Shard int
+	Phase Phase
+	// IP is the pod IP, "" until the kubelet reports one.
+	IP string
+	// Ready is the pod's Ready condition.
+	Ready bool
+	// Deleting is true once the pod has a deletion timestamp.
+	Deleting bool
+	// Unschedulable is the scheduler's own message when PodScheduled is False.
+	Unschedulable string
+	// Node is the Valkey view of the node in this pod; nil when it was not queried (no IP).
+	Node *Node
+}
+
+// Node is what one Valkey node said about the cluster (CLUSTER NODES, CLUSTER INFO, INFO
+// replication). Unknown is not absent: Reachable=false means the node did not answer, not that
+// it is gone.
+type Node struct {
+	Reachable bool
+	// Err is why the node did not answer (no secret material).
+	Err string
+	// ID is the node id (CLUSTER MYID).
+	ID string
+	// ClusterStateOK is cluster_state:ok in CLUSTER INFO.
+	ClusterStateOK bool
+	// SlotsAssigned is cluster_slots_assigned in CLUSTER INFO.
+	SlotsAssigned int
+	// Primary is true when the node's own CLUSTER NODES line says it is a primary.
+	Primary bool
+	// PrimaryID is the id of the primary a replica follows ("" for a primary).
+	PrimaryID string
+	// MySlots are the slots this node serves according to its own view.
+	MySlots []SlotRange
+	// Known are the node ids in this node's CLUSTER NODES (itself included) that completed the
+	// handshake, with their slots as this node sees them.
+	Known map[string][]SlotRange
+	// LinkUp is master_link_status:up (replicas only).
+	LinkUp bool
+}
+
+// SlotRange is an inclusive range of slots [Start, End].
+type SlotRange struct{ Start, End int }
+
+// Len is the number of slots in the range.
+func (r SlotRange) Len() int { return r.End - r.Start + 1 }
+
+// EvenSlotSpread splits the 16384 slots into n contiguous ranges whose sizes differ by at most
+// one, the first ranges taking the remainder. n < 1 returns nil.
+func EvenSlotSpread(n int) []SlotRange {
+	if n < 1 {
+		return nil
+	}
+	out := make([]SlotRange, 0, n)
+	start := 0
+	for i := range n {
+		size := TotalSlots / n
+		if i < TotalSlots%n {
+			size++
+		}
+		out = append(out, SlotRange{Start: start, End: start + size - 1})
+		start += size
+	}
+	return out
+}
+
+// DesiredNodes is shards × (replicas + 1).
+func (s Snapshot) DesiredNodes() int { return s.Shards * (s.ReplicasPerShard + 1) }
+
+// LivePods are the pods that are not deleting and not Failed or Succeeded, by name.
+func (s Snapshot) LivePods() []Pod {
+	var out []Pod
+	for _, p := range s.Pods {
+		if p.Deleting || p.Phase == PodFailed || p.Phase == PodSucceeded {
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ShardPods returns the live pods of each shard 0..Shards-1.
+func (s Snapshot) ShardPods() [][]Pod {
+	out := make([][]Pod, s.Shards)
+	for _, p := range s.LivePods() {
+		if p.Shard >= 0 && p.Shard < s.Shards {
+			out[p.Shard] = append(out[p.Shard], p)
+		}
+	}
+	return out
+}
+
+// PodsUp reports whether every desired pod exists, runs and has an IP.
+func (s Snapshot) PodsUp() bool {
+	for _, pods := range s.ShardPods() {
+		if len(pods) < s.ReplicasPerShard+1 {
+			return false
+		}
+		for _, p := range pods {
+			if p.Phase != PodRunning || p.IP == "" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Formed reports whether the cluster is formed and in agreement: every desired pod runs,
+// every node answers, says cluster_state:ok with all 16384 slots assigned, knows every other
+// node, and each shard has exactly one primary holding slots with every other pod of the shard
+// attached to it as a replica.
+func (s Snapshot) Formed() bool {
+	if !s.PodsUp() {
+		return false
+	}
+	ids := map[string]bool{}
+	for _, p := range s.LivePods() {
+		if p.Node == nil || !p.Node.Reachable || p.Node.ID == "" {
+			return false
+		}
+		ids[p.Node.ID] = true
+	}
+	for _, p := range s.LivePods() {
+		n := p.Node
+		if !n.ClusterStateOK || n.SlotsAssigned != TotalSlots {
+			return false
+		}
+		for id := range ids {
+			if _, ok := n.Known[id]; !ok {
+				return false
+			}
+		}
+	}
+	for _, pods := range s.ShardPods() {
+		primary := ShardPrimary(pods)
+		if primary == nil || len(primary.Node.MySlots) == 0 {
+			return false
+		}
+		for _, p := range pods {
+			if p.Name != primary.Name && (p.Node.Primary || p.Node.PrimaryID != primary.Node.ID) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Serving reports whether some reachable node says cluster_state:ok with every slot assigned:
+// the cluster was formed once and still serves, whatever else drifted.
+func (s Snapshot) Serving() bool {
+	for _, p := range s.LivePods() {
+		if n := p.Node; n != nil && n.Reachable && n.ClusterStateOK && n.SlotsAssigned == TotalSlots {
+			return true
+		}
+	}
+	return false
+}
+
+// ShardPrimary picks the shard's primary among its pods: the pod whose node serves slots
+// (by its own view), else the one that other pods of the shard replicate, else the first
+// reachable pod by name. Nil when no pod has a reachable node.
+func ShardPrimary(pods []Pod) *Pod {
+	for i := range pods {
+		if n := pods[i].Node; n != nil && n.Reachable && n.Primary && len(n.MySlots) > 0 {
+			return &pods[i]
+		}
+	}
+	for i := range pods {
+		n := pods[i].Node
+		if n == nil || !n.Reachable || !n.Primary {
+			continue
+		}
+		for _, q := range pods {
+			if q.Node != nil && q.Node.PrimaryID == n.ID {
+				return &pods[i]
+			}
+		}
+	}
+	for i := range pods {
+		if n := pods[i].Node; n != nil && n.Reachable && n.Primary && n.ID != "" {
+			return &pods[i]
+		}
+	}
+	return nil
+}
