@@ -1,0 +1,146 @@
+package logging
+
+import (
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// This file is the whole log catalogue: every target, every message string of the log contract
+// (seeds/logging.txt and SPEC section 3) with its level, target and fields. The strings are a
+// public interface (users grep and alert on them): change them only with the contract.
+//
+// Levels: the contract states WARN for the retryable errors and reserves ERROR for invalid
+// configuration at startup and broken invariants; everything else it lists under "at info,
+// expect…", so actions, heartbeats and the diagnostics are INFO.
+
+// Targets: `::` module paths rooted at the original crate, never zap's dotted names.
+const (
+	// TargetOperator is the crate root: process startup and configuration.
+	TargetOperator = "operator"
+	// TargetCluster is the ValkeyCluster controller: pods, services, meet, failover, ticks.
+	TargetCluster = "operator::controller::cluster"
+	// TargetACL is the ACL reconcile loop.
+	TargetACL = "operator::controller::acl"
+	// TargetTLS is the TLS reconcile loop.
+	TargetTLS = "operator::controller::tls"
+	// TargetFSM is the state machine: state transitions.
+	TargetFSM = "operator::fsm"
+
+	// TargetControllerRuntime is the root target of controller-runtime's own logs; its logger
+	// names are appended as path segments (controller_runtime::cache, …). It stands where
+	// kube_runtime was in the original.
+	TargetControllerRuntime = "controller_runtime"
+	// TargetKubeClient is the target of client-go's klog output, where kube_client was.
+	TargetKubeClient = "kube_client"
+)
+
+// Field names. Subjects are fields, never message text.
+const (
+	FieldClusterName = "cluster_name"
+	FieldPod         = "pod"
+	FieldNode        = "node"
+	FieldShard       = "shard"
+	FieldShards      = "shards"
+	FieldNodes       = "nodes"
+	FieldReason      = "reason"
+	FieldError       = "error"
+	FieldState       = "state"
+	FieldKey         = "key"
+	FieldValue       = "value"
+)
+
+// The message catalogue.
+const (
+	// MsgCreatingPod (INFO, TargetCluster): cluster_name, pod, shard.
+	MsgCreatingPod = "creating Pod for node"
+	// MsgCreatingService (INFO, TargetCluster): cluster_name.
+	MsgCreatingService = "creating headless Service"
+	// MsgClusterMeetIssued (INFO, TargetCluster): cluster_name, pod, node (the node id met).
+	MsgClusterMeetIssued = "cluster meet issued"
+	// MsgFailoverForUpgrade (INFO, TargetCluster): cluster_name, pod (the replica promoted),
+	// node.
+	MsgFailoverForUpgrade = "failover to up-to-date replica for rolling upgrade"
+	// MsgClusterFormed (INFO, TargetCluster): cluster_name.
+	MsgClusterFormed = "cluster formed"
+	// MsgTransitioningPrefix + state (INFO, TargetFSM): cluster_name. Use TransitioningTo.
+	MsgTransitioningPrefix = "transitioning to "
+	// MsgActiveTick (INFO, TargetCluster): cluster_name, shards, nodes (integers).
+	MsgActiveTick = "active tick"
+	// MsgACLTick (INFO, TargetACL): cluster_name.
+	MsgACLTick = "ACL reconcile tick"
+	// MsgTLSTick (INFO, TargetTLS): cluster_name.
+	MsgTLSTick = "TLS reconcile tick"
+	// MsgBootstrapBlocked (INFO, TargetCluster): cluster_name, pod, reason (the scheduler's own
+	// message). Logged every tick while the pod stays unschedulable.
+	MsgBootstrapBlocked = "bootstrap blocked: pod cannot be scheduled"
+	// MsgPrimaryUnhealthyWaiting (INFO, TargetCluster): cluster_name, pod, node.
+	MsgPrimaryUnhealthyWaiting = "primary unhealthy but replicas exist, waiting for auto-failover"
+	// MsgNoQuorumTakeover (INFO, TargetCluster): cluster_name, pod, node (the replica). The
+	// dash is U+2014.
+	MsgNoQuorumTakeover = "no quorum \u2014 issued TAKEOVER on replica"
+	// MsgTLSValidationFailed (INFO, TargetTLS): cluster_name, reason (the same text as
+	// status.message).
+	MsgTLSValidationFailed = "TLS Secret validation failed, setting cluster Invalid"
+	// MsgACLLoadFailed (WARN, TargetACL): cluster_name, pod, error.
+	MsgACLLoadFailed = "ACL LOAD failed, will retry next tick"
+	// MsgReconcileError (WARN, the controller's target): cluster_name, error. Logged by
+	// Tracker.Reconciler for every error that is retried.
+	MsgReconcileError = "reconcile error, requeuing"
+
+	// MsgInvalidConfig (ERROR, TargetOperator): key, value, error. Not named by the contract,
+	// which only says invalid configuration at startup is one ERROR line before a non-zero
+	// exit.
+	MsgInvalidConfig = "invalid operator configuration"
+	// MsgReconcilePanicked (ERROR, the controller's target): cluster_name, error. A broken
+	// invariant: the reconcile panicked and is retried.
+	MsgReconcilePanicked = "reconcile panicked"
+)
+
+// TransitioningTo is the transition message for a state: "transitioning to Active".
+func TransitioningTo(state string) string { return MsgTransitioningPrefix + state }
+
+// Entry describes one catalogue message.
+type Entry struct {
+	Message string
+	Level   zapcore.Level
+	Target  string // empty: the target of the controller that logs it
+	Fields  []string
+}
+
+// Catalogue lists every message with its level, target and fields, in the contract's order.
+// TransitioningTo's messages appear once per state.
+var Catalogue = []Entry{
+	{MsgACLTick, zapcore.InfoLevel, TargetACL, []string{FieldClusterName}},
+	{MsgTLSTick, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName}},
+	{MsgActiveTick, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShards, FieldNodes}},
+	{MsgCreatingPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldShard}},
+	{MsgCreatingService, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
+	{MsgClusterMeetIssued, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
+	{MsgFailoverForUpgrade, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
+	{MsgClusterFormed, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
+	{TransitioningTo("Bootstrapping"), zapcore.InfoLevel, TargetFSM, []string{FieldClusterName}},
+	{TransitioningTo("Forming"), zapcore.InfoLevel, TargetFSM, []string{FieldClusterName}},
+	{TransitioningTo("Active"), zapcore.InfoLevel, TargetFSM, []string{FieldClusterName}},
+	{TransitioningTo("Upgrading"), zapcore.InfoLevel, TargetFSM, []string{FieldClusterName}},
+	{TransitioningTo("Invalid"), zapcore.InfoLevel, TargetFSM, []string{FieldClusterName}},
+	{MsgBootstrapBlocked, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldReason}},
+	{MsgPrimaryUnhealthyWaiting, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
+	{MsgNoQuorumTakeover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
+	{MsgTLSValidationFailed, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName, FieldReason}},
+	{MsgACLLoadFailed, zapcore.WarnLevel, TargetACL, []string{FieldClusterName, FieldPod, FieldError}},
+	{MsgReconcileError, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
+	{MsgInvalidConfig, zapcore.ErrorLevel, TargetOperator, []string{FieldKey, FieldValue, FieldError}},
+	{MsgReconcilePanicked, zapcore.ErrorLevel, "", []string{FieldClusterName, FieldError}},
+}
+
+// ClusterName is the cluster_name field carried by every reconcile-path event.
+func ClusterName(name string) zap.Field { return zap.String(FieldClusterName, name) }
+
+// Pod is the pod field of per-pod events.
+func Pod(name string) zap.Field { return zap.String(FieldPod, name) }
+
+// Node is the node field (a Valkey node id) of per-node events.
+func Node(id string) zap.Field { return zap.String(FieldNode, id) }
+
+// Err is the error field, written as the error's message.
+func Err(err error) zap.Field { return zap.NamedError(FieldError, err) }
