@@ -1,0 +1,353 @@
+package valkey
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	valkeygo "github.com/valkey-io/valkey-go"
+)
+
+// Timeouts for talking to one node. They are short on purpose: the
+// operator observes every node on every pass, and a node that takes longer
+// than this to answer CLUSTER NODES is one to mark unreachable, not to wait
+// for. A caller's context deadline, when earlier, wins.
+const (
+	// DialTimeout bounds connecting and authenticating (HELLO with AUTH).
+	DialTimeout = 2 * time.Second
+	// CommandTimeout bounds each command, including its reply.
+	CommandTimeout = 5 * time.Second
+)
+
+// clientName is what CLIENT LIST on a node shows for the operator.
+const clientName = "valkey-operator"
+
+// Credentials are what the operator authenticates with. An empty Username
+// with an empty Password sends no AUTH at all (a node whose default user
+// has no password); an empty Username with a Password authenticates the
+// default user. TLS, when set, is used for the connection.
+type Credentials struct {
+	Username string
+	Password string
+	TLS      *tls.Config
+}
+
+// String prints the credentials without the password, so that a stray
+// %v in a log line cannot leak it.
+func (c Credentials) String() string {
+	pw := "none"
+	if c.Password != "" {
+		pw = "[redacted]"
+	}
+	return fmt.Sprintf("{Username:%q Password:%s TLS:%t}", c.Username, pw, c.TLS != nil)
+}
+
+// GoString is String, for %#v.
+func (c Credentials) GoString() string { return c.String() }
+
+// Client talks to exactly one Valkey node. It never follows MOVED or ASK
+// and never routes by slot: every method runs on the node named at
+// NewClient, which is what cluster administration needs (CLUSTER MEET,
+// REPLICATE and FAILOVER mean "this node"). Safe for concurrent use.
+type Client struct {
+	addr     string
+	password string
+	c        valkeygo.Client
+}
+
+// NewClient connects to the node at addr ("ip:port") and authenticates.
+// It fails when the node cannot be reached within DialTimeout or refuses
+// the credentials; the error names the address, never the password.
+//
+// valkey-go would otherwise probe the node with CLUSTER SLOTS and build a
+// cluster client routing by slot; ForceSingleClient keeps one plain
+// connection to this node even when it runs with cluster-enabled yes.
+// Client-side caching (CLIENT TRACKING) is off: the operator reads
+// topology, which must never come from a cache. Retries are off: a failed
+// command surfaces at once and the next reconcile tries again.
+func NewClient(addr string, creds Credentials) (*Client, error) {
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{
+		InitAddress:       []string{addr},
+		Username:          creds.Username,
+		Password:          creds.Password,
+		TLSConfig:         creds.TLS,
+		ClientName:        clientName,
+		ForceSingleClient: true,
+		DisableCache:      true,
+		DisableRetry:      true,
+		Dialer:            net.Dialer{Timeout: DialTimeout, KeepAlive: time.Second},
+		ConnWriteTimeout:  CommandTimeout,
+	})
+	if err != nil {
+		// With ForceSingleClient valkey-go returns a client even when
+		// the first dial fails, and would keep redialling in the
+		// background; the caller gets an error, so nothing may linger.
+		if c != nil {
+			c.Close()
+		}
+		return nil, redact(fmt.Errorf("connect %s: %w", addr, err), creds.Password)
+	}
+	return &Client{addr: addr, password: creds.Password, c: c}, nil
+}
+
+// Addr returns the address the client talks to.
+func (c *Client) Addr() string { return c.addr }
+
+// Close closes the connection. The client must not be used afterwards.
+func (c *Client) Close() { c.c.Close() }
+
+// do runs one command under CommandTimeout.
+func (c *Client) do(ctx context.Context, cmd valkeygo.Completed) valkeygo.ValkeyResult {
+	ctx, cancel := context.WithTimeout(ctx, CommandTimeout)
+	defer cancel()
+	return c.c.Do(ctx, cmd)
+}
+
+// wrap adds op, a short lower-case name of the command, and the node's
+// address to err, and scrubs the password from the result.
+func (c *Client) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return redact(fmt.Errorf("%s on %s: %w", op, c.addr, err), c.password)
+}
+
+// doOK runs a command whose reply is a plain OK (or anything else that is
+// not an error).
+func (c *Client) doOK(ctx context.Context, op string, cmd valkeygo.Completed) error {
+	return c.wrap(op, c.do(ctx, cmd).Error())
+}
+
+// doString runs a command that replies with text. In RESP3, INFO and
+// CLUSTER NODES reply with a verbatim string whose "txt:" format prefix
+// valkey-go leaves in place; it is removed here.
+func (c *Client) doString(ctx context.Context, op string, cmd valkeygo.Completed) (string, error) {
+	s, err := c.do(ctx, cmd).ToString()
+	if err != nil {
+		return "", c.wrap(op, err)
+	}
+	return strings.TrimPrefix(s, "txt:"), nil
+}
+
+// Ping sends PING.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.doOK(ctx, "ping", c.c.B().Ping().Build())
+}
+
+// ClusterNodes sends CLUSTER NODES and parses the reply with
+// ParseClusterNodes.
+func (c *Client) ClusterNodes(ctx context.Context) ([]NodeEntry, error) {
+	text, err := c.doString(ctx, "cluster nodes", c.c.B().ClusterNodes().Build())
+	if err != nil {
+		return nil, err
+	}
+	entries, err := ParseClusterNodes(text)
+	if err != nil {
+		return nil, c.wrap("cluster nodes", err)
+	}
+	return entries, nil
+}
+
+// ClusterInfo sends CLUSTER INFO and parses the reply with ParseInfo
+// (cluster_state, cluster_slots_assigned, cluster_known_nodes, ...).
+func (c *Client) ClusterInfo(ctx context.Context) (map[string]string, error) {
+	text, err := c.doString(ctx, "cluster info", c.c.B().ClusterInfo().Build())
+	if err != nil {
+		return nil, err
+	}
+	return ParseInfo(text), nil
+}
+
+// Info sends INFO with one section ("replication", "server", ...), or
+// plain INFO when section is empty, and parses the reply with ParseInfo.
+func (c *Client) Info(ctx context.Context, section string) (map[string]string, error) {
+	cmd := c.c.B().Info().Build()
+	op := "info"
+	if section != "" {
+		cmd = c.c.B().Info().Section(section).Build()
+		op = "info " + section
+	}
+	text, err := c.doString(ctx, op, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInfo(text), nil
+}
+
+// MyID sends CLUSTER MYID and returns the node's 40-hex id.
+func (c *Client) MyID(ctx context.Context) (string, error) {
+	id, err := c.doString(ctx, "cluster myid", c.c.B().ClusterMyid().Build())
+	if err != nil {
+		return "", err
+	}
+	if _, err := parseNodeID(id); err != nil {
+		return "", c.wrap("cluster myid", err)
+	}
+	return id, nil
+}
+
+// Meet sends CLUSTER MEET ip port [bus-port], asking this node to
+// handshake with the node at ip:port. A busPort of 0 leaves it out, and
+// Valkey then assumes port+10000. MEET is harmless to repeat: meeting a
+// known node is a no-op.
+func (c *Client) Meet(ctx context.Context, ip string, port, busPort int) error {
+	op := fmt.Sprintf("cluster meet %s", joinHostPort(ip, port))
+	meet := c.c.B().ClusterMeet().Ip(ip).Port(int64(port))
+	if busPort == 0 {
+		return c.doOK(ctx, op, meet.Build())
+	}
+	return c.doOK(ctx, op, meet.ClusterBusPort(int64(busPort)).Build())
+}
+
+// AddSlotsRange sends CLUSTER ADDSLOTSRANGE with every range of ranges,
+// normalised, in one command: Valkey applies all or none. An empty set
+// sends nothing.
+func (c *Client) AddSlotsRange(ctx context.Context, ranges SlotRanges) error {
+	for _, r := range ranges {
+		if !r.Valid() {
+			return c.wrap("cluster addslotsrange", fmt.Errorf("invalid slot range %d-%d", r.Start, r.End))
+		}
+	}
+	ranges = ranges.Normalize()
+	if len(ranges) == 0 {
+		return nil
+	}
+	cmd := c.c.B().ClusterAddslotsrange().StartSlotEndSlot()
+	for _, r := range ranges {
+		cmd = cmd.StartSlotEndSlot(int64(r.Start), int64(r.End))
+	}
+	return c.doOK(ctx, "cluster addslotsrange "+ranges.String(), cmd.Build())
+}
+
+// Replicate sends CLUSTER REPLICATE primaryID, making this node a replica
+// of that primary. Valkey refuses it on a node that still serves slots or
+// holds keys, and when this node does not know primaryID yet (MEET first
+// and wait for the handshake).
+func (c *Client) Replicate(ctx context.Context, primaryID string) error {
+	return c.doOK(ctx, "cluster replicate "+primaryID, c.c.B().ClusterReplicate().NodeId(primaryID).Build())
+}
+
+// FailoverMode is the option of CLUSTER FAILOVER.
+type FailoverMode string
+
+const (
+	// FailoverCoordinated is plain CLUSTER FAILOVER: the replica and its
+	// primary agree and no acknowledged write is lost. For rolling
+	// upgrades.
+	FailoverCoordinated FailoverMode = ""
+	// FailoverForce is CLUSTER FAILOVER FORCE: no handshake with the
+	// primary (it is down), but a vote of the other primaries.
+	FailoverForce FailoverMode = "FORCE"
+	// FailoverTakeover is CLUSTER FAILOVER TAKEOVER: no handshake and no
+	// vote. For a cluster that has lost the majority of its primaries;
+	// writes the old primary acknowledged but did not replicate are lost.
+	FailoverTakeover FailoverMode = "TAKEOVER"
+)
+
+// Failover sends CLUSTER FAILOVER [FORCE|TAKEOVER] to this node, which
+// must be a replica. The reply only says the request was accepted; the
+// promotion happens afterwards and has to be observed.
+func (c *Client) Failover(ctx context.Context, mode FailoverMode) error {
+	b := c.c.B().ClusterFailover()
+	switch mode {
+	case FailoverCoordinated:
+		return c.doOK(ctx, "cluster failover", b.Build())
+	case FailoverForce:
+		return c.doOK(ctx, "cluster failover force", b.Force().Build())
+	case FailoverTakeover:
+		return c.doOK(ctx, "cluster failover takeover", b.Takeover().Build())
+	default:
+		return fmt.Errorf("cluster failover on %s: unknown mode %q", c.addr, string(mode))
+	}
+}
+
+// Forget sends CLUSTER FORGET id. It only affects this node, for 60
+// seconds: to drop a node for good it must be forgotten on every node
+// within that time, or gossip brings it back.
+func (c *Client) Forget(ctx context.Context, id string) error {
+	return c.doOK(ctx, "cluster forget "+id, c.c.B().ClusterForget().NodeId(id).Build())
+}
+
+// CountKeysInSlot sends CLUSTER COUNTKEYSINSLOT slot. Only the node serving
+// the slot holds its keys; elsewhere the count is 0.
+func (c *Client) CountKeysInSlot(ctx context.Context, slot int) (int64, error) {
+	op := fmt.Sprintf("cluster countkeysinslot %d", slot)
+	n, err := c.do(ctx, c.c.B().ClusterCountkeysinslot().Slot(int64(slot)).Build()).AsInt64()
+	return n, c.wrap(op, err)
+}
+
+// ACLLoad sends ACL LOAD, making the node reload its aclfile. Valkey
+// loads all of it or none: on error the node keeps its previous users.
+func (c *Client) ACLLoad(ctx context.Context) error {
+	return c.doOK(ctx, "acl load", c.c.B().AclLoad().Build())
+}
+
+// secretParameters are configuration parameters whose values are
+// passwords, kept out of error messages.
+var secretParameters = []string{"masterauth", "requirepass"}
+
+// ConfigSet sends CONFIG SET with every parameter of params in one
+// command, in sorted order; Valkey applies all or none. The error names
+// the parameters, never their values, and values of password parameters
+// (masterauth, requirepass) are scrubbed from whatever Valkey replies.
+func (c *Client) ConfigSet(ctx context.Context, params map[string]string) error {
+	if len(params) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	cmd := c.c.B().ConfigSet().ParameterValue()
+	secrets := []string{c.password}
+	for _, k := range keys {
+		cmd = cmd.ParameterValue(k, params[k])
+		if slices.Contains(secretParameters, strings.ToLower(k)) {
+			secrets = append(secrets, params[k])
+		}
+	}
+	op := "config set " + strings.Join(keys, " ")
+	return redact(c.wrap(op, c.do(ctx, cmd.Build()).Error()), secrets...)
+}
+
+// IsServerError reports whether err carries an error reply from Valkey
+// ("ERR ...", "CLUSTERDOWN ...", "WRONGPASS ...") as opposed to a network
+// failure or timeout: the node answered, and said no.
+func IsServerError(err error) bool {
+	var ve *valkeygo.ValkeyError
+	return errors.As(err, &ve) && !ve.IsNil()
+}
+
+// redactedError replaces an error whose text contained a secret. It keeps
+// no chain: the wrapped errors would still print the secret.
+type redactedError struct{ msg string }
+
+func (e *redactedError) Error() string { return e.msg }
+
+// redact returns err, or a copy of its text with every non-empty secret
+// replaced, when the text contains one. Valkey echoes arguments in some
+// replies (unknown command, bad config value); this is the last line of
+// defence against a password reaching a log.
+func redact(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	changed := false
+	for _, s := range secrets {
+		if s != "" && strings.Contains(msg, s) {
+			msg = strings.ReplaceAll(msg, s, "[redacted]")
+			changed = true
+		}
+	}
+	if !changed {
+		return err
+	}
+	return &redactedError{msg: msg}
+}

@@ -1,0 +1,63 @@
+package valkey
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestRedact(t *testing.T) {
+	base := errors.New("ERR bad argument 'hunter2' near hunter2")
+	tests := []struct {
+		name    string
+		err     error
+		secrets []string
+		want    string
+		same    bool // the original error, chain intact
+	}{
+		{name: "nil", err: nil, secrets: []string{"x"}},
+		{name: "no secret present", err: base, secrets: []string{"other"}, want: base.Error(), same: true},
+		{name: "empty secret ignored", err: base, secrets: []string{""}, want: base.Error(), same: true},
+		{name: "every occurrence", err: fmt.Errorf("config set on a: %w", base), secrets: []string{"", "hunter2"},
+			want: "config set on a: ERR bad argument '[redacted]' near [redacted]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := redact(tt.err, tt.secrets...)
+			if tt.err == nil {
+				if got != nil {
+					t.Fatalf("redact(nil) = %v", got)
+				}
+				return
+			}
+			if got.Error() != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			if tt.same != (got == tt.err) {
+				t.Errorf("same error = %v, want %v", got == tt.err, tt.same)
+			}
+			// A redacted error keeps no chain that could print the secret.
+			for e := got; e != nil; e = errors.Unwrap(e) {
+				if strings.Contains(e.Error(), "hunter2") && !tt.same {
+					t.Errorf("chain still holds the secret: %v", e)
+				}
+			}
+		})
+	}
+}
+
+func TestCredentialsNeverPrintPassword(t *testing.T) {
+	c := Credentials{Username: "ops", Password: "hunter2"}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		if s := fmt.Sprintf(format, c); strings.Contains(s, "hunter2") || !strings.Contains(s, "ops") {
+			t.Errorf("%s: %s", format, s)
+		}
+		if s := fmt.Sprintf(format, &c); strings.Contains(s, "hunter2") {
+			t.Errorf("%s of pointer: %s", format, s)
+		}
+	}
+	if s := fmt.Sprint(Credentials{}); !strings.Contains(s, "Password:none") {
+		t.Errorf("empty credentials: %s", s)
+	}
+}
