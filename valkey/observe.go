@@ -1,0 +1,95 @@
+package valkey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// NodeView is what one node said about the cluster during one Observe. A
+// node that did not answer is in the result with Reachable false and the
+// reason in Err: unknown is not absent, and the caller must not read a
+// silent node as a node that is gone.
+type NodeView struct {
+	// Addr is the address that was queried, as given to Observe.
+	Addr string
+	// Reachable is true only when every query succeeded. When it is false
+	// the fields below hold whatever did arrive and must not be trusted
+	// as a whole.
+	Reachable bool
+	// Err is the first error met (connection, a query, or parsing).
+	Err error
+	// ID is the node's own id, from the "myself" entry of Nodes.
+	ID string
+	// Nodes is the node's CLUSTER NODES, parsed.
+	Nodes []NodeEntry
+	// ClusterInfo is the node's CLUSTER INFO, parsed.
+	ClusterInfo map[string]string
+	// Replication is the node's INFO replication, parsed.
+	Replication map[string]string
+}
+
+// Myself returns the node's own CLUSTER NODES entry.
+func (v NodeView) Myself() (NodeEntry, bool) { return Myself(v.Nodes) }
+
+// ClusterStateOK reports whether the node says cluster_state:ok.
+func (v NodeView) ClusterStateOK() bool { return v.ClusterInfo["cluster_state"] == "ok" }
+
+// ReplicaLinkUp reports whether the node is a replica whose link to its
+// primary is up (master_link_status:up). A replica that is attached but not
+// yet synced holds no data and refuses to fail over.
+func (v NodeView) ReplicaLinkUp() bool { return v.Replication["master_link_status"] == "up" }
+
+// Observe queries every address concurrently, each over its own short-lived
+// Client, with CLUSTER NODES, CLUSTER INFO and INFO replication, and
+// returns one NodeView per address in the order given. It never fails as a
+// whole: each view carries its own outcome. Duplicate addresses are
+// queried once per occurrence.
+func Observe(ctx context.Context, addrs []string, creds Credentials) []NodeView {
+	views := make([]NodeView, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() { views[i] = observeNode(ctx, addr, creds) })
+	}
+	wg.Wait()
+	return views
+}
+
+// errNoMyself means CLUSTER NODES had no "myself" line: the reply is not
+// what a cluster-enabled node prints.
+var errNoMyself = errors.New("cluster nodes: no myself entry")
+
+func observeNode(ctx context.Context, addr string, creds Credentials) NodeView {
+	v := NodeView{Addr: addr}
+	if err := ctx.Err(); err != nil {
+		v.Err = fmt.Errorf("observe %s: %w", addr, err)
+		return v
+	}
+	c, err := NewClient(addr, creds)
+	if err != nil {
+		v.Err = err
+		return v
+	}
+	defer c.Close()
+	if v.Nodes, err = c.ClusterNodes(ctx); err != nil {
+		v.Err = err
+		return v
+	}
+	me, ok := Myself(v.Nodes)
+	if !ok {
+		v.Err = fmt.Errorf("observe %s: %w", addr, errNoMyself)
+		return v
+	}
+	v.ID = me.ID
+	if v.ClusterInfo, err = c.ClusterInfo(ctx); err != nil {
+		v.Err = err
+		return v
+	}
+	if v.Replication, err = c.Info(ctx, "replication"); err != nil {
+		v.Err = err
+		return v
+	}
+	v.Reachable = true
+	return v
+}
