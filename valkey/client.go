@@ -56,6 +56,7 @@ func (c Credentials) GoString() string { return c.String() }
 // REPLICATE and FAILOVER mean "this node"). Safe for concurrent use.
 type Client struct {
 	addr     string
+	username string
 	password string
 	c        valkeygo.Client
 }
@@ -92,7 +93,7 @@ func NewClient(addr string, creds Credentials) (*Client, error) {
 		}
 		return nil, redact(fmt.Errorf("connect %s: %w", addr, err), creds.Password)
 	}
-	return &Client{addr: addr, password: creds.Password, c: c}, nil
+	return &Client{addr: addr, username: creds.Username, password: creds.Password, c: c}, nil
 }
 
 // Addr returns the address the client talks to.

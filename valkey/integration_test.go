@@ -469,3 +469,143 @@ func TestIntegrationAuthAndACL(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationMigrateSlot moves one slot holding keys between the two
+// primaries of a password-protected cluster, checking the open-slot
+// entries that ParseClusterNodes reads on the way, and that MIGRATE
+// authenticates at the target with the client's own credentials.
+func TestIntegrationMigrateSlot(t *testing.T) {
+	ctx := t.Context()
+	aclFile := filepath.Join(t.TempDir(), "users.acl")
+	if err := os.WriteFile(aclFile, []byte("user default off\nuser ops on >"+opsPassword+" ~* &* +@all\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ops := Credentials{Username: "ops", Password: opsPassword}
+	src, dst := startServer(t, ops, "--aclfile", aclFile), startServer(t, ops, "--aclfile", aclFile)
+	cs, cd := dial(t, src.addr, ops), dial(t, dst.addr, ops)
+	if err := cs.Meet(ctx, "127.0.0.1", dst.port, dst.busPort); err != nil {
+		t.Fatal(err)
+	}
+	spread := EvenSlotSpread(2)
+	if err := cs.AddSlotsRange(ctx, SlotRanges{spread[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cd.AddSlotsRange(ctx, SlotRanges{spread[1]}); err != nil {
+		t.Fatal(err)
+	}
+	addrs := []string{src.addr, dst.addr}
+	eventually(t, formTimeout, "two-node cluster ok", func(ctx context.Context) error {
+		for _, v := range Observe(ctx, addrs, ops) {
+			if !v.Reachable || !v.ClusterStateOK() || len(v.Nodes) != 2 {
+				return fmt.Errorf("%s: reachable %v, state %q, %d nodes, %v",
+					v.Addr, v.Reachable, v.ClusterInfo["cluster_state"], len(v.Nodes), v.Err)
+			}
+		}
+		return nil
+	})
+	srcID, _ := cs.MyID(ctx)
+	dstID, _ := cd.MyID(ctx)
+
+	// Keys with one hash tag share a slot; pick a tag the source serves.
+	var tag string
+	slot := -1
+	for i := 0; slot < 0 || !spread[0].Contains(slot); i++ {
+		tag = "{m" + strconv.Itoa(i) + "}"
+		n, err := cs.c.Do(ctx, cs.c.B().ClusterKeyslot().Key(tag).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slot = int(n)
+	}
+	const nKeys = 25
+	for i := range nKeys {
+		key := fmt.Sprintf("%skey-%d", tag, i)
+		if err := cs.c.Do(ctx, cs.c.B().Set().Key(key).Value(strconv.Itoa(i)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := cd.SetSlotImporting(ctx, slot, srcID); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.SetSlotMigrating(ctx, slot, dstID); err != nil {
+		t.Fatal(err)
+	}
+	if me := myself(t, cs); !slices.Equal(me.Migrating, []SlotMigration{{slot, dstID}}) {
+		t.Errorf("source open slots: migrating %v importing %v", me.Migrating, me.Importing)
+	}
+	if me := myself(t, cd); !slices.Equal(me.Importing, []SlotMigration{{slot, srcID}}) {
+		t.Errorf("target open slots: migrating %v importing %v", me.Migrating, me.Importing)
+	}
+
+	for moved := 0; ; {
+		keys, err := cs.GetKeysInSlot(ctx, slot, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == 0 {
+			if moved != nKeys {
+				t.Fatalf("moved %d keys, want %d", moved, nKeys)
+			}
+			break
+		}
+		if err := cs.MigrateKeys(ctx, "127.0.0.1", dst.port, keys, 5*time.Second, false); err != nil {
+			t.Fatal(err)
+		}
+		moved += len(keys)
+	}
+	if n, err := cd.CountKeysInSlot(ctx, slot); err != nil || n != nKeys {
+		t.Errorf("target holds %d keys of slot %d, %v", n, slot, err)
+	}
+	if n, err := cs.CountKeysInSlot(ctx, slot); err != nil || n != 0 {
+		t.Errorf("source holds %d keys of slot %d, %v", n, slot, err)
+	}
+	// A repeated MIGRATE of keys already moved is harmless (NOKEY).
+	if err := cs.MigrateKeys(ctx, "127.0.0.1", dst.port, []string{tag + "key-0"}, 5*time.Second, true); err != nil {
+		t.Errorf("MIGRATE of a moved key: %v", err)
+	}
+
+	for _, c := range []*Client{cd, cs} {
+		if err := c.SetSlotNode(ctx, slot, dstID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]SlotRanges{
+		srcID: Subtract(SlotRanges{spread[0]}, SlotRanges{{slot, slot}}),
+		dstID: Union(SlotRanges{spread[1]}, SlotRanges{{slot, slot}}),
+	}
+	eventually(t, formTimeout, "both nodes agree the slot moved", func(ctx context.Context) error {
+		for _, v := range Observe(ctx, addrs, ops) {
+			if !v.Reachable {
+				return v.Err
+			}
+			for _, e := range v.Nodes {
+				if !slices.Equal(e.Slots, want[e.ID]) || len(e.Migrating)+len(e.Importing) > 0 {
+					return fmt.Errorf("%s sees %s with slots %v, open %v %v", v.Addr, e.ID, e.Slots, e.Migrating, e.Importing)
+				}
+			}
+		}
+		return nil
+	})
+
+	// SETSLOT STABLE on a slot that is not open is a no-op, not an error.
+	if err := cs.SetSlotStable(ctx, slot); err != nil {
+		t.Errorf("SetSlotStable: %v", err)
+	}
+	if v, err := cd.c.Do(ctx, cd.c.B().Get().Key(tag + "key-7").Build()).ToString(); err != nil || v != "7" {
+		t.Errorf("GET on the target after migration = %q, %v", v, err)
+	}
+}
+
+func myself(t *testing.T, c *Client) NodeEntry {
+	t.Helper()
+	entries, err := c.ClusterNodes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, ok := Myself(entries)
+	if !ok {
+		t.Fatal("no myself entry")
+	}
+	return me
+}
