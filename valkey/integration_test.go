@@ -592,7 +592,7 @@ func TestIntegrationMigrateSlot(t *testing.T) {
 	if err := cs.SetSlotStable(ctx, slot); err != nil {
 		t.Errorf("SetSlotStable: %v", err)
 	}
-	if v, err := cd.c.Do(ctx, cd.c.B().Get().Key(tag + "key-7").Build()).ToString(); err != nil || v != "7" {
+	if v, err := cd.c.Do(ctx, cd.c.B().Get().Key(tag+"key-7").Build()).ToString(); err != nil || v != "7" {
 		t.Errorf("GET on the target after migration = %q, %v", v, err)
 	}
 }
