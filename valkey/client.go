@@ -61,9 +61,11 @@ type Client struct {
 	c        valkeygo.Client
 }
 
-// NewClient connects to the node at addr ("ip:port") and authenticates.
-// It fails when the node cannot be reached within DialTimeout or refuses
-// the credentials; the error names the address, never the password.
+// NewClient connects to the node at addr ("ip:port") and authenticates:
+// valkey-go sends HELLO 3 AUTH user password SETNAME valkey-operator, then
+// CLIENT SETINFO (whose failure it ignores). It fails when the node cannot
+// be reached within DialTimeout or refuses the credentials; the error
+// names the address, never the password.
 //
 // valkey-go would otherwise probe the node with CLUSTER SLOTS and build a
 // cluster client routing by slot; ForceSingleClient keeps one plain
