@@ -87,6 +87,10 @@ const (
 	// Tracker.Reconciler for every error that is retried.
 	MsgReconcileError = "reconcile error, requeuing"
 
+	// MsgReconcileErrorNoRetry (WARN, the controller's target): cluster_name, error. Ours: a
+	// reconcile.TerminalError, which controller-runtime does not retry.
+	MsgReconcileErrorNoRetry = "reconcile error, not retrying"
+
 	// MsgInvalidConfig (ERROR, TargetOperator): key, value, error. Not named by the contract,
 	// which only says invalid configuration at startup is one ERROR line before a non-zero
 	// exit.
@@ -129,6 +133,7 @@ var Catalogue = []Entry{
 	{MsgTLSValidationFailed, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName, FieldReason}},
 	{MsgACLLoadFailed, zapcore.WarnLevel, TargetACL, []string{FieldClusterName, FieldPod, FieldError}},
 	{MsgReconcileError, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
+	{MsgReconcileErrorNoRetry, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgInvalidConfig, zapcore.ErrorLevel, TargetOperator, []string{FieldKey, FieldValue, FieldError}},
 	{MsgReconcilePanicked, zapcore.ErrorLevel, "", []string{FieldClusterName, FieldError}},
 }

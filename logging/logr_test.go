@@ -19,7 +19,7 @@ func TestLogrAdapterGolden(t *testing.T) {
 		"controllerKind", "ValkeyCluster")
 	req := ctrl.WithValues("ValkeyCluster", "my-app/my-cluster", "namespace", "my-app", "name", "my-cluster",
 		"reconcileID", "5a0c")
-	req.Info("Starting workers", "worker count", 1)                     // INFO, capped for bare `info`: dropped
+	req.Info("Starting workers", "worker count", 1)                      // INFO, capped for bare `info`: dropped
 	req.Error(errors.New("boom"), "Reconciler error")                    // replaced by our WARN: dropped
 	req.Error(errors.New("lease lost"), "leader election lost", "id", 7) // library error: WARN
 	req.V(1).Info("debug detail")                                        // dropped
