@@ -154,6 +154,9 @@ func (c *filterCore) Sync() error { return c.inner.Sync() }
 // The logger has no caller, stacktrace or sampling options, and its default target is
 // DefaultTarget.
 func New(stdout, stderr io.Writer, rustLog string, clock func() time.Time) *zap.Logger {
+	if stderr == nil {
+		stderr = io.Discard
+	}
 	f := ParseFilter(rustLog, stderr)
 	opts := []zap.Option{zap.ErrorOutput(zapcore.AddSync(stderr))}
 	if clock != nil {
