@@ -30,6 +30,7 @@ type testServer struct {
 	busPort int
 	dir     string
 	cmd     *exec.Cmd
+	exited  chan struct{} // closed once the process has been reaped
 }
 
 // requireValkeyServer fails the test, never skips it, when valkey-server is
@@ -81,6 +82,11 @@ func startServer(t *testing.T, creds Credentials, extra ...string) *testServer {
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("start valkey-server: %v", err)
 	}
+	s.exited = make(chan struct{})
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.exited)
+	}()
 	t.Cleanup(func() {
 		s.kill()
 		if t.Failed() {
@@ -90,6 +96,12 @@ func startServer(t *testing.T, creds Credentials, extra ...string) *testServer {
 		}
 	})
 	eventually(t, 10*time.Second, "server "+s.addr+" answers PING", func(ctx context.Context) error {
+		select {
+		case <-s.exited:
+			// Most likely another process took the port in between.
+			t.Fatalf("valkey-server on %s exited early: %v", s.addr, s.cmd.ProcessState)
+		default:
+		}
 		c, err := NewClient(s.addr, creds)
 		if err != nil {
 			return err
@@ -100,11 +112,10 @@ func startServer(t *testing.T, creds Credentials, extra ...string) *testServer {
 	return s
 }
 
+// kill stops the server with SIGKILL, as a crash would, and reaps it.
 func (s *testServer) kill() {
-	if s.cmd.ProcessState == nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
 }
 
 // eventually polls cond until it returns nil, failing the test with the
@@ -265,6 +276,9 @@ func TestIntegrationFormCluster(t *testing.T) {
 	}
 	if got := final[replica].Replication["role"]; got != "slave" {
 		t.Errorf("replica role %q", got)
+	}
+	if _, ok := final[replica].ReplicationOffset(); !ok {
+		t.Errorf("replica has no replication offset: %v", final[replica].Replication)
 	}
 
 	t.Run("read-only commands", func(t *testing.T) {

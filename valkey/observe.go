@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 )
 
@@ -40,6 +41,15 @@ func (v NodeView) ClusterStateOK() bool { return v.ClusterInfo["cluster_state"] 
 // primary is up (master_link_status:up). A replica that is attached but not
 // yet synced holds no data and refuses to fail over.
 func (v NodeView) ReplicaLinkUp() bool { return v.Replication["master_link_status"] == "up" }
+
+// ReplicationOffset returns master_repl_offset from INFO replication: on a
+// replica, how much of its primary's stream it has applied. Of the replicas
+// of one shard, the one with the largest offset is the most up to date and
+// the one to promote. ok is false when the field is missing or malformed.
+func (v NodeView) ReplicationOffset() (offset int64, ok bool) {
+	n, err := strconv.ParseInt(v.Replication["master_repl_offset"], 10, 64)
+	return n, err == nil
+}
 
 // Observe queries every address concurrently, each over its own short-lived
 // Client, with CLUSTER NODES, CLUSTER INFO and INFO replication, and
