@@ -1,0 +1,482 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+)
+
+// Config is what Start needs to run the nodes.
+type Config struct {
+	// RESTConfig reaches the API server with rights to register nodes, update
+	// pod status, read ConfigMaps and Secrets and request service account tokens
+	// (an admin config is fine).
+	RESTConfig *rest.Config
+	// Network must already be set up with SetupNetwork.
+	Network NetworkConfig
+	// Nodes to register, e.g. three nodes in three zones.
+	Nodes []NodeSpec
+	// StateDir holds per-pod volume directories and logs.
+	StateDir string
+	// APIServerHost and APIServerPort are given to every container as
+	// KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (there is no
+	// kube-proxy, so this is the gateway address the API server listens on).
+	APIServerHost string
+	APIServerPort int
+	// Images maps an image repository (without tag or digest) to the host
+	// binary used as the entrypoint when a container has no command.
+	Images map[string]string
+	// KubeletPortBase, when not zero, makes node i serve the kubelet API
+	// (container logs) over HTTPS on Network.Gateway:KubeletPortBase+i, so that
+	// `kubectl logs` works through the API server.
+	KubeletPortBase int
+}
+
+// NodeSpec is one node to register.
+type NodeSpec struct {
+	Name string
+	Zone string
+	// Labels are added to the standard ones.
+	Labels map[string]string
+}
+
+// Kubelet runs the pods of all the configured nodes as local processes.
+type Kubelet struct {
+	cfg    Config
+	client kubernetes.Interface
+	ipam   *ipam
+
+	cmFactory  informers.SharedInformerFactory
+	configMaps corev1listers.ConfigMapLister
+	secrets    corev1listers.SecretLister
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	nodes map[string]*nodeState
+	pods  map[string]*podRuntime // namespace/name
+
+	stopOnce sync.Once
+}
+
+// nodeState is one node; its controllers run while the node is up.
+type nodeState struct {
+	spec     NodeSpec
+	index    int
+	cancel   context.CancelFunc
+	done     chan struct{}
+	notify   func(*corev1.Pod) // nil while the node is down
+	stopping bool
+}
+
+const (
+	// leaseDurationSeconds is the node lease duration; the lease is renewed
+	// every quarter of it.
+	leaseDurationSeconds = 40
+	// statusUpdateInterval is how often a node's status is written even when
+	// nothing changed, as a kubelet's nodeStatusReportFrequency.
+	statusUpdateInterval = 20 * time.Second
+)
+
+// Start registers the nodes and runs the pods bound to them until ctx ends or
+// Stop is called.
+func Start(ctx context.Context, cfg Config) (*Kubelet, error) {
+	if cfg.RESTConfig == nil {
+		return nil, errors.New("kubelet: RESTConfig is required")
+	}
+	if len(cfg.Nodes) == 0 {
+		return nil, errors.New("kubelet: at least one node is required")
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("kubelet: StateDir is required")
+	}
+	a, err := newIPAM(cfg.Network)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat("/sys/class/net/" + cfg.Network.Bridge); err != nil {
+		return nil, fmt.Errorf("kubelet: bridge %s is missing, call SetupNetwork first: %w", cfg.Network.Bridge, err)
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("kubelet: state dir: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg.RESTConfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet: client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	k := &Kubelet{
+		cfg: cfg, client: client, ipam: a, ctx: ctx, cancel: cancel,
+		nodes: map[string]*nodeState{}, pods: map[string]*podRuntime{},
+	}
+	// One cache of ConfigMaps and Secrets for every node: volumes read it on
+	// each resync, and the pod controllers need the informers.
+	k.cmFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
+	k.configMaps = k.cmFactory.Core().V1().ConfigMaps().Lister()
+	k.secrets = k.cmFactory.Core().V1().Secrets().Lister()
+	_ = k.cmFactory.Core().V1().Services().Informer()
+	k.cmFactory.Start(ctx.Done())
+	for typ, ok := range k.cmFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			cancel()
+			return nil, fmt.Errorf("kubelet: %v cache did not sync", typ)
+		}
+	}
+	for i, n := range cfg.Nodes {
+		if n.Name == "" {
+			cancel()
+			return nil, errors.New("kubelet: node without a name")
+		}
+		k.nodes[n.Name] = &nodeState{spec: n, index: i}
+	}
+	for _, n := range cfg.Nodes {
+		if err := k.StartNode(n.Name); err != nil {
+			k.Stop()
+			return nil, err
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		k.Stop()
+	}()
+	return k, nil
+}
+
+// Stop kills every pod process and removes the pods' network namespaces. The
+// Node objects stay in the API server (they go NotReady).
+func (k *Kubelet) Stop() {
+	k.stopOnce.Do(func() {
+		k.mu.Lock()
+		nodes := make([]*nodeState, 0, len(k.nodes))
+		for _, n := range k.nodes {
+			nodes = append(nodes, n)
+		}
+		k.mu.Unlock()
+		for _, n := range nodes {
+			k.stopNodeControllers(n)
+		}
+		k.mu.Lock()
+		pods := make([]*podRuntime, 0, len(k.pods))
+		for _, p := range k.pods {
+			pods = append(pods, p)
+		}
+		k.mu.Unlock()
+		for _, p := range pods {
+			p.destroy()
+		}
+		k.cancel()
+	})
+}
+
+// StartNode brings a node (back) up: it registers or updates the Node,
+// renews its lease and runs its pod controller. Pods that died while the node
+// was down are reported Failed.
+func (k *Kubelet) StartNode(name string) error {
+	k.mu.Lock()
+	ns, ok := k.nodes[name]
+	if !ok {
+		k.mu.Unlock()
+		return fmt.Errorf("kubelet: unknown node %q", name)
+	}
+	if ns.cancel != nil {
+		k.mu.Unlock()
+		return nil
+	}
+	ctx, cancel := context.WithCancel(k.ctx)
+	ns.cancel, ns.done, ns.stopping = cancel, make(chan struct{}), false
+	k.mu.Unlock()
+
+	if err := k.runNode(ctx, ns); err != nil {
+		k.stopNodeControllers(ns)
+		return fmt.Errorf("kubelet: start node %s: %w", name, err)
+	}
+	// Tell the fresh pod controller where every pod of this node stands.
+	for _, p := range k.podsOn(name) {
+		p.changed()
+	}
+	return nil
+}
+
+// StopNode makes a node lose power: its pod processes die at once, its lease
+// and status stop being renewed (so kube-controller-manager marks it
+// NotReady) and its pods' status is no longer updated.
+func (k *Kubelet) StopNode(name string) error {
+	k.mu.Lock()
+	ns, ok := k.nodes[name]
+	k.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("kubelet: unknown node %q", name)
+	}
+	k.stopNodeControllers(ns)
+	for _, p := range k.podsOn(name) {
+		p.powerLoss()
+	}
+	return nil
+}
+
+func (k *Kubelet) stopNodeControllers(ns *nodeState) {
+	k.mu.Lock()
+	cancel, done := ns.cancel, ns.done
+	ns.notify = nil
+	ns.cancel = nil
+	ns.stopping = true
+	k.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// KillPod sends SIGKILL to every container process of the pod; with
+// restartPolicy Never the pod goes Failed.
+func (k *Kubelet) KillPod(namespace, name string) error {
+	p, err := k.pod(namespace, name)
+	if err != nil {
+		return err
+	}
+	p.kill()
+	return nil
+}
+
+// CutPodNetwork takes the host side of the pod's veth down: the pod keeps
+// running but nobody reaches it and it reaches nobody.
+func (k *Kubelet) CutPodNetwork(namespace, name string) error {
+	p, err := k.pod(namespace, name)
+	if err != nil {
+		return err
+	}
+	slot, ok := p.sandboxSlot()
+	if !ok {
+		return fmt.Errorf("kubelet: pod %s/%s has no network yet", namespace, name)
+	}
+	return k.ipam.setLink(slot, false)
+}
+
+// RestorePodNetwork undoes CutPodNetwork.
+func (k *Kubelet) RestorePodNetwork(namespace, name string) error {
+	p, err := k.pod(namespace, name)
+	if err != nil {
+		return err
+	}
+	slot, ok := p.sandboxSlot()
+	if !ok {
+		return fmt.Errorf("kubelet: pod %s/%s has no network yet", namespace, name)
+	}
+	return k.ipam.setLink(slot, true)
+}
+
+// LogPath is the file that collects stdout and stderr of a pod's container.
+func (k *Kubelet) LogPath(namespace, name, container string) (string, error) {
+	p, err := k.pod(namespace, name)
+	if err != nil {
+		return "", err
+	}
+	return p.logPath(container), nil
+}
+
+func (k *Kubelet) pod(namespace, name string) (*podRuntime, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p, ok := k.pods[namespace+"/"+name]
+	if !ok {
+		return nil, fmt.Errorf("kubelet: pod %s/%s is not running on any node", namespace, name)
+	}
+	return p, nil
+}
+
+func (k *Kubelet) podsOn(nodeName string) []*podRuntime {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []*podRuntime
+	for _, p := range k.pods {
+		if p.node == nodeName {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// notifier returns the status callback of the node's running pod controller,
+// or nil while the node is down.
+func (k *Kubelet) notifier(nodeName string) func(*corev1.Pod) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if ns, ok := k.nodes[nodeName]; ok {
+		return ns.notify
+	}
+	return nil
+}
+
+func (k *Kubelet) buildNode(ns *nodeState) *corev1.Node {
+	labels := map[string]string{
+		corev1.LabelHostname:       ns.spec.Name,
+		corev1.LabelOSStable:       "linux",
+		corev1.LabelArchStable:     "amd64",
+		"kubernetes.io/role":       "agent",
+		"type":                     "valkey-operator-local",
+		"node.kubernetes.io/local": "true",
+	}
+	if ns.spec.Zone != "" {
+		labels[corev1.LabelTopologyZone] = ns.spec.Zone
+	}
+	for key, v := range ns.spec.Labels {
+		labels[key] = v
+	}
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("64"),
+		corev1.ResourceMemory:           resource.MustParse("256Gi"),
+		corev1.ResourcePods:             resource.MustParse("250"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
+	}
+	now := metav1.Now()
+	cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: ns.spec.Name, Labels: labels},
+		Status: corev1.NodeStatus{
+			Phase:       corev1.NodeRunning,
+			Capacity:    resources,
+			Allocatable: resources.DeepCopy(),
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: k.cfg.Network.Gateway},
+				{Type: corev1.NodeHostName, Address: ns.spec.Name},
+			},
+			Conditions: []corev1.NodeCondition{
+				cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
+				cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+				cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+				cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+				cond(corev1.NodeNetworkUnavailable, corev1.ConditionFalse, "RouteCreated", "pods share one local bridge"),
+			},
+			NodeInfo: corev1.NodeSystemInfo{
+				OperatingSystem: "linux", Architecture: "amd64", KubeletVersion: "v1.37.2",
+				ContainerRuntimeVersion: "local://processes",
+			},
+		},
+	}
+	if port := k.kubeletPort(ns); port != 0 {
+		n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
+	}
+	return n
+}
+
+func (k *Kubelet) kubeletPort(ns *nodeState) int {
+	if k.cfg.KubeletPortBase == 0 {
+		return 0
+	}
+	return k.cfg.KubeletPortBase + ns.index
+}
+
+// runNode starts the node's virtual-kubelet controllers and waits until both
+// are ready. They stop when ctx ends; ns.done is closed once they have.
+func (k *Kubelet) runNode(ctx context.Context, ns *nodeState) error {
+	name := ns.spec.Name
+	done := ns.done
+	podFactory := informers.NewSharedInformerFactoryWithOptions(k.client, time.Minute,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", name).String()
+		}))
+	podInformer := podFactory.Core().V1().Pods()
+
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: k.client.CoreV1().Events(corev1.NamespaceAll)})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name})
+
+	p := &provider{k: k, node: name}
+	pc, err := node.NewPodController(node.PodControllerConfig{
+		PodClient:         k.client.CoreV1(),
+		PodInformer:       podInformer,
+		EventRecorder:     recorder,
+		Provider:          p,
+		ConfigMapInformer: k.cmFactory.Core().V1().ConfigMaps(),
+		SecretInformer:    k.cmFactory.Core().V1().Secrets(),
+		ServiceInformer:   k.cmFactory.Core().V1().Services(),
+		// Environment is resolved here, after the pod IP is known, so that
+		// status.podIP field references work.
+		SkipDownwardAPIResolution: true,
+	})
+	if err != nil {
+		close(done)
+		broadcaster.Shutdown()
+		return err
+	}
+	nc, err := node.NewNodeController(node.NewNaiveNodeProvider(), k.buildNode(ns), k.client.CoreV1().Nodes(),
+		node.WithNodeEnableLeaseV1(k.client.CoordinationV1().Leases(corev1.NamespaceNodeLease), leaseDurationSeconds),
+		node.WithNodeStatusUpdateInterval(statusUpdateInterval))
+	if err != nil {
+		close(done)
+		broadcaster.Shutdown()
+		return err
+	}
+	stopHTTP, err := k.serveKubeletAPI(ctx, ns, podInformer.Lister())
+	if err != nil {
+		close(done)
+		broadcaster.Shutdown()
+		return err
+	}
+
+	podFactory.Start(ctx.Done())
+	ncStarted := make(chan struct{})
+	go pc.Run(ctx, 2) //nolint:errcheck // the error is read through pc.Err below
+	go func() {
+		defer close(done)
+		defer broadcaster.Shutdown()
+		defer stopHTTP()
+		<-pc.Done()
+		select {
+		case <-ncStarted:
+			<-nc.Done()
+		default:
+		}
+	}()
+	select {
+	case <-pc.Ready():
+	case <-pc.Done():
+		return fmt.Errorf("pod controller: %w", pc.Err())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	close(ncStarted)
+	go nc.Run(ctx) //nolint:errcheck // the error is read through nc.Err below
+	select {
+	case <-nc.Ready():
+	case <-nc.Done():
+		return fmt.Errorf("node controller: %w", nc.Err())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.Informer().HasSynced) {
+		return errors.New("pod cache did not sync")
+	}
+	return nil
+}
+
+func (k *Kubelet) podDir(p *corev1.Pod) string {
+	return filepath.Join(k.cfg.StateDir, "pods", fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
+}
+
+func (k *Kubelet) logDir(p *corev1.Pod) string {
+	return filepath.Join(k.cfg.StateDir, "logs", fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
+}

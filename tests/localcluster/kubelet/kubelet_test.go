@@ -1,0 +1,703 @@
+package kubelet_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gomomento/valkey-operator/tests/localcluster/kubelet"
+)
+
+// The tests share one real kube-apiserver (envtest, no scheduler: pods are
+// bound by setting spec.nodeName) and one Kubelet with three nodes.
+var (
+	client   kubernetes.Interface
+	kl       *kubelet.Kubelet
+	network  = kubelet.NetworkConfig{Bridge: "vkokt0", CIDR: "10.244.250.0/24", Gateway: "10.244.250.1"}
+	nodes    = []kubelet.NodeSpec{{Name: "kt-a", Zone: "zone-a"}, {Name: "kt-b", Zone: "zone-b"}, {Name: "kt-c", Zone: "zone-c"}}
+	setupErr error
+)
+
+const binDirDefault = "/root/.cache/valkey-operator/k8s-v1.37.2"
+
+func TestMain(m *testing.M) {
+	code := run(m)
+	os.Exit(code)
+}
+
+func run(m *testing.M) int {
+	cleanup, err := setup()
+	defer cleanup()
+	if err != nil {
+		// Every test fails with this message rather than skipping.
+		setupErr = err
+	}
+	return m.Run()
+}
+
+func setup() (func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	if os.Geteuid() != 0 {
+		return cleanup, fmt.Errorf("these tests need root (network namespaces, bridges, mounts)")
+	}
+	binDir := os.Getenv("KUBEBUILDER_ASSETS")
+	if binDir == "" {
+		binDir = binDirDefault
+	}
+	for _, b := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			return cleanup, fmt.Errorf("%s missing in %s: run hack/build-control-plane.sh first", b, binDir)
+		}
+	}
+	for _, b := range []string{"valkey-server", "valkey-cli", "ip", "nsenter", "unshare", "setpriv"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return cleanup, fmt.Errorf("%s is not on PATH: install valkey-server/valkey-tools from bookworm-backports and util-linux/iproute2", b)
+		}
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: binDir}
+	cfg, err := env.Start()
+	if err != nil {
+		return cleanup, fmt.Errorf("start envtest: %w", err)
+	}
+	cleanups = append(cleanups, func() { _ = env.Stop() })
+	client = kubernetes.NewForConfigOrDie(cfg)
+
+	_ = kubelet.TeardownNetwork(network) // leftovers of a crashed run
+	if err := kubelet.SetupNetwork(network); err != nil {
+		return cleanup, err
+	}
+	cleanups = append(cleanups, func() { _ = kubelet.TeardownNetwork(network) })
+	stateDir, err := os.MkdirTemp("", "kubelet-test-")
+	if err != nil {
+		return cleanup, err
+	}
+	cleanups = append(cleanups, func() {
+		if os.Getenv("KEEP_STATE") == "" {
+			_ = os.RemoveAll(stateDir)
+		} else {
+			fmt.Println("state kept in", stateDir)
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cleanups = append(cleanups, cancel)
+	kl, err = kubelet.Start(ctx, kubelet.Config{
+		RESTConfig: cfg, Network: network, Nodes: nodes, StateDir: stateDir,
+		APIServerHost: network.Gateway, APIServerPort: 6443,
+		Images: map[string]string{"valkey/valkey": "valkey-server"},
+	})
+	if err != nil {
+		return cleanup, fmt.Errorf("start kubelet: %w", err)
+	}
+	cleanups = append(cleanups, kl.Stop)
+	return cleanup, nil
+}
+
+func requireSetup(t *testing.T) {
+	t.Helper()
+	if setupErr != nil {
+		t.Fatalf("test environment: %v", setupErr)
+	}
+}
+
+// eventually polls cond until it holds, failing the test with the last
+// explanation after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		last = why
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "kt-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().ServiceAccounts(ns.Name).Create(ctx, &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Pods go with graceful deletion; the namespace object stays (there
+		// is no namespace controller in envtest).
+		pods, _ := client.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{})
+		for _, p := range pods.Items {
+			_ = client.CoreV1().Pods(ns.Name).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(1))})
+		}
+	})
+	return ns.Name
+}
+
+func getPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	p, err := client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func condition(p *corev1.Pod, typ corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range p.Status.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func waitPod(t *testing.T, ns, name string, timeout time.Duration, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var p *corev1.Pod
+	eventually(t, timeout, what, func() (bool, string) {
+		var err error
+		p, err = client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return cond(p), fmt.Sprintf("phase=%s conditions=%v containers=%+v", p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses)
+	})
+	return p
+}
+
+// pid is the container's host process id, from the containerID the kubelet
+// reports ("local://<pid>").
+func pid(t *testing.T, p *corev1.Pod) int {
+	t.Helper()
+	if len(p.Status.ContainerStatuses) == 0 {
+		t.Fatal("no container status")
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "local://"))
+	if err != nil {
+		t.Fatalf("container id %q: %v", p.Status.ContainerStatuses[0].ContainerID, err)
+	}
+	return n
+}
+
+// inPod runs a command in the container's mount, network and UTS namespaces.
+func inPod(t *testing.T, p *corev1.Pod, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(pid(t, p)), "-m", "-n", "-u", "--"}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// valkeyDo sends one command over a raw RESP connection to ip:6379 and
+// returns the first reply line.
+func valkeyDo(ip string, timeout time.Duration, args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "6379"), timeout)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	return strings.TrimSpace(line), err
+}
+
+const valkeyConf = `port 6379
+bind 0.0.0.0
+protected-mode no
+dir /data
+save ""
+appendonly no
+include /etc/valkey-auth/auth.conf
+`
+
+type podOpt func(*corev1.Pod)
+
+// newValkeyPod is a pod like the operator's: valkey-server with its config
+// from a ConfigMap, its password from a Secret, data on an emptyDir, a
+// readiness probe that runs valkey-cli inside the pod, as a non-root user.
+func newValkeyPod(name, node string, opts ...podOpt) *corev1.Pod {
+	uid := int64(1000)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "valkey"}},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			ServiceAccountName:            "default",
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: new(int64(10)),
+			SecurityContext:               &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid},
+			Containers: []corev1.Container{{
+				Name:    "valkey-server",
+				Image:   "valkey/valkey:8.0.1",
+				Command: []string{"valkey-server", "/etc/valkey/valkey.conf"},
+				Env: []corev1.EnvVar{
+					{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "auth"}, Key: "password"}}},
+					{Name: "GREETING", Value: "hello $(POD_NAME)"},
+				},
+				Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: 6379}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
+						"sh", "-c", `valkey-cli -a "$PASSWORD" --no-auth-warning -h 127.0.0.1 get ready | grep -q yes`,
+					}}},
+					PeriodSeconds: 1, FailureThreshold: 1,
+				},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "config", MountPath: "/etc/valkey"},
+					{Name: "auth", MountPath: "/etc/valkey-auth"},
+					{Name: "data", MountPath: "/data"},
+					{Name: "info", MountPath: "/etc/podinfo"},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "valkey-conf"}}}},
+				{Name: "auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "auth", DefaultMode: new(int32(0o440))}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "info", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: new(int64(3600))}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "valkey-conf"},
+						Items: []corev1.KeyToPath{{Key: "valkey.conf", Path: "conf/valkey.conf"}}}},
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+						{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+						{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}},
+					}}},
+				}}}},
+			},
+		},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// createValkeyObjects creates the ConfigMap and Secret the valkey pods use.
+func createValkeyObjects(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "valkey-conf"},
+		Data:       map[string]string{"valkey.conf": valkeyConf},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "auth"},
+		StringData: map[string]string{"auth.conf": "requirepass s3cret\n", "password": "s3cret", "extra": "v1"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createPod(t *testing.T, ns string, p *corev1.Pod) {
+	t.Helper()
+	if _, err := client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startValkey creates a valkey pod and waits until it runs and answers.
+func startValkey(t *testing.T, ns, name, node string) *corev1.Pod {
+	t.Helper()
+	createPod(t, ns, newValkeyPod(name, node))
+	p := waitPod(t, ns, name, 30*time.Second, "pod running", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != ""
+	})
+	eventually(t, 10*time.Second, "valkey answers on the pod IP", func() (bool, string) {
+		out, err := valkeyDo(p.Status.PodIP, time.Second, "AUTH", "s3cret")
+		return err == nil && out == "+OK", fmt.Sprint(out, err)
+	})
+	return p
+}
+
+func TestNodesRegistered(t *testing.T) {
+	requireSetup(t)
+	ctx := context.Background()
+	for _, want := range nodes {
+		n, err := client.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range map[string]string{
+			"kubernetes.io/hostname": want.Name, "topology.kubernetes.io/zone": want.Zone, "kubernetes.io/os": "linux",
+		} {
+			if n.Labels[k] != v {
+				t.Errorf("node %s label %s = %q, want %q", want.Name, k, n.Labels[k], v)
+			}
+		}
+		pods := n.Status.Allocatable[corev1.ResourcePods]
+		if pods.Value() < 50 {
+			t.Errorf("node %s allocatable pods %s", want.Name, pods.String())
+		}
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		if !ready {
+			t.Errorf("node %s not Ready: %v", want.Name, n.Status.Conditions)
+		}
+		lease, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("node %s lease: %v", want.Name, err)
+		}
+		if lease.Spec.RenewTime == nil || time.Since(lease.Spec.RenewTime.Time) > time.Minute {
+			t.Errorf("node %s lease not renewed: %v", want.Name, lease.Spec.RenewTime)
+		}
+	}
+}
+
+// TestValkeyPod proves a pod runs a real valkey-server on its own IP with its
+// volumes and environment, Ready follows the readiness probe, and a Secret
+// update reaches the mounted files.
+func TestValkeyPod(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createValkeyObjects(t, ns)
+	start := time.Now()
+	createPod(t, ns, newValkeyPod("valkey-0", "kt-a"))
+	p := waitPod(t, ns, "valkey-0", 30*time.Second, "pod running", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != ""
+	})
+	eventually(t, 10*time.Second, "PING on the pod IP", func() (bool, string) {
+		out, err := valkeyDo(p.Status.PodIP, time.Second, "PING")
+		// requirepass from the Secret volume: unauthenticated PING is refused.
+		return err == nil && strings.HasPrefix(out, "-NOAUTH"), fmt.Sprint(out, err)
+	})
+	t.Logf("pod start: created → valkey answering on %s in %s", p.Status.PodIP, time.Since(start).Round(time.Millisecond))
+	if out, err := valkeyDo(p.Status.PodIP, time.Second, "HELLO", "3", "AUTH", "default", "s3cret"); err != nil || !strings.HasPrefix(out, "%") {
+		t.Fatalf("AUTH with the Secret's password: %q %v", out, err)
+	}
+
+	// Status as a kubelet reports it.
+	if p.Status.HostIP != network.Gateway || p.Status.StartTime == nil || len(p.Status.PodIPs) != 1 {
+		t.Errorf("status: hostIP=%q startTime=%v podIPs=%v", p.Status.HostIP, p.Status.StartTime, p.Status.PodIPs)
+	}
+	cs := p.Status.ContainerStatuses[0]
+	if cs.State.Running == nil || cs.Name != "valkey-server" || cs.RestartCount != 0 {
+		t.Errorf("container status %+v", cs)
+	}
+	if condition(p, corev1.PodScheduled) != corev1.ConditionTrue || condition(p, corev1.PodInitialized) != corev1.ConditionTrue {
+		t.Errorf("conditions %v", p.Status.Conditions)
+	}
+
+	// Ready comes from the readiness probe: false until the key exists.
+	if condition(getPod(t, ns, "valkey-0"), corev1.PodReady) != corev1.ConditionFalse {
+		t.Fatalf("pod Ready before its probe can pass: %v", p.Status.Conditions)
+	}
+	if err := exec.Command("valkey-cli", "-h", p.Status.PodIP, "-a", "s3cret", "--no-auth-warning", "set", "ready", "yes").Run(); err != nil {
+		t.Fatal(err)
+	}
+	probeStart := time.Now()
+	waitPod(t, ns, "valkey-0", 10*time.Second, "Ready after the probe passes", func(p *corev1.Pod) bool {
+		return condition(p, corev1.PodReady) == corev1.ConditionTrue && condition(p, corev1.ContainersReady) == corev1.ConditionTrue &&
+			p.Status.ContainerStatuses[0].Ready
+	})
+	t.Logf("readiness: probe passing → Ready in %s", time.Since(probeStart).Round(time.Millisecond))
+	if err := exec.Command("valkey-cli", "-h", p.Status.PodIP, "-a", "s3cret", "--no-auth-warning", "del", "ready").Run(); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "valkey-0", 10*time.Second, "not Ready after the probe fails", func(p *corev1.Pod) bool {
+		return condition(p, corev1.PodReady) == corev1.ConditionFalse
+	})
+
+	// The process: user, hostname, environment, mounts.
+	procStatus, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid(t, p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(procStatus), "Uid:\t1000\t1000") || !strings.Contains(string(procStatus), "Groups:\t1000") {
+		t.Errorf("runAsUser/fsGroup not applied:\n%s", procStatus)
+	}
+	if out, err := inPod(t, p, "hostname"); err != nil || strings.TrimSpace(out) != "valkey-0" {
+		t.Errorf("hostname in pod: %q %v", out, err)
+	}
+	for path, want := range map[string]string{
+		"/etc/valkey/valkey.conf":       valkeyConf,
+		"/etc/valkey-auth/password":     "s3cret",
+		"/etc/podinfo/name":             "valkey-0",
+		"/etc/podinfo/conf/valkey.conf": valkeyConf,
+	} {
+		if out, err := inPod(t, p, "cat", path); err != nil || out != want {
+			t.Errorf("%s in pod = %q (%v), want %q", path, out, err, want)
+		}
+	}
+	if out, err := inPod(t, p, "cat", "/etc/podinfo/labels"); err != nil || !strings.Contains(out, "app=\"valkey\"\n") {
+		t.Errorf("labels in pod: %q %v", out, err)
+	}
+	if out, err := inPod(t, p, "cat", "/etc/podinfo/token"); err != nil || strings.Count(out, ".") != 2 {
+		t.Errorf("service account token in pod: %q %v", out, err)
+	}
+	if out, err := inPod(t, p, "sh", "-c", "touch /etc/valkey/x"); err == nil {
+		t.Errorf("configMap volume is writable: %s", out)
+	}
+
+	// A Secret update reaches the mounted file.
+	sec, err := client.CoreV1().Secrets(ns).Get(context.Background(), "auth", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Data["extra"] = []byte("v2")
+	if _, err := client.CoreV1().Secrets(ns).Update(context.Background(), sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	updated := time.Now()
+	eventually(t, 30*time.Second, "secret update in the pod", func() (bool, string) {
+		out, err := inPod(t, p, "cat", "/etc/valkey-auth/extra")
+		return err == nil && out == "v2", fmt.Sprint(out, err)
+	})
+	t.Logf("secret update reached the pod in %s", time.Since(updated).Round(time.Millisecond))
+}
+
+// TestEnvAndLogs: the environment a kubelet gives (valueFrom, $(VAR),
+// service variables) reaches the process, whose output lands in its log file.
+// (valkey-server overwrites its own /proc/<pid>/environ, hence a shell.)
+func TestEnvAndLogs(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createValkeyObjects(t, ns)
+	p := newValkeyPod("env", "kt-b")
+	p.Spec.Containers[0].Command = []string{"sh", "-c", "env; id -u; id -G; pwd; echo done; exec sleep 1000"}
+	p.Spec.Containers[0].WorkingDir = "/data"
+	p.Spec.Containers[0].ReadinessProbe = nil
+	createPod(t, ns, p)
+	waitPod(t, ns, "env", 20*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	path, err := kl.LogPath(ns, "env", "valkey-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	eventually(t, 10*time.Second, "output in the log file", func() (bool, string) {
+		b, _ := os.ReadFile(path)
+		out = string(b)
+		return strings.Contains(out, "done\n"), out
+	})
+	got, _ := client.CoreV1().Pods(ns).Get(context.Background(), "env", metav1.GetOptions{})
+	for _, want := range []string{"POD_IP=" + got.Status.PodIP, "PASSWORD=s3cret", "GREETING=hello env",
+		"KUBERNETES_SERVICE_HOST=" + network.Gateway, "KUBERNETES_SERVICE_PORT=6443", "HOSTNAME=env", "\n1000\n1000\n/data\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestKillPodFails(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createValkeyObjects(t, ns)
+	p := startValkey(t, ns, "valkey-kill", "kt-b")
+	if err := kl.KillPod(ns, "valkey-kill"); err != nil {
+		t.Fatal(err)
+	}
+	p = waitPod(t, ns, "valkey-kill", 15*time.Second, "pod Failed", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed
+	})
+	term := p.Status.ContainerStatuses[0].State.Terminated
+	if term == nil || term.ExitCode != 137 || term.Reason != "Error" {
+		t.Errorf("terminated state %+v", term)
+	}
+	if condition(p, corev1.PodReady) != corev1.ConditionFalse {
+		t.Errorf("failed pod still Ready")
+	}
+	if _, err := valkeyDo(p.Status.PodIP, time.Second, "PING"); err == nil {
+		t.Errorf("killed valkey still answers")
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	for name, cmd := range map[string][]string{"ok": {"true"}, "bad": {"sh", "-c", "exit 3"}} {
+		createPod(t, ns, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{NodeName: "kt-c", RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: cmd}}},
+		})
+	}
+	p := waitPod(t, ns, "ok", 20*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	if term := p.Status.ContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != 0 || term.Reason != "Completed" {
+		t.Errorf("ok: %+v", p.Status.ContainerStatuses[0].State)
+	}
+	p = waitPod(t, ns, "bad", 20*time.Second, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if term := p.Status.ContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != 3 {
+		t.Errorf("bad: %+v", p.Status.ContainerStatuses[0].State)
+	}
+}
+
+// TestMissingConfigMapWaits: a pod whose ConfigMap does not exist yet stays
+// Pending (not Failed) and starts once it appears, as on a real kubelet.
+func TestMissingConfigMapWaits(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "waits"},
+		Spec: corev1.PodSpec{NodeName: "kt-a", RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"cat", "/cfg/x"}, VolumeMounts: []corev1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}}},
+			Volumes:    []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "later"}}}}},
+		},
+	})
+	waitPod(t, ns, "waits", 20*time.Second, "Pending with CreateContainerConfigError", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodPending && len(p.Status.ContainerStatuses) == 1 &&
+			p.Status.ContainerStatuses[0].State.Waiting != nil && p.Status.ContainerStatuses[0].State.Waiting.Reason == "CreateContainerConfigError"
+	})
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "later"}, Data: map[string]string{"x": "y"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "waits", 20*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+}
+
+func TestGracefulDeletion(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createValkeyObjects(t, ns)
+	p := startValkey(t, ns, "valkey-del", "kt-c")
+	proc := pid(t, p)
+	start := time.Now()
+	if err := client.CoreV1().Pods(ns).Delete(context.Background(), "valkey-del", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "pod object gone", func() (bool, string) {
+		_, err := client.CoreV1().Pods(ns).Get(context.Background(), "valkey-del", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	// valkey-server exits promptly on SIGTERM, well before the 10 s grace.
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("deletion took %s: SIGTERM was not sent or not acted on", d)
+	}
+	t.Logf("graceful deletion took %s", time.Since(start).Round(time.Millisecond))
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", proc)); err == nil {
+		t.Errorf("process %d still alive", proc)
+	}
+	if _, err := kl.LogPath(ns, "valkey-del", "valkey-server"); err == nil {
+		t.Errorf("kubelet still tracks the deleted pod")
+	}
+}
+
+// TestGracePeriodThenKill: a process that ignores SIGTERM is killed after
+// the grace period.
+func TestGracePeriodThenKill(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "stubborn"},
+		Spec: corev1.PodSpec{NodeName: "kt-a", RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: new(int64(2)),
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sh", "-c", "trap '' TERM; while :; do sleep 0.2; done"}}}},
+	})
+	waitPod(t, ns, "stubborn", 20*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	start := time.Now()
+	if err := client.CoreV1().Pods(ns).Delete(context.Background(), "stubborn", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "pod object gone", func() (bool, string) {
+		_, err := client.CoreV1().Pods(ns).Get(context.Background(), "stubborn", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("pod went away after %s, before its 2 s grace period", d)
+	}
+}
+
+func TestCutPodNetwork(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createValkeyObjects(t, ns)
+	p := startValkey(t, ns, "valkey-net", "kt-b")
+	if err := kl.CutPodNetwork(ns, "valkey-net"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := valkeyDo(p.Status.PodIP, 2*time.Second, "PING"); err == nil {
+		t.Fatalf("pod reachable with its network cut: %q", out)
+	}
+	if err := kl.RestorePodNetwork(ns, "valkey-net"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "pod reachable again", func() (bool, string) {
+		out, err := valkeyDo(p.Status.PodIP, time.Second, "PING")
+		return err == nil && strings.HasPrefix(out, "-NOAUTH"), fmt.Sprint(out, err)
+	})
+}
+
+// TestStopNode: the node loses power, its lease stops, its pod's process dies;
+// when it comes back the pod is reported Failed.
+func TestStopNode(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createValkeyObjects(t, ns)
+	p := startValkey(t, ns, "valkey-node", "kt-c")
+	ctx := context.Background()
+	if err := kl.StopNode("kt-c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := valkeyDo(p.Status.PodIP, time.Second, "PING"); err == nil {
+		t.Errorf("pod answers on a stopped node")
+	}
+	lease, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "kt-c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lease is renewed every 10 s while the node runs.
+	time.Sleep(12 * time.Second) //nolint:forbidigo // proving an absence needs a period of time
+	lease2, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "kt-c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !lease2.Spec.RenewTime.Equal(lease.Spec.RenewTime) {
+		t.Errorf("lease renewed while the node is stopped")
+	}
+	if got := getPod(t, ns, "valkey-node"); got.Status.Phase != corev1.PodRunning {
+		t.Errorf("a stopped node updated its pod: %s", got.Status.Phase)
+	}
+	if err := kl.StartNode("kt-c"); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "valkey-node", 20*time.Second, "Failed after the node came back", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed
+	})
+	eventually(t, 20*time.Second, "lease renewed again", func() (bool, string) {
+		l, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "kt-c", metav1.GetOptions{})
+		return err == nil && !l.Spec.RenewTime.Equal(lease.Spec.RenewTime), fmt.Sprint(err)
+	})
+}
+
+var _ = intstr.FromInt32
