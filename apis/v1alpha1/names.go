@@ -1,0 +1,92 @@
+package v1alpha1
+
+import "strings"
+
+// KeyPrefix starts every label and annotation key the operator owns. Keys under it are
+// reserved: spec.podAnnotations may not use them (the CRD refuses them), so that a user's
+// annotation can never pass for, or overwrite, one the operator relies on.
+const KeyPrefix = Group + "/"
+
+// Labels and annotations the operator puts on the objects it creates.
+const (
+	// LabelCluster is the label on every Pod (and other child object) of a ValkeyCluster; its
+	// value is the ValkeyCluster's name. Selectors for the headless Service and for listing a
+	// cluster's pods use it.
+	LabelCluster = KeyPrefix + "cluster"
+
+	// LabelShard is the label on every Pod with the index of the shard it serves, in decimal,
+	// counted from 0. A pod keeps its shard for life: a pod moved to another shard is a new
+	// pod.
+	LabelShard = KeyPrefix + "shard"
+
+	// AnnotationSpecHash is the annotation on every Pod with the hash of its desired spec
+	// (image, resources, rendered config, hard placement). A pod whose hash differs from the
+	// one the operator computes now is out of date and is replaced during Upgrading.
+	AnnotationSpecHash = KeyPrefix + "spec-hash"
+)
+
+// IsReservedKey reports whether a label or annotation key is under KeyPrefix, the operator's
+// own prefix.
+func IsReservedKey(key string) bool {
+	return strings.HasPrefix(key, KeyPrefix)
+}
+
+// State is what the operator is doing with a ValkeyCluster, as shown in status.state and in
+// the STATE column. It is a summary written at the end of a reconcile, never the source of
+// truth: every reconcile decides again from what it observes.
+// +kubebuilder:validation:Enum=Bootstrapping;Forming;Active;Upgrading;Invalid
+type State string
+
+// The states of a ValkeyCluster, in the order a new cluster goes through them.
+const (
+	// StateBootstrapping: creating the Service, the config objects and one pod per node, and
+	// waiting until every pod runs and has an IP.
+	StateBootstrapping State = "Bootstrapping"
+
+	// StateForming: meeting the nodes, assigning the 16384 slots to the primaries, attaching
+	// the replicas, and waiting until every node agrees.
+	StateForming State = "Forming"
+
+	// StateActive: the cluster serves and matches its spec; the operator heals drift.
+	StateActive State = "Active"
+
+	// StateUpgrading: pods are out of date or the shard / replica counts changed; pods are
+	// replaced one shard at a time.
+	StateUpgrading State = "Upgrading"
+
+	// StateInvalid: the spec cannot be carried out (a reference that does not resolve, a
+	// config cycle, a TLS Secret that fails validation); status.message says why. Nothing is
+	// deleted, and the cluster leaves Invalid on its own once the cause is fixed.
+	StateInvalid State = "Invalid"
+)
+
+// States lists every State, in the order a new cluster goes through them, Invalid last.
+func States() []State {
+	return []State{StateBootstrapping, StateForming, StateActive, StateUpgrading, StateInvalid}
+}
+
+// IsValid reports whether s is one of the States.
+func (s State) IsValid() bool {
+	for _, known := range States() {
+		if s == known {
+			return true
+		}
+	}
+	return false
+}
+
+// Condition types in ValkeyCluster status.conditions. The state says what the operator is
+// doing; the conditions, each with its observedGeneration, say how the cluster is.
+const (
+	// ConditionReady is True when every expected node is up, the cluster agrees on its
+	// topology and every slot is served.
+	ConditionReady = "Ready"
+
+	// ConditionProgressing is True while the operator is changing the cluster toward its spec
+	// (bootstrapping, forming, upgrading, scaling).
+	ConditionProgressing = "Progressing"
+
+	// ConditionDegraded is True when the cluster serves but with less than it should: a node
+	// down, a shard without a synced replica, a replacement pod that cannot be scheduled.
+	ConditionDegraded = "Degraded"
+)

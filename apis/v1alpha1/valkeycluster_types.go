@@ -1,0 +1,228 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Bounds of a ValkeyCluster's topology, enforced by the CRD.
+const (
+	// MaxShards bounds spec.shards. Each shard's primary holds at least one of the 16384
+	// slots, and a rolling upgrade replaces one shard at a time, so 500 shards is already far
+	// past what one operator pass per shard handles in reasonable time.
+	MaxShards = 500
+
+	// MaxReplicasPerShard bounds spec.replicasPerShard. Every replica is a full copy of its
+	// primary and a full resync source of load on it; more than 5 is never what is meant.
+	MaxReplicasPerShard = 5
+
+	// MaxNodes bounds shards × (1 + replicasPerShard): Valkey cluster is designed for up to
+	// about 1000 nodes, and every node gossips with every other over the cluster bus.
+	MaxNodes = 1000
+)
+
+// ValkeyClusterSpec is one Valkey cluster: which config its nodes use, how many shards and
+// replicas, who may connect, and where the pods go.
+// +kubebuilder:validation:XValidation:rule="self.shards * (1 + self.replicasPerShard) <= 1000",message="a cluster may have at most 1000 nodes, counting shards × (1 + replicasPerShard); lower shards or replicasPerShard"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed after the cluster is created: TLS is chosen at creation; create a new ValkeyCluster to switch TLS on or off"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(oldSelf.tls) || self.tls == oldSelf.tls",message="spec.tls cannot be changed after the cluster is created; to rotate the certificate, update the data of the existing Secret in place"
+type ValkeyClusterSpec struct {
+	// configRef names the (cluster-scoped) ValkeyConfig the nodes use.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')`,message="configRef must name a ValkeyConfig: a lowercase DNS name such as standard"
+	ConfigRef string `json:"configRef"`
+
+	// shards is the number of primaries; the 16384 slots are spread evenly over them. 1 to
+	// 500.
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 500",message="shards must be between 1 and 500"
+	Shards int32 `json:"shards"`
+
+	// replicasPerShard is the number of replicas of each primary, not counting the primary:
+	// 1 gives two nodes per shard. 0 to 5.
+	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 5",message="replicasPerShard must be between 0 and 5"
+	ReplicasPerShard int32 `json:"replicasPerShard"`
+
+	// acl binds Valkey users on this cluster, in addition to those of the config. Empty (and
+	// none on the config), the default user stays as Valkey ships it; as soon as one user is
+	// bound, the default user is switched off. At most 64 entries, one per username.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.username == a.username))",message="duplicate username in ACL bindings: each username may be bound only once; merge the entries into one"
+	ACL []ACLBinding `json:"acl,omitempty"`
+
+	// tls makes the cluster TLS-only (clients, replication and the cluster bus). Set at
+	// creation; it cannot be added, removed or changed afterwards.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// placement restricts and spreads the pods over zones and nodes.
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
+
+	// podAnnotations are copied verbatim onto every pod of the cluster (and onto nothing
+	// else). Keys under valkey.gomomento.com/ are reserved. Added and changed keys are
+	// patched onto live pods; a removed key stays on live pods until they are replaced. At
+	// most 64 entries.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('valkey.gomomento.com/'))",messageExpression="'podAnnotations key ' + self.filter(k, k.startsWith('valkey.gomomento.com/'))[0] + ' uses the prefix valkey.gomomento.com/, which is reserved for the operator; choose another prefix'"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))`,message="podAnnotations keys must be annotation keys: an optional DNS prefix and '/', then a name of at most 63 letters, digits, '-', '.' and '_', like example.com/scrape"
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+}
+
+// NodeCount returns the number of Valkey nodes the spec asks for: shards × (1 + replicas).
+func (s ValkeyClusterSpec) NodeCount() int {
+	return int(s.Shards) * (1 + int(s.ReplicasPerShard))
+}
+
+// TLSSpec names the certificate of a TLS-only cluster.
+type TLSSpec struct {
+	// secretRef names a kubernetes.io/tls Secret in the cluster's namespace holding tls.crt,
+	// tls.key and ca.crt. The certificate must cover {cluster}.{namespace}.svc.cluster.local
+	// and *.{cluster}.{namespace}.svc.cluster.local, for both server and client auth. Update
+	// the Secret's data to rotate: every node reloads it without a restart.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')`,message="tls.secretRef must name a Secret in the cluster's namespace: a lowercase DNS name such as my-cluster-tls"
+	SecretRef string `json:"secretRef"`
+}
+
+// Placement restricts and spreads a cluster's pods.
+type Placement struct {
+	// zones restricts the pods to these zones (required node affinity on
+	// topology.kubernetes.io/zone). At most 16, no duplicates.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="zones must be zone names as in the node label topology.kubernetes.io/zone, like us-east-1a"
+	Zones []string `json:"zones,omitempty"`
+
+	// nodeSelector is copied verbatim into every pod's nodeSelector: node label keys and
+	// values that a node must carry. At most 32 entries.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))`,message="placement.nodeSelector keys must be node label keys: an optional DNS prefix and '/', then a name of at most 63 letters, digits, '-', '.' and '_', like node-pool"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 63)",message="placement.nodeSelector values must be node label values of at most 63 characters"
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// zoneSpread is how strictly each shard's nodes are spread over zones: bestEffort
+	// (ScheduleAnyway) or required (DoNotSchedule). Omitted, the operator's default applies
+	// (defaultZoneSpread in ConfigMap valkey-operator-config, itself bestEffort by default).
+	// +optional
+	ZoneSpread ZoneSpread `json:"zoneSpread,omitempty"`
+}
+
+// ZoneSpread is the mode of the per-shard zone topology spread constraint.
+// +kubebuilder:validation:Enum=bestEffort;required
+type ZoneSpread string
+
+// The zone spread modes.
+const (
+	// ZoneSpreadBestEffort prefers spreading a shard over zones but schedules anyway
+	// (whenUnsatisfiable: ScheduleAnyway).
+	ZoneSpreadBestEffort ZoneSpread = "bestEffort"
+	// ZoneSpreadRequired never puts two nodes of a shard in one zone while another zone
+	// would do; pods wait Pending instead (whenUnsatisfiable: DoNotSchedule).
+	ZoneSpreadRequired ZoneSpread = "required"
+)
+
+// IsValid reports whether z is bestEffort or required. The empty value, "use the operator's
+// default", is not valid as a resolved mode.
+func (z ZoneSpread) IsValid() bool {
+	return z == ZoneSpreadBestEffort || z == ZoneSpreadRequired
+}
+
+// NodeRole is the role of a Valkey node in its shard.
+// +kubebuilder:validation:Enum=primary;replica
+type NodeRole string
+
+// The node roles.
+const (
+	// NodeRolePrimary serves its shard's slots.
+	NodeRolePrimary NodeRole = "primary"
+	// NodeRoleReplica copies its shard's primary and may be promoted.
+	NodeRoleReplica NodeRole = "replica"
+)
+
+// NodeStatus is what the operator last observed of one pod and its Valkey node.
+type NodeStatus struct {
+	// pod is the pod's name, such as my-cluster-8c04d.
+	Pod string `json:"pod"`
+	// shard is the index of the pod's shard, counted from 0 (the valkey.gomomento.com/shard
+	// label).
+	Shard int32 `json:"shard"`
+	// role is primary or replica; empty while the node has not joined the cluster.
+	// +optional
+	Role NodeRole `json:"role,omitempty"`
+	// nodeId is the Valkey cluster node id (40 hex characters); empty until the node was
+	// observed.
+	// +optional
+	NodeID string `json:"nodeId,omitempty"`
+	// ready is true when the pod is Ready and its node answered the last observation.
+	Ready bool `json:"ready"`
+	// ip is the pod IP, once it has one.
+	// +optional
+	IP string `json:"ip,omitempty"`
+}
+
+// ValkeyClusterStatus is what the operator last did and observed. It is written once per
+// reconcile, through the status subresource.
+type ValkeyClusterStatus struct {
+	// state is what the operator is doing: Bootstrapping, Forming, Active, Upgrading or
+	// Invalid.
+	// +optional
+	State State `json:"state,omitempty"`
+	// message is human text about the state; for Invalid, the reason.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// observedGeneration is the metadata.generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// shards is the number of shards that currently own slots.
+	Shards int32 `json:"shards"`
+	// readyNodes is the number of nodes that are ready.
+	ReadyNodes int32 `json:"readyNodes"`
+	// nodes are the cluster's pods with their shard, role and node id, by pod name.
+	// +optional
+	// +listType=map
+	// +listMapKey=pod
+	Nodes []NodeStatus `json:"nodes,omitempty"`
+	// conditions are Ready, Progressing and Degraded, each with its observedGeneration.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// ValkeyCluster is one Valkey cluster in cluster mode: its shards, replicas, users, TLS and
+// placement. The operator creates a headless Service, one pod per node, the rendered config
+// and ACL file, and its own credentials, all owned by the ValkeyCluster. Namespaced.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=vkc,categories=valkey
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicasPerShard`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyNodes`
+// +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.spec.configRef`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ValkeyCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired cluster.
+	Spec ValkeyClusterSpec `json:"spec"`
+	// status is what the operator last did and observed.
+	Status ValkeyClusterStatus `json:"status,omitempty"`
+}
+
+// ValkeyClusterList is a list of ValkeyCluster.
+// +kubebuilder:object:root=true
+type ValkeyClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the ValkeyClusters.
+	Items []ValkeyCluster `json:"items"`
+}

@@ -1,0 +1,129 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ValkeyConfigSpec is a named profile for the nodes of a cluster: image, resources, valkey.conf
+// directives and platform-level ACL bindings. Every field is optional, because a config may
+// inherit it from its baseRef; the resolved chain must name an image.
+//
+// Inheritance (resolved by the operator, not at admission): a child's imageRef and each of
+// resources.cpu / resources.memory override the base's; the valkey maps merge key by key, the
+// child winning; acl is replaced, not merged (the first config up the chain that sets acl
+// supplies the whole list, and an explicit empty list clears the inherited bindings). A missing
+// base or a cycle makes every cluster using the config Invalid.
+type ValkeyConfigSpec struct {
+	// imageRef names the ValkeyImage the nodes run. Omitted, it comes from the base.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')`,message="imageRef must name a ValkeyImage: a lowercase DNS name such as valkey-9-0"
+	ImageRef string `json:"imageRef,omitempty"`
+
+	// baseRef names another ValkeyConfig to inherit from; fields set here override it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')`,message="baseRef must name a ValkeyConfig: a lowercase DNS name such as base"
+	BaseRef string `json:"baseRef,omitempty"`
+
+	// resources are the CPU and memory of each Valkey container, used as both request and
+	// limit.
+	// +optional
+	Resources *ValkeyResources `json:"resources,omitempty"`
+
+	// valkey holds valkey.conf directives, name to value, such as maxmemory: 1500mb. Names are
+	// lowercase. Directives the operator owns are refused: port, bind, unixsocket,
+	// unixsocketperm, protected-mode, daemonize, pidfile, logfile, dir, aclfile, include,
+	// dbfilename, appendfilename, requirepass, user, masterauth, masteruser, primaryauth,
+	// primaryuser, replicaof, slaveof, replica-announce-*, slave-announce-*, rename-command and
+	// every tls-* and cluster-* directive. loglevel and save are allowed. Values must be one
+	// line (checked by the operator: a config that breaks it makes its clusters Invalid). At
+	// most 256 entries.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",message="valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy)"
+	// +kubebuilder:validation:XValidation:rule="!('logfile' in self)",message="valkey directive logfile cannot be set: node logs must go to stdout, where kubectl logs shows them; remove logfile from spec.valkey (loglevel is allowed)"
+	// +kubebuilder:validation:XValidation:rule="!('aclfile' in self)",message="valkey directive aclfile is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('appendfilename' in self)",message="valkey directive appendfilename is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('bind' in self)",message="valkey directive bind is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('daemonize' in self)",message="valkey directive daemonize is owned by the operator (valkey-server must stay the container's foreground process); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('dbfilename' in self)",message="valkey directive dbfilename is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('dir' in self)",message="valkey directive dir is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('include' in self)",message="valkey directive include is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('masterauth' in self)",message="valkey directive masterauth is owned by the operator (replicas authenticate with the operator's own user); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('masteruser' in self)",message="valkey directive masteruser is owned by the operator (replicas authenticate with the operator's own user); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('pidfile' in self)",message="valkey directive pidfile is owned by the operator (valkey-server must stay the container's foreground process); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('port' in self)",message="valkey directive port is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('primaryauth' in self)",message="valkey directive primaryauth is owned by the operator (replicas authenticate with the operator's own user); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('primaryuser' in self)",message="valkey directive primaryuser is owned by the operator (replicas authenticate with the operator's own user); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('protected-mode' in self)",message="valkey directive protected-mode is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('rename-command' in self)",message="valkey directive rename-command is owned by the operator (renaming CLUSTER, ACL or CONFIG would lock the operator out); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('replica-announce-ip' in self)",message="valkey directive replica-announce-ip is owned by the operator (nodes announce their own pod address); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('replica-announce-port' in self)",message="valkey directive replica-announce-port is owned by the operator (nodes announce their own pod address); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('replicaof' in self)",message="valkey directive replicaof is owned by the operator (the operator assigns replicas to shards); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('requirepass' in self)",message="valkey directive requirepass is owned by the operator (users come only from spec.acl and ValkeyRoles); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('slave-announce-ip' in self)",message="valkey directive slave-announce-ip is owned by the operator (nodes announce their own pod address); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('slave-announce-port' in self)",message="valkey directive slave-announce-port is owned by the operator (nodes announce their own pod address); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('slaveof' in self)",message="valkey directive slaveof is owned by the operator (the operator assigns replicas to shards); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('unixsocket' in self)",message="valkey directive unixsocket is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('unixsocketperm' in self)",message="valkey directive unixsocketperm is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('user' in self)",message="valkey directive user is owned by the operator (users come only from spec.acl and ValkeyRoles); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('cluster-'))",message="valkey directives starting with cluster- are owned by the operator (the operator runs the cluster bus and its timeouts); remove them from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('tls-'))",message="valkey directives starting with tls- are owned by the operator (TLS is configured from the cluster's spec.tls); remove them from spec.valkey"
+	Valkey map[string]string `json:"valkey,omitempty"`
+
+	// acl are platform-level user bindings, applied to every cluster that uses this config.
+	// A cluster's own spec.acl adds to them but may not bind a username bound here. At most
+	// 64 entries, one per username.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.username == a.username))",message="duplicate username in ACL bindings: each username may be bound only once; merge the entries into one"
+	ACL []ACLBinding `json:"acl,omitempty"`
+}
+
+// ValkeyResources are the CPU and memory of each Valkey container; each is both the request
+// and the limit (Guaranteed QoS when both are set). Keep memory comfortably above the valkey
+// maxmemory directive: replication buffers and fork copy-on-write live outside maxmemory.
+type ValkeyResources struct {
+	// cpu is a Kubernetes quantity such as "500m" or "2".
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isGreaterThan(quantity('0'))",message="resources.cpu must be greater than zero, like \"500m\" or \"2\""
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// memory is a Kubernetes quantity such as "512Mi" or "16Gi".
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || quantity(string(self)).isGreaterThan(quantity('0'))",message="resources.memory must be greater than zero, like \"512Mi\" or \"2Gi\""
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
+// ValkeyConfigStatus is empty: the original API has a status subresource for ValkeyConfig
+// and defines no field in it.
+type ValkeyConfigStatus struct{}
+
+// ValkeyConfig is a named profile that clusters select with spec.configRef. Cluster-scoped.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=vkconf,categories=valkey
+// +kubebuilder:printcolumn:name="ImageRef",type=string,JSONPath=`.spec.imageRef`
+// +kubebuilder:printcolumn:name="BaseRef",type=string,JSONPath=`.spec.baseRef`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.baseRef) || self.spec.baseRef != self.metadata.name",message="spec.baseRef cannot name the ValkeyConfig itself: a config inherits from another config",fieldPath=".spec.baseRef"
+type ValkeyConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the profile; every field is optional.
+	Spec ValkeyConfigSpec `json:"spec"`
+	// status is empty.
+	Status ValkeyConfigStatus `json:"status,omitempty"`
+}
+
+// ValkeyConfigList is a list of ValkeyConfig.
+// +kubebuilder:object:root=true
+type ValkeyConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the ValkeyConfigs.
+	Items []ValkeyConfig `json:"items"`
+}
