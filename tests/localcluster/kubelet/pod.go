@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -122,13 +123,52 @@ func (p *podRuntime) notifyLoop() {
 		p.mu.Lock()
 		finished := p.finished
 		p.mu.Unlock()
-		if notify := p.k.notifier(p.node); notify != nil {
+		notify := p.k.notifier(p.node)
+		if notify != nil {
 			notify(snap)
 		}
 		if finished {
+			if notify != nil {
+				p.confirmDeletion(snap)
+			}
 			p.release()
 			return
 		}
+	}
+}
+
+// confirmDeletion removes a deleted pod's object as soon as its processes
+// are gone, as a kubelet does (a delete with grace 0). virtual-kubelet alone
+// would confirm only when the whole grace period has passed. The terminal
+// status is given a moment to be written first, so watchers see how the
+// containers ended.
+func (p *podRuntime) confirmDeletion(snap *corev1.Pod) {
+	ctx, cancel := context.WithTimeout(p.k.ctx, 10*time.Second)
+	defer cancel()
+	pods := p.k.client.CoreV1().Pods(snap.Namespace)
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		cur, err := pods.Get(ctx, snap.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && cur.UID != snap.UID) {
+			return
+		}
+		if err == nil && (cur.DeletionTimestamp == nil ||
+			cur.Status.Phase == corev1.PodFailed || cur.Status.Phase == corev1.PodSucceeded) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cur, err := pods.Get(ctx, snap.Name, metav1.GetOptions{})
+	if err != nil || cur.UID != snap.UID || cur.DeletionTimestamp == nil {
+		return // not deleted in the API (the provider was told by a resync)
+	}
+	opts := metav1.DeleteOptions{GracePeriodSeconds: new(int64(0)), Preconditions: metav1.NewUIDPreconditions(string(snap.UID))}
+	if err := pods.Delete(ctx, snap.Name, opts); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		klog.V(2).InfoS("confirm pod deletion", "pod", p.key, "err", err)
 	}
 }
 
