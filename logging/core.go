@@ -94,6 +94,9 @@ func (c *filterCore) With(fields []zapcore.Field) zapcore.Core {
 			clone.span = s
 		} else if isLibraryMarker(f) {
 			clone.library = true
+		} else if err, ok := f.Interface.(error); ok && f.Type == zapcore.ErrorType {
+			// Only the message: zap would add errorVerbose/errorCauses keys.
+			rest = append(rest, zap.String(f.Key, errorText(err)))
 		} else {
 			rest = append(rest, f)
 		}

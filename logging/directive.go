@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // This file reimplements the directive language of tracing-subscriber's EnvFilter (0.3.20 and
@@ -374,7 +373,7 @@ func ParseFilter(spec string, stderr io.Writer) *Filter {
 		d, err := ParseDirective(piece)
 		if err != nil {
 			if stderr != nil {
-				fmt.Fprintf(stderr, "ignoring `%s`: %s\n", piece, err)
+				_, _ = fmt.Fprintf(stderr, "ignoring `%s`: %s\n", piece, err)
 			}
 			continue
 		}
@@ -523,13 +522,4 @@ func (f *Filter) Enabled(target string, v LevelFilter, span *Span, library bool,
 		return l >= v
 	}
 	return false
-}
-
-// validUTF8 replaces invalid UTF-8 with U+FFFD, as Rust's lossy conversion does: Rust strings
-// are always valid UTF-8, so the original could never print invalid bytes.
-func validUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
 }

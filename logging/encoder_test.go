@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -147,5 +148,24 @@ func TestFormatFloat(t *testing.T) {
 		if got := formatFloat(tc.in); got != tc.want {
 			t.Errorf("formatFloat(%v) = %s, want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+type verboseErr struct{}
+
+func (verboseErr) Error() string { return "short" }
+
+func (verboseErr) Format(s fmt.State, _ rune) { _, _ = fmt.Fprint(s, "long\nwith stack") }
+
+// Errors are their message only, in context fields too: no errorVerbose key.
+func TestErrorFieldsMessageOnly(t *testing.T) {
+	var out bytes.Buffer
+	l := New(&out, nil, "info", fixedClock)
+	l.With(zap.Error(verboseErr{})).Info("ctx")
+	l.Info("call", zap.Error(verboseErr{}))
+	want := `{"timestamp":"2026-11-30T13:38:23.853425Z","level":"INFO","fields":{"message":"ctx","error":"short"},"target":"operator"}` + "\n" +
+		`{"timestamp":"2026-11-30T13:38:23.853425Z","level":"INFO","fields":{"message":"call","error":"short"},"target":"operator"}` + "\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }

@@ -14,7 +14,7 @@ const ExitClientBuild = 101
 // ClientBuildFailed writes the plain-text line for a Kubernetes client that cannot be built to
 // stderr (no JSON: logging may not even be set up) and returns ExitClientBuild for os.Exit.
 func ClientBuildFailed(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "failed to create Kubernetes client: %v\n", err)
+	_, _ = fmt.Fprintf(stderr, "failed to create Kubernetes client: %v\n", err)
 	return ExitClientBuild
 }
 
