@@ -1,0 +1,672 @@
+package v1alpha1_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gomomento/valkey-operator/apis/v1alpha1"
+)
+
+// These tests send manifests, written as a user writes them, to a real kube-apiserver with the
+// generated CRDs installed, and check that the schema (OpenAPI and CEL) accepts the good ones
+// and refuses each bad one with the readable message chosen for its rule. Creates are
+// server-side dry runs: the whole admission chain runs, nothing is stored.
+
+const testNamespace = "my-app"
+
+// sha256Hex is what a user puts in passwordHashes: `echo -n password | sha256sum`.
+func sha256Hex(password string) string {
+	sum := sha256.Sum256([]byte(password))
+	return hex.EncodeToString(sum[:])
+}
+
+// manifest expands the placeholders of a test manifest: <hash> and <hash2> become SHA-256
+// hashes of two passwords.
+func manifest(text string) string {
+	return strings.NewReplacer(
+		"<hash>", sha256Hex("app-password"),
+		"<hash2>", sha256Hex("new-app-password"),
+	).Replace(text)
+}
+
+// decode parses a (possibly multi-document) YAML manifest into objects.
+func decode(t *testing.T, text string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	for doc := range strings.SplitSeq(manifest(text), "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+			t.Fatalf("test manifest is not YAML: %v\n%s", err, doc)
+		}
+		objs = append(objs, obj)
+	}
+	if len(objs) == 0 {
+		t.Fatal("test manifest holds no object")
+	}
+	return objs
+}
+
+func ensureNamespace(t *testing.T, c client.Client) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}}
+	if err := c.Create(t.Context(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", testNamespace, err)
+	}
+}
+
+// admissionCase is one manifest and what the API server must answer: accepted when wantErr is
+// empty, otherwise refused as Invalid with wantErr in the message.
+type admissionCase struct {
+	name     string
+	manifest string
+	wantErr  string
+}
+
+func runAdmissionCases(t *testing.T, cases []admissionCase) {
+	t.Helper()
+	c := apiServer(t)
+	ensureNamespace(t, c)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, obj := range decode(t, tc.manifest) {
+				err := c.Create(t.Context(), obj, client.DryRunAll)
+				checkAdmission(t, obj, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func checkAdmission(t *testing.T, obj *unstructured.Unstructured, err error, wantErr string) {
+	t.Helper()
+	what := obj.GetKind() + " " + obj.GetName()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("%s refused, want accepted: %v", what, err)
+	case wantErr == "":
+		return
+	case err == nil:
+		t.Fatalf("%s accepted, want refused with %q", what, wantErr)
+	case !apierrors.IsInvalid(err):
+		t.Fatalf("%s refused with a non-validation error, want Invalid with %q: %v", what, wantErr, err)
+	case !strings.Contains(err.Error(), wantErr):
+		t.Fatalf("%s refused with\n  %v\nwant the message to contain\n  %q", what, err, wantErr)
+	}
+}
+
+// cluster is a minimal valid ValkeyCluster manifest followed by extra spec lines.
+func cluster(extraSpec string) string {
+	return `
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyCluster
+metadata:
+  name: my-cluster
+  namespace: my-app
+spec:
+  configRef: standard
+  shards: 3
+  replicasPerShard: 1
+` + extraSpec
+}
+
+// config is a ValkeyConfig named standard with the given spec lines.
+func config(spec string) string {
+	return `
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyConfig
+metadata:
+  name: standard
+spec:
+` + spec
+}
+
+// clusterWithUser is a cluster with one ACL binding built from the given lines.
+func clusterWithUser(username, hash, permissions string) string {
+	return cluster(fmt.Sprintf(`  acl:
+    - username: %q
+      passwordHashes: [%q]
+      permissions:
+%s`, username, hash, permissions))
+}
+
+const readWritePermission = `        - roleRef: read-write
+          keys:
+            - pattern: "myapp:*"
+              access: readwrite
+`
+
+// The examples of the original operator's documentation, which users already hold: all must
+// be accepted unchanged.
+func TestAdmissionAcceptsDocumentedManifests(t *testing.T) {
+	runAdmissionCases(t, []admissionCase{
+		{name: "image", manifest: `
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyImage
+metadata:
+  name: valkey-9-0
+spec:
+  repository: valkey/valkey
+  tag: "9.0.0"
+  version: "9.0.0"
+`},
+		{name: "image from a private registry with a port", manifest: `
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyImage
+metadata:
+  name: valkey-8-0-1
+spec:
+  repository: registry.example.com:5000/mirror/valkey/valkey
+  tag: 8.0.1-bookworm
+  version: 8.0.1
+`},
+		{name: "standard config", manifest: config(`  imageRef: valkey-9-0
+  resources:
+    cpu: "1"
+    memory: "2Gi"
+  valkey:
+    maxmemory: "1500mb"
+    maxmemory-policy: "allkeys-lru"
+`)},
+		{name: "config inheritance", manifest: `
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyConfig
+metadata:
+  name: base
+spec:
+  imageRef: valkey-9-0
+  valkey:
+    maxmemory-policy: "allkeys-lru"
+---
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyConfig
+metadata:
+  name: small
+spec:
+  baseRef: base
+  resources:
+    cpu: "0.5"
+    memory: "512Mi"
+  valkey:
+    maxmemory: "400mb"
+---
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyConfig
+metadata:
+  name: large
+spec:
+  baseRef: base
+  resources:
+    cpu: "4"
+    memory: "16Gi"
+  valkey:
+    maxmemory: "14000mb"
+`},
+		{name: "config with platform acl", manifest: config(`  imageRef: valkey-9-0
+  acl:
+    - username: app-user
+      passwordHashes:
+        - <hash>
+      permissions:
+        - roleRef: app-readwrite
+          keys:
+            - pattern: "myapp:*"
+              access: readwrite
+`)},
+		{name: "config with an empty spec", manifest: config(`  {}
+`)},
+		{name: "config with loglevel, save and an unquoted integer cpu", manifest: config(`  resources:
+    cpu: 2
+  valkey:
+    loglevel: notice
+    save: ""
+    appendonly: "no"
+    io-threads: "4"
+`)},
+		{name: "role read-write", manifest: `
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyRole
+metadata:
+  name: read-write
+spec:
+  categories:
+    - name: read
+      access: allow
+    - name: write
+      access: allow
+`},
+		{name: "role with commands and a subcommand", manifest: `
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyRole
+metadata:
+  name: app-readwrite
+spec:
+  categories:
+    - name: read
+      access: allow
+    - name: write
+      access: allow
+  commands:
+    - name: cluster
+      subcommand: info
+      access: allow
+    - name: flushall
+      access: deny
+`},
+		{name: "minimal cluster", manifest: cluster("")},
+		{name: "cluster without replicas", manifest: `
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyCluster
+metadata:
+  name: single
+  namespace: my-app
+spec:
+  configRef: standard
+  shards: 1
+  replicasPerShard: 0
+`},
+		{name: "cluster with tls", manifest: cluster(`  tls:
+    secretRef: my-cluster-tls
+`)},
+		{name: "cluster with zone-aware placement", manifest: cluster(`  placement:
+    zones:
+      - us-east-1a
+      - us-east-1b
+      - us-east-1c
+    zoneSpread: required
+    nodeSelector:
+      node-pool: cache
+`)},
+		{name: "cluster with bestEffort spread and a prefixed node label", manifest: cluster(`  placement:
+    zoneSpread: bestEffort
+    nodeSelector:
+      cloud.example.com/pool: valkey
+`)},
+		{name: "cluster with an acl user", manifest: cluster(`  acl:
+    - username: app-user
+      passwordHashes:
+        - <hash>
+      permissions:
+        - roleRef: read-write
+          keys:
+            - pattern: "myapp:*"
+              access: readwrite
+`)},
+		{name: "cluster during password rotation", manifest: cluster(`  acl:
+    - username: app-user
+      passwordHashes: ["<hash>", "<hash2>"]
+      permissions:
+        - roleRef: read-write
+          keys: [{pattern: "myapp:*", access: readwrite}]
+          channels: ["orders:*"]
+    - username: default
+      passwordHashes: ["<hash2>"]
+      permissions:
+        - roleRef: read-only
+          keys: []
+`)},
+		{name: "cluster with pod annotations", manifest: cluster(`  podAnnotations:
+    prometheus.io/scrape: "true"
+    prometheus.io/port: "6379"
+`)},
+		{name: "reference example: tls, acl selectors, placement, annotations", manifest: cluster(`  acl:
+    - username: team-batch
+      passwordHashes:
+        - <hash>
+      permissions:
+        - roleRef: app-readwrite
+          keys:
+            - pattern: "batch:*"
+              access: readwrite
+        - roleRef: app-readwrite
+          keys:
+            - pattern: "metrics:*"
+              access: read
+  placement:
+    zones:
+      - us-east-1a
+      - us-east-1b
+    zoneSpread: required
+  tls:
+    secretRef: my-cluster-tls
+  podAnnotations:
+    example.com/inject-sidecar: "false"
+`)},
+		{name: "largest topology", manifest: `
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyCluster
+metadata:
+  name: big
+  namespace: my-app
+spec:
+  configRef: standard
+  shards: 500
+  replicasPerShard: 1
+`},
+	})
+}
+
+// One bad manifest per single-object rule, each refused with the message that says what to
+// fix.
+func TestAdmissionRefusesBadManifests(t *testing.T) {
+	runAdmissionCases(t, []admissionCase{
+		// ValkeyCluster topology.
+		{name: "zero shards", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 0", 1),
+			wantErr: "shards must be between 1 and 500"},
+		{name: "too many shards", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 501", 1),
+			wantErr: "shards must be between 1 and 500"},
+		{name: "negative replicas", manifest: strings.Replace(cluster(""), "replicasPerShard: 1", "replicasPerShard: -1", 1),
+			wantErr: "replicasPerShard must be between 0 and 5"},
+		{name: "too many replicas", manifest: strings.Replace(cluster(""), "replicasPerShard: 1", "replicasPerShard: 6", 1),
+			wantErr: "replicasPerShard must be between 0 and 5"},
+		{name: "too many nodes", manifest: strings.NewReplacer("shards: 3", "shards: 250", "replicasPerShard: 1", "replicasPerShard: 4").Replace(cluster("")),
+			wantErr: "a cluster may have at most 1000 nodes"},
+		{name: "missing shards", manifest: strings.Replace(cluster(""), "  shards: 3\n", "", 1),
+			wantErr: `spec.shards: Required value`},
+
+		// References.
+		{name: "empty configRef", manifest: strings.Replace(cluster(""), "configRef: standard", `configRef: ""`, 1),
+			wantErr: "configRef must name a ValkeyConfig: a lowercase DNS name such as standard"},
+		{name: "configRef not a name", manifest: strings.Replace(cluster(""), "configRef: standard", "configRef: Standard_Config", 1),
+			wantErr: "configRef must name a ValkeyConfig"},
+		{name: "empty tls secretRef", manifest: cluster("  tls:\n    secretRef: \"\"\n"),
+			wantErr: "tls.secretRef must name a Secret in the cluster's namespace"},
+		{name: "tls without secretRef", manifest: cluster("  tls: {}\n"),
+			wantErr: "spec.tls.secretRef: Required value"},
+		{name: "empty roleRef", manifest: clusterWithUser("app-user", "<hash>", "        - roleRef: \"\"\n          keys: []\n"),
+			wantErr: "roleRef must name a ValkeyRole"},
+		{name: "empty imageRef", manifest: config("  imageRef: \"\"\n"),
+			wantErr: "imageRef must name a ValkeyImage"},
+		{name: "baseRef not a name", manifest: config("  baseRef: Base Config\n"),
+			wantErr: "baseRef must name a ValkeyConfig"},
+		{name: "baseRef names the config itself", manifest: config("  baseRef: standard\n"),
+			wantErr: "spec.baseRef cannot name the ValkeyConfig itself"},
+
+		// ACL bindings.
+		{name: "password hash in uppercase", manifest: clusterWithUser("app-user", strings.ToUpper(sha256Hex("x")), readWritePermission),
+			wantErr: "passwordHashes entries must be SHA-256 hex digests: exactly 64 lowercase hex characters"},
+		{name: "plaintext password", manifest: clusterWithUser("app-user", "hunter2", readWritePermission),
+			wantErr: "passwordHashes entries must be SHA-256 hex digests"},
+		{name: "hash with Valkey's # prefix", manifest: clusterWithUser("app-user", "#"+sha256Hex("x"), readWritePermission),
+			wantErr: "passwordHashes entries must be SHA-256 hex digests"},
+		{name: "no password hash", manifest: cluster(`  acl:
+    - username: app-user
+      passwordHashes: []
+      permissions:
+` + readWritePermission),
+			wantErr: "spec.acl[0].passwordHashes in body should have at least 1 items"},
+		{name: "empty username", manifest: clusterWithUser("", "<hash>", readWritePermission),
+			wantErr: "username must be non-empty and contain only letters, digits, '-' and '_'"},
+		{name: "username with a space", manifest: clusterWithUser("app user", "<hash>", readWritePermission),
+			wantErr: "username must be non-empty and contain only letters, digits, '-' and '_'"},
+		{name: "reserved username", manifest: clusterWithUser("_momento_operator", "<hash>", readWritePermission),
+			wantErr: "usernames starting with _momento_ are reserved for the operator's own users"},
+		{name: "duplicate username", manifest: cluster(`  acl:
+    - username: app-user
+      passwordHashes: ["<hash>"]
+      permissions:
+` + readWritePermission + `    - username: other
+      passwordHashes: ["<hash>"]
+      permissions:
+` + readWritePermission + `    - username: app-user
+      passwordHashes: ["<hash2>"]
+      permissions:
+` + readWritePermission),
+			wantErr: "duplicate username in ACL bindings: each username may be bound only once"},
+		{name: "duplicate username on a config", manifest: config(`  acl:
+    - username: app-user
+      passwordHashes: ["<hash>"]
+      permissions:
+` + readWritePermission + `    - username: app-user
+      passwordHashes: ["<hash2>"]
+      permissions:
+` + readWritePermission),
+			wantErr: "duplicate username in ACL bindings: each username may be bound only once"},
+		{name: "no permission", manifest: cluster(`  acl:
+    - username: app-user
+      passwordHashes: ["<hash>"]
+      permissions: []
+`),
+			wantErr: "spec.acl[0].permissions in body should have at least 1 items"},
+		{name: "permission without keys", manifest: clusterWithUser("app-user", "<hash>", "        - roleRef: read-write\n"),
+			wantErr: "spec.acl[0].permissions[0].keys: Required value"},
+		{name: "unknown key access", manifest: clusterWithUser("app-user", "<hash>", `        - roleRef: read-write
+          keys: [{pattern: "myapp:*", access: rw}]
+`),
+			wantErr: `Unsupported value: "rw": supported values: "read", "write", "readwrite"`},
+		{name: "key pattern with a space", manifest: clusterWithUser("app-user", "<hash>", `        - roleRef: read-write
+          keys: [{pattern: "my app:*"}]
+`),
+			wantErr: "key patterns must be non-empty and contain no spaces, quotes or control characters"},
+		{name: "channel pattern with a quote", manifest: clusterWithUser("app-user", "<hash>", `        - roleRef: read-write
+          keys: []
+          channels: ["orders\"*"]
+`),
+			wantErr: "channel patterns must be non-empty and contain no spaces, quotes or control characters"},
+
+		// Placement.
+		{name: "unknown zoneSpread", manifest: cluster("  placement:\n    zoneSpread: strict\n"),
+			wantErr: `Unsupported value: "strict": supported values: "bestEffort", "required"`},
+		{name: "zone with a space", manifest: cluster("  placement:\n    zones: [\"us east 1a\"]\n"),
+			wantErr: "zones must be zone names as in the node label topology.kubernetes.io/zone"},
+		{name: "duplicate zone", manifest: cluster("  placement:\n    zones: [us-east-1a, us-east-1a]\n"),
+			wantErr: `Duplicate value: "us-east-1a"`},
+		{name: "nodeSelector key that is no label key", manifest: cluster("  placement:\n    nodeSelector:\n      \"node pool\": cache\n"),
+			wantErr: "placement.nodeSelector keys must be node label keys"},
+		{name: "nodeSelector value too long for a label", manifest: cluster("  placement:\n    nodeSelector:\n      node-pool: " + strings.Repeat("a", 64) + "\n"),
+			wantErr: "placement.nodeSelector values must be node label values of at most 63 characters"},
+
+		// Pod annotations.
+		{name: "reserved annotation", manifest: cluster("  podAnnotations:\n    valkey.gomomento.com/spec-hash: forged\n    prometheus.io/scrape: \"true\"\n"),
+			wantErr: "podAnnotations key valkey.gomomento.com/spec-hash uses the prefix valkey.gomomento.com/, which is reserved for the operator; choose another prefix"},
+		{name: "invalid annotation key", manifest: cluster("  podAnnotations:\n    \"scrape me\": \"true\"\n"),
+			wantErr: "podAnnotations keys must be annotation keys: an optional DNS prefix and '/'"},
+
+		// ValkeyConfig directives and resources.
+		{name: "logfile", manifest: config("  valkey:\n    logfile: /var/log/valkey.log\n"),
+			wantErr: v1alpha1.LogfileMessage},
+		{name: "uppercase directive", manifest: config("  valkey:\n    PORT: \"7000\"\n"),
+			wantErr: v1alpha1.LowercaseMessage},
+		{name: "owned directive among allowed ones", manifest: config("  valkey:\n    maxmemory: 1gb\n    port: \"7000\"\n    loglevel: debug\n"),
+			wantErr: "valkey directive port is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"},
+		{name: "zero cpu", manifest: config("  resources:\n    cpu: \"0\"\n"),
+			wantErr: `resources.cpu must be greater than zero, like "500m" or "2"`},
+		{name: "negative memory", manifest: config("  resources:\n    memory: -1Gi\n"),
+			wantErr: `resources.memory must be greater than zero, like "512Mi" or "2Gi"`},
+
+		// ValkeyImage.
+		{name: "version without patch", manifest: image("valkey/valkey", "9.0", "9.0"),
+			wantErr: "version must be the semantic version of the Valkey in the image, MAJOR.MINOR.PATCH like 9.0.0"},
+		{name: "version with a v", manifest: image("valkey/valkey", "9.0.0", "v9.0.0"),
+			wantErr: "version must be the semantic version of the Valkey in the image"},
+		{name: "tag inside the repository", manifest: image("valkey/valkey:9.0.0", "9.0.0", "9.0.0"),
+			wantErr: "repository must be an image repository without tag or digest"},
+		{name: "tag starting with a dash", manifest: image("valkey/valkey", "-rc1", "9.0.0"),
+			wantErr: "tag must be an image tag like 9.0.0"},
+
+		// ValkeyRole.
+		{name: "unknown rule access", manifest: role("  categories:\n    - name: read\n      access: permit\n"),
+			wantErr: `Unsupported value: "permit": supported values: "allow", "deny"`},
+		{name: "category with @", manifest: role("  categories:\n    - name: \"@read\"\n      access: allow\n"),
+			wantErr: "category name must be a Valkey ACL category without the @"},
+		{name: "command with a subcommand in its name", manifest: role("  commands:\n    - name: cluster|info\n      access: allow\n"),
+			wantErr: "for cluster|info write name: cluster and subcommand: info"},
+		{name: "subcommand with a space", manifest: role("  commands:\n    - name: config\n      subcommand: get all\n      access: deny\n"),
+			wantErr: "subcommand must be a single word"},
+	})
+}
+
+// Every directive the operator owns is refused by the CRD, named in the message. The list is
+// the Go one, so a directive added there and not to the CRD fails here.
+func TestAdmissionRefusesEveryOwnedDirective(t *testing.T) {
+	var cases []admissionCase
+	add := func(directive, wantErr string) {
+		cases = append(cases, admissionCase{
+			name:     directive,
+			manifest: config(fmt.Sprintf("  valkey:\n    %s: \"x\"\n", directive)),
+			wantErr:  wantErr,
+		})
+	}
+	for _, d := range v1alpha1.OwnedDirectives() {
+		add(d, v1alpha1.OwnedDirectiveMessage(d))
+	}
+	for _, prefix := range v1alpha1.OwnedDirectivePrefixes() {
+		for _, d := range []string{prefix + "enabled", prefix + "port", prefix + "announce-hostname"} {
+			add(d, v1alpha1.OwnedDirectiveMessage(prefix))
+		}
+	}
+	add(v1alpha1.LogfileDirective, v1alpha1.LogfileMessage)
+	runAdmissionCases(t, cases)
+}
+
+func image(repository, tag, version string) string {
+	return fmt.Sprintf(`
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyImage
+metadata:
+  name: valkey
+spec:
+  repository: %q
+  tag: %q
+  version: %q
+`, repository, tag, version)
+}
+
+func role(spec string) string {
+	return `
+apiVersion: valkey.gomomento.com/v1alpha1
+kind: ValkeyRole
+metadata:
+  name: read-write
+spec:
+` + spec
+}
+
+// TLS is chosen at creation: it cannot be added, removed or changed afterwards, while every
+// other spec field stays editable (the docs' kubectl patch --type merge examples).
+func TestAdmissionTLSIsImmutable(t *testing.T) {
+	c := apiServer(t)
+	ensureNamespace(t, c)
+
+	create := func(t *testing.T, name, extraSpec string) *unstructured.Unstructured {
+		t.Helper()
+		obj := decode(t, strings.Replace(cluster(extraSpec), "name: my-cluster", "name: "+name, 1))[0]
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		t.Cleanup(func() { _ = c.Delete(t.Context(), obj) })
+		return obj
+	}
+	patch := func(t *testing.T, obj *unstructured.Unstructured, body string) error {
+		t.Helper()
+		return c.Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, []byte(manifest(body))))
+	}
+	const tlsSpec = "  tls:\n    secretRef: my-cluster-tls\n"
+
+	tests := []struct {
+		name    string
+		initial string
+		patch   string
+		wantErr string
+	}{
+		{name: "adding tls", initial: "", patch: `{"spec":{"tls":{"secretRef":"my-cluster-tls"}}}`,
+			wantErr: "spec.tls cannot be added or removed after the cluster is created"},
+		{name: "removing tls", initial: tlsSpec, patch: `{"spec":{"tls":null}}`,
+			wantErr: "spec.tls cannot be added or removed after the cluster is created"},
+		{name: "changing the tls secret", initial: tlsSpec, patch: `{"spec":{"tls":{"secretRef":"other-tls"}}}`,
+			wantErr: "spec.tls cannot be changed after the cluster is created"},
+		{name: "scaling shards with tls", initial: tlsSpec, patch: `{"spec":{"shards":6}}`},
+		{name: "scaling replicas without tls", initial: "", patch: `{"spec":{"replicasPerShard":2}}`},
+		{name: "switching config", initial: tlsSpec, patch: `{"spec":{"configRef":"large"}}`},
+		{name: "binding a user", initial: tlsSpec, patch: `{"spec":{"acl":[{"username":"app-user","passwordHashes":["<hash>"],"permissions":[{"roleRef":"read-write","keys":[{"pattern":"myapp:*","access":"readwrite"}]}]}]}}`},
+		{name: "changing placement and annotations", initial: "", patch: `{"spec":{"placement":{"zones":["us-east-1a"],"zoneSpread":"required"},"podAnnotations":{"prometheus.io/scrape":"true"}}}`},
+		{name: "re-sending the same tls", initial: tlsSpec, patch: `{"spec":{"tls":{"secretRef":"my-cluster-tls"},"shards":4}}`},
+		{name: "a bad update is still refused by the other rules", initial: tlsSpec, patch: `{"spec":{"shards":0}}`,
+			wantErr: "shards must be between 1 and 500"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := create(t, fmt.Sprintf("tls-update-%d", i), tc.initial)
+			checkAdmission(t, obj, patch(t, obj, tc.patch), tc.wantErr)
+		})
+	}
+}
+
+// The Go types round-trip through the real API server: what a controller writes with the typed
+// client, spec and status subresource alike, is what it reads back.
+func TestTypedClusterAndStatusRoundTrip(t *testing.T) {
+	c := apiServer(t)
+	ensureNamespace(t, c)
+	ctx := t.Context()
+
+	vc := &v1alpha1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "typed", Namespace: testNamespace},
+		Spec: v1alpha1.ValkeyClusterSpec{
+			ConfigRef:        "standard",
+			Shards:           2,
+			ReplicasPerShard: 1,
+			ACL: []v1alpha1.ACLBinding{{
+				Username:       "app-user",
+				PasswordHashes: []string{sha256Hex("app-password")},
+				Permissions: []v1alpha1.ACLPermission{{
+					RoleRef: "read-write",
+					Keys:    []v1alpha1.KeyPattern{{Pattern: "myapp:*"}},
+				}},
+			}},
+			Placement: &v1alpha1.Placement{Zones: []string{"zone-a", "zone-b"}},
+		},
+	}
+	if err := c.Create(ctx, vc); err != nil {
+		t.Fatalf("create typed cluster: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, vc) })
+	if got := vc.Spec.ACL[0].Permissions[0].Keys[0].Access; got != v1alpha1.KeyAccessReadWrite {
+		t.Errorf("key access defaulted to %q, want %q", got, v1alpha1.KeyAccessReadWrite)
+	}
+
+	vc.Status = v1alpha1.ValkeyClusterStatus{
+		State:              v1alpha1.StateForming,
+		Message:            "meeting nodes",
+		ObservedGeneration: vc.Generation,
+		Shards:             2,
+		ReadyNodes:         3,
+		Nodes: []v1alpha1.NodeStatus{
+			{Pod: "typed-8c04d", Shard: 0, Role: v1alpha1.NodeRolePrimary, NodeID: strings.Repeat("a", 40), Ready: true, IP: "10.244.0.5"},
+			{Pod: "typed-1f2e3", Shard: 0, Role: v1alpha1.NodeRoleReplica, Ready: true},
+			{Pod: "typed-77aa0", Shard: 1, Ready: true},
+			{Pod: "typed-0b0b0", Shard: 1},
+		},
+		Conditions: []metav1.Condition{{
+			Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "Forming",
+			Message: "meeting nodes", ObservedGeneration: vc.Generation, LastTransitionTime: metav1.Now(),
+		}},
+	}
+	if err := c.Status().Update(ctx, vc); err != nil {
+		t.Fatalf("update status: %v", err)
+	}
+	got := &v1alpha1.ValkeyCluster{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(vc), got); err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if got.Status.State != v1alpha1.StateForming || len(got.Status.Nodes) != 4 || got.Status.ReadyNodes != 3 ||
+		got.Status.Nodes[0].NodeID != vc.Status.Nodes[0].NodeID || len(got.Status.Conditions) != 1 {
+		t.Errorf("status read back as %+v, want what was written: %+v", got.Status, vc.Status)
+	}
+
+	got.Status.State = "Creating"
+	err := c.Status().Update(ctx, got)
+	checkAdmission(t, &unstructured.Unstructured{Object: map[string]any{"kind": "ValkeyCluster", "metadata": map[string]any{"name": "typed"}}},
+		err, `Unsupported value: "Creating"`)
+}

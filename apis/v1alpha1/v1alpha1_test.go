@@ -1,0 +1,247 @@
+package v1alpha1_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gomomento/valkey-operator/apis/v1alpha1"
+)
+
+// Pure tests: the Go helpers, and the generated CRDs read as files (no API server).
+
+func readCRD(t *testing.T, plural string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	path := filepath.Join("..", "..", "manifests", "crds", "valkey.gomomento.com_"+plural+".yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read generated CRD (run `make manifests`): %v", err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		t.Fatalf("decode %s: %v", path, err)
+	}
+	if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != v1alpha1.Version {
+		t.Fatalf("%s: want exactly version %s, got %+v", path, v1alpha1.Version, crd.Spec.Versions)
+	}
+	return crd
+}
+
+// The CEL rules on ValkeyConfig spec.valkey are hand-written markers; the Go table of owned
+// directives is what the operator checks resolved configs with. They must say the same
+// thing, rule for rule and word for word.
+func TestCRDDirectiveRulesMatchGoTable(t *testing.T) {
+	crd := readCRD(t, "valkeyconfigs")
+	valkey := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["valkey"]
+	got := map[string]string{}
+	for _, rule := range valkey.XValidations {
+		if rule.MessageExpression != "" {
+			t.Errorf("rule %q has a messageExpression; these rules use fixed messages", rule.Rule)
+		}
+		got[rule.Rule] = rule.Message
+	}
+	want := map[string]string{
+		"self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))": v1alpha1.LowercaseMessage,
+		"!('logfile' in self)":                           v1alpha1.LogfileMessage,
+	}
+	for _, d := range v1alpha1.OwnedDirectives() {
+		want[fmt.Sprintf("!('%s' in self)", d)] = v1alpha1.OwnedDirectiveMessage(d)
+	}
+	for _, p := range v1alpha1.OwnedDirectivePrefixes() {
+		want[fmt.Sprintf("self.all(k, !k.startsWith('%s'))", p)] = v1alpha1.OwnedDirectiveMessage(p)
+	}
+	for rule, msg := range want {
+		if got[rule] != msg {
+			t.Errorf("CRD rule %s\n  has message %q\n  want        %q", rule, got[rule], msg)
+		}
+	}
+	for rule := range got {
+		if _, ok := want[rule]; !ok {
+			t.Errorf("CRD has rule %s that the Go table does not know", rule)
+		}
+	}
+}
+
+func TestCheckDirective(t *testing.T) {
+	tests := []struct {
+		name, value string
+		wantErr     string
+	}{
+		{name: "maxmemory", value: "1500mb"},
+		{name: "maxmemory-policy", value: "allkeys-lru"},
+		{name: "loglevel", value: "notice"},
+		{name: "save", value: ""},
+		{name: "client-output-buffer-limit", value: "pubsub 32mb 8mb 60"},
+		{name: "port", value: "7000", wantErr: "valkey directive port is owned by the operator"},
+		{name: "replicaof", value: "10.0.0.1 6379", wantErr: "valkey directive replicaof is owned by the operator"},
+		{name: "tls-port", value: "6380", wantErr: "valkey directive tls-port is owned by the operator (TLS is configured from the cluster's spec.tls)"},
+		{name: "cluster-node-timeout", value: "15000", wantErr: "valkey directive cluster-node-timeout is owned by the operator (the operator runs the cluster bus"},
+		{name: "logfile", value: "/tmp/valkey.log", wantErr: v1alpha1.LogfileMessage},
+		{name: "PORT", value: "7000", wantErr: v1alpha1.LowercaseMessage},
+		{name: "Maxmemory", value: "1gb", wantErr: v1alpha1.LowercaseMessage},
+		{name: "max memory", value: "1gb", wantErr: v1alpha1.LowercaseMessage},
+		{name: "", value: "x", wantErr: v1alpha1.LowercaseMessage},
+		{name: "maxmemory", value: "1mb\nport 7000", wantErr: "valkey directive maxmemory: the value must be one line"},
+		{name: "maxmemory", value: "1mb\rport 7000", wantErr: "the value must be one line"},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%q=%q", tc.name, tc.value), func(t *testing.T) {
+			err := v1alpha1.CheckDirective(tc.name, tc.value)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("accepted, want %q", tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Fatalf("error %q, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestOwnedDirectivesIncludeWhatTheSpecNames(t *testing.T) {
+	// SPEC section 1 and the brief: at least these are refused; loglevel is allowed.
+	for _, d := range []string{
+		"port", "bind", "tls-port", "tls-cert-file", "cluster-enabled", "cluster-config-file", "aclfile",
+		"dir", "daemonize", "logfile", "pidfile", "unixsocket", "unixsocketperm", "protected-mode",
+		"masterauth", "masteruser", "primaryauth", "primaryuser", "requirepass", "replicaof",
+		"slaveof", "include", "appendfilename", "dbfilename",
+	} {
+		if v1alpha1.CheckDirective(d, "x") == nil {
+			t.Errorf("%s is allowed, want it refused", d)
+		}
+	}
+	for _, d := range []string{"loglevel", "save", "appendonly", "maxmemory"} {
+		if err := v1alpha1.CheckDirective(d, "x"); err != nil {
+			t.Errorf("%s refused: %v", d, err)
+		}
+	}
+	if !slices.IsSorted(v1alpha1.OwnedDirectives()) {
+		t.Error("OwnedDirectives is not sorted")
+	}
+	if v1alpha1.OwnedDirectiveMessage("maxmemory") != "" {
+		t.Error("OwnedDirectiveMessage gives a message for an allowed directive")
+	}
+}
+
+func TestPrinterColumns(t *testing.T) {
+	tests := []struct {
+		plural string
+		want   []string // name=jsonPath, in order
+	}{
+		{"valkeyclusters", []string{
+			"State=.status.state", "Shards=.spec.shards", "Replicas=.spec.replicasPerShard",
+			"Ready=.status.readyNodes", "Config=.spec.configRef", "Message=.status.message",
+			"Age=.metadata.creationTimestamp",
+		}},
+		{"valkeyimages", []string{"Repository=.spec.repository", "Tag=.spec.tag", "Version=.spec.version", "Age=.metadata.creationTimestamp"}},
+		{"valkeyconfigs", []string{"ImageRef=.spec.imageRef", "BaseRef=.spec.baseRef", "Age=.metadata.creationTimestamp"}},
+		{"valkeyroles", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.plural, func(t *testing.T) {
+			var got []string
+			for _, col := range readCRD(t, tc.plural).Spec.Versions[0].AdditionalPrinterColumns {
+				got = append(got, col.Name+"="+col.JSONPath)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("printer columns %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCRDScopesAndStatusSubresource(t *testing.T) {
+	for plural, scope := range map[string]apiextensionsv1.ResourceScope{
+		"valkeyclusters": apiextensionsv1.NamespaceScoped,
+		"valkeyconfigs":  apiextensionsv1.ClusterScoped,
+		"valkeyimages":   apiextensionsv1.ClusterScoped,
+		"valkeyroles":    apiextensionsv1.ClusterScoped,
+	} {
+		crd := readCRD(t, plural)
+		if crd.Spec.Scope != scope {
+			t.Errorf("%s scope %s, want %s", plural, crd.Spec.Scope, scope)
+		}
+		if crd.Spec.Group != v1alpha1.Group {
+			t.Errorf("%s group %s, want %s", plural, crd.Spec.Group, v1alpha1.Group)
+		}
+		if sub := crd.Spec.Versions[0].Subresources; sub == nil || sub.Status == nil {
+			t.Errorf("%s has no status subresource", plural)
+		}
+	}
+}
+
+func TestSchemeKnowsEveryKind(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"ValkeyImage", "ValkeyConfig", "ValkeyRole", "ValkeyCluster"} {
+		for _, k := range []string{kind, kind + "List"} {
+			if _, err := scheme.New(v1alpha1.GroupVersion.WithKind(k)); err != nil {
+				t.Errorf("scheme.New(%s): %v", k, err)
+			}
+		}
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	if !v1alpha1.IsReservedKey(v1alpha1.AnnotationSpecHash) || !v1alpha1.IsReservedKey(v1alpha1.LabelShard) ||
+		v1alpha1.IsReservedKey("prometheus.io/scrape") || v1alpha1.IsReservedKey("valkey.gomomento.com") {
+		t.Error("IsReservedKey: wrong answer")
+	}
+	if v1alpha1.LabelCluster != "valkey.gomomento.com/cluster" || v1alpha1.LabelShard != "valkey.gomomento.com/shard" ||
+		v1alpha1.AnnotationSpecHash != "valkey.gomomento.com/spec-hash" {
+		t.Error("label and annotation keys changed: they are on every live pod")
+	}
+	states := v1alpha1.States()
+	if want := []v1alpha1.State{"Bootstrapping", "Forming", "Active", "Upgrading", "Invalid"}; !slices.Equal(states, want) {
+		t.Errorf("States() = %v, want %v", states, want)
+	}
+	for _, s := range states {
+		if !s.IsValid() {
+			t.Errorf("%s.IsValid() = false", s)
+		}
+	}
+	if v1alpha1.State("Creating").IsValid() || v1alpha1.State("").IsValid() {
+		t.Error("State.IsValid accepts an unknown state")
+	}
+	if !v1alpha1.ZoneSpreadBestEffort.IsValid() || !v1alpha1.ZoneSpreadRequired.IsValid() ||
+		v1alpha1.ZoneSpread("").IsValid() || v1alpha1.ZoneSpread("BestEffort").IsValid() {
+		t.Error("ZoneSpread.IsValid: wrong answer")
+	}
+	if n := (v1alpha1.ValkeyClusterSpec{Shards: 3, ReplicasPerShard: 2}).NodeCount(); n != 9 {
+		t.Errorf("NodeCount() = %d, want 9", n)
+	}
+	if img := (v1alpha1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "9.0.0"}).Image(); img != "valkey/valkey:9.0.0" {
+		t.Errorf("Image() = %q", img)
+	}
+	if gr := v1alpha1.Resource("valkeyclusters"); gr.Group != v1alpha1.Group || gr.Resource != "valkeyclusters" {
+		t.Errorf("Resource() = %v", gr)
+	}
+}
+
+func TestDeepCopyIsDeep(t *testing.T) {
+	orig := &v1alpha1.ValkeyCluster{Spec: v1alpha1.ValkeyClusterSpec{
+		PodAnnotations: map[string]string{"a": "1"},
+		Placement:      &v1alpha1.Placement{Zones: []string{"z1"}},
+		ACL:            []v1alpha1.ACLBinding{{Username: "u", PasswordHashes: []string{"h"}}},
+		TLS:            &v1alpha1.TLSSpec{SecretRef: "s"},
+	}}
+	cp := orig.DeepCopy()
+	cp.Spec.PodAnnotations["a"] = "2"
+	cp.Spec.Placement.Zones[0] = "z2"
+	cp.Spec.ACL[0].PasswordHashes[0] = "h2"
+	cp.Spec.TLS.SecretRef = "s2"
+	if orig.Spec.PodAnnotations["a"] != "1" || orig.Spec.Placement.Zones[0] != "z1" ||
+		orig.Spec.ACL[0].PasswordHashes[0] != "h" || orig.Spec.TLS.SecretRef != "s" {
+		t.Errorf("DeepCopy shares memory with the original: %+v", orig.Spec)
+	}
+}
