@@ -1,0 +1,65 @@
+// Command localcluster starts the local Kubernetes of package localcluster and keeps it running
+// until interrupted (Ctrl-C or SIGTERM), then tears everything down. It is the README's demo.
+//
+//	localcluster up     the cluster alone: prints the kubeconfig path
+//	localcluster demo   the cluster, the operator and a sample ValkeyCluster
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/gomomento/valkey-operator/tests/localcluster"
+)
+
+func main() {
+	mode := "up"
+	if len(os.Args) > 1 {
+		mode = os.Args[1]
+	}
+	if mode != "up" && mode != "demo" {
+		fmt.Fprintf(os.Stderr, "usage: %s [up|demo]\n", filepath.Base(os.Args[0]))
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, mode); err != nil {
+		fmt.Fprintln(os.Stderr, "localcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, mode string) error {
+	dir := os.Getenv("LOCALCLUSTER_DIR")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "valkey-operator-demo")
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "starting the local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet)...")
+	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(os.Stderr, "stopping the local cluster...")
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "localcluster: stop:", err)
+		}
+	}()
+	fmt.Printf("local cluster is up; its kubeconfig is:\n  %s\n\n", c.Kubeconfig)
+	fmt.Printf("try:\n  export KUBECONFIG=%s\n  kubectl get nodes -L topology.kubernetes.io/zone\n\n", c.Kubeconfig)
+	if mode == "demo" {
+		if err := demo(ctx, c); err != nil {
+			return err
+		}
+	}
+	fmt.Println("press Ctrl-C to stop and tear everything down")
+	<-ctx.Done()
+	return nil
+}

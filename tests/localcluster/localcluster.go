@@ -1,0 +1,423 @@
+// Package localcluster runs a small but real Kubernetes on this machine for the demo and the
+// end-to-end tests: etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
+// the Go module proxy (hack/build-control-plane.sh), plus the project's own kubelet
+// (package kubelet) that registers zoned Nodes and runs the Pods bound to them as real local
+// processes (valkey-server), each with its own network namespace and pod IP.
+//
+// Nothing here is a fake: the API server, the scheduler's decisions, garbage collection of
+// owned objects and the Valkey processes are the real programs. Only one local cluster runs on
+// a machine at a time (it owns the pod bridge and the 10.244.0.0/16 range); Start waits on a
+// machine-wide lock file so parallel test packages take turns.
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gomomento/valkey-operator/tests/localcluster/kubelet"
+)
+
+// K8sVersion is the Kubernetes release whose control plane the local cluster runs.
+const K8sVersion = "v1.37.2"
+
+// Pod network of the local cluster: one bridge on the host, pods on 10.244.0.0/16, the host
+// (and the API server, for pods that talk to it) at the gateway address.
+const (
+	Bridge  = "vko0"
+	PodCIDR = "10.244.0.0/16"
+	Gateway = "10.244.0.1"
+)
+
+// lockFile serialises local clusters on one machine: they share the bridge and the pod range.
+const lockFile = "/run/lock/valkey-operator-localcluster.lock"
+
+// Options configure Start. The zero value starts the default three-zone cluster.
+type Options struct {
+	// Dir holds etcd data, certificates, the kubeconfig, pod volumes and logs. Default: a new
+	// temporary directory, removed by Stop.
+	Dir string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler. Default:
+	// $KUBEBUILDER_ASSETS, else ~/.cache/valkey-operator/k8s-<K8sVersion>.
+	BinDir string
+	// Nodes to register. Default: DefaultNodes().
+	Nodes []kubelet.NodeSpec
+	// Images maps an image repository (no tag) to the host binary the kubelet runs for a
+	// container of that image that has no command (e.g. the operator's own image).
+	Images map[string]string
+	// Log receives the control-plane processes' output. Default: files under Dir/logs.
+	Log io.Writer
+}
+
+// DefaultNodes returns three Nodes, one in each of zone-a, zone-b and zone-c.
+func DefaultNodes() []kubelet.NodeSpec {
+	return []kubelet.NodeSpec{
+		{Name: "node-a", Zone: "zone-a"},
+		{Name: "node-b", Zone: "zone-b"},
+		{Name: "node-c", Zone: "zone-c"},
+	}
+}
+
+// Cluster is a running local cluster. Stop it with Stop.
+type Cluster struct {
+	// Dir is the state directory (see Options.Dir).
+	Dir string
+	// Kubeconfig is the path of an admin kubeconfig usable by kubectl and helm.
+	Kubeconfig string
+	// Config is the admin REST config (group system:masters).
+	Config *rest.Config
+	// Kubelet runs the pods and offers fault injection.
+	Kubelet *kubelet.Kubelet
+
+	env       *envtest.Environment
+	procs     []*exec.Cmd
+	cancel    context.CancelFunc
+	lock      *os.File
+	removeDir bool
+	network   kubelet.NetworkConfig
+	stopped   bool
+}
+
+// DefaultBinDir is where hack/build-control-plane.sh puts the control-plane binaries.
+func DefaultBinDir() string {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "valkey-operator", "k8s-"+K8sVersion)
+}
+
+// Start brings up the control plane and the kubelet and returns once every Node is Ready.
+// It needs root (network namespaces, mounts). Errors name the missing prerequisite, e.g. the
+// control-plane binaries (`make control-plane`) or valkey-server (`make packages`).
+func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("localcluster: must run as root (it creates network namespaces and mounts)")
+	}
+	if opts.BinDir == "" {
+		opts.BinDir = DefaultBinDir()
+	}
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
+			return nil, fmt.Errorf("localcluster: %s not found in %s: run `make control-plane`", b, opts.BinDir)
+		}
+	}
+	if _, err := exec.LookPath("valkey-server"); err != nil {
+		return nil, errors.New("localcluster: valkey-server not on PATH: run `make packages`")
+	}
+	if len(opts.Nodes) == 0 {
+		opts.Nodes = DefaultNodes()
+	}
+	c := &Cluster{Dir: opts.Dir, network: kubelet.NetworkConfig{Bridge: Bridge, CIDR: PodCIDR, Gateway: Gateway}}
+	lock, err := acquireLock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.lock = lock
+	defer func() {
+		if retErr != nil {
+			_ = c.Stop()
+		}
+	}()
+	if c.Dir == "" {
+		d, err := os.MkdirTemp("", "valkey-localcluster-")
+		if err != nil {
+			return nil, err
+		}
+		c.Dir, c.removeDir = d, true
+	}
+	for _, sub := range []string{"etcd", "pki", "logs", "kubelet"} {
+		if err := os.MkdirAll(filepath.Join(c.Dir, sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	logOut := func(name string) (io.Writer, error) {
+		if opts.Log != nil {
+			return opts.Log, nil
+		}
+		return os.Create(filepath.Join(c.Dir, "logs", name+".log"))
+	}
+
+	// A previous run that was killed may have left its pods' namespaces behind.
+	_ = kubelet.TeardownNetwork(c.network)
+	if err := kubelet.SetupNetwork(c.network); err != nil {
+		return nil, fmt.Errorf("localcluster: pod network: %w", err)
+	}
+
+	// etcd and kube-apiserver through envtest: it provisions the serving and client
+	// certificates and the service-account signing key, which we would otherwise write by hand.
+	etcdOut, err := logOut("etcd")
+	if err != nil {
+		return nil, err
+	}
+	apiOut, err := logOut("kube-apiserver")
+	if err != nil {
+		return nil, err
+	}
+	api := &envtest.APIServer{CertDir: filepath.Join(c.Dir, "pki"), Out: apiOut, Err: apiOut, StartTimeout: 2 * time.Minute}
+	// Listening on the gateway lets pods (the operator's own, in cluster) reach the API server;
+	// envtest adds that address to the serving certificate.
+	api.SecureServing.ListenAddr.Address = Gateway
+	port, err := freePort(Gateway)
+	if err != nil {
+		return nil, err
+	}
+	api.SecureServing.ListenAddr.Port = strconv.Itoa(port)
+	args := api.Configure()
+	// envtest disables the ServiceAccount admission plugin; a real cluster has it, and pods
+	// need their token volume.
+	args.Disable("disable-admission-plugins")
+	args.Set("advertise-address", Gateway)
+	args.Set("service-cluster-ip-range", "10.96.0.0/16")
+	args.Set("allow-privileged", "true")
+	args.Set("kubelet-preferred-address-types", "InternalIP")
+	args.Set("endpoint-reconciler-type", "none")
+	c.env = &envtest.Environment{
+		BinaryAssetsDirectory: opts.BinDir,
+		ControlPlane: envtest.ControlPlane{
+			Etcd:      &envtest.Etcd{DataDir: filepath.Join(c.Dir, "etcd"), Out: etcdOut, Err: etcdOut, StartTimeout: time.Minute},
+			APIServer: api,
+		},
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	cfg, err := c.env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: control plane: %w", err)
+	}
+	c.Config = cfg
+
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	if err := c.writeKubeconfig(c.Kubeconfig, "admin", "system:masters"); err != nil {
+		return nil, err
+	}
+	caFile := filepath.Join(c.Dir, "pki", "serving-ca.crt")
+	if err := os.WriteFile(caFile, api.SecureServing.CA, 0o644); err != nil {
+		return nil, err
+	}
+
+	pctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	kcmCfg := filepath.Join(c.Dir, "kcm.kubeconfig")
+	if err := c.writeKubeconfig(kcmCfg, "system:kube-controller-manager", "system:masters"); err != nil {
+		return nil, err
+	}
+	schedCfg := filepath.Join(c.Dir, "scheduler.kubeconfig")
+	if err := c.writeKubeconfig(schedCfg, "system:kube-scheduler", "system:masters"); err != nil {
+		return nil, err
+	}
+	kcmOut, err := logOut("kube-controller-manager")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.run(pctx, kcmOut, filepath.Join(opts.BinDir, "kube-controller-manager"),
+		"--kubeconfig="+kcmCfg,
+		"--authentication-kubeconfig="+kcmCfg,
+		"--authorization-kubeconfig="+kcmCfg,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--service-account-private-key-file="+filepath.Join(c.Dir, "pki", "sa-signer.key"),
+		"--root-ca-file="+caFile,
+		"--use-service-account-credentials=false",
+		"--controllers=*,-nodeipam",
+		"--node-monitor-grace-period=20s",
+		"--concurrent-gc-syncs=5",
+	); err != nil {
+		return nil, err
+	}
+	schedOut, err := logOut("kube-scheduler")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.run(pctx, schedOut, filepath.Join(opts.BinDir, "kube-scheduler"),
+		"--kubeconfig="+schedCfg,
+		"--authentication-kubeconfig="+schedCfg,
+		"--authorization-kubeconfig="+schedCfg,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+	); err != nil {
+		return nil, err
+	}
+
+	k, err := kubelet.Start(pctx, kubelet.Config{
+		RESTConfig:    cfg,
+		Network:       c.network,
+		Nodes:         opts.Nodes,
+		StateDir:      filepath.Join(c.Dir, "kubelet"),
+		APIServerHost: Gateway,
+		APIServerPort: port,
+		Images:        opts.Images,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("localcluster: kubelet: %w", err)
+	}
+	c.Kubelet = k
+	if err := c.waitReady(ctx, opts.Nodes); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// run starts one control-plane process that lives until Stop.
+func (c *Cluster) run(ctx context.Context, out io.Writer, path string, args ...string) error {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("localcluster: start %s: %w", filepath.Base(path), err)
+	}
+	c.procs = append(c.procs, cmd)
+	return nil
+}
+
+// writeKubeconfig provisions a client-certificate user and writes its kubeconfig to path.
+func (c *Cluster) writeKubeconfig(path, user string, groups ...string) error {
+	u, err := c.env.ControlPlane.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		return fmt.Errorf("localcluster: user %s: %w", user, err)
+	}
+	data, err := u.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+// waitReady waits until every Node is registered and Ready, the default ServiceAccount
+// exists (kube-controller-manager is up) and the scheduler has a lease-free start.
+func (c *Cluster) waitReady(ctx context.Context, nodes []kubelet.NodeSpec) error {
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	for {
+		ready := 0
+		for _, n := range nodes {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metaGet)
+			if err == nil && nodeReady(node) {
+				ready++
+			}
+		}
+		_, saErr := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metaGet)
+		if ready == len(nodes) && saErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("localcluster: %d/%d nodes Ready, default service account: %v (see %s/logs): %w",
+				ready, len(nodes), saErr, c.Dir, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// APIServerURL is the API server's address, reachable from the host and from pods.
+func (c *Cluster) APIServerURL() *url.URL {
+	return c.env.ControlPlane.APIServer.SecureServing.URL("https", "/")
+}
+
+// Stop kills every pod process, the controllers, the API server and etcd, removes the pod
+// network, and (when Start made it) the state directory. Safe to call more than once.
+func (c *Cluster) Stop() error {
+	if c.stopped {
+		return nil
+	}
+	c.stopped = true
+	var errs []error
+	if c.Kubelet != nil {
+		c.Kubelet.Stop()
+	}
+	if c.cancel != nil {
+		c.cancel()
+	}
+	for _, p := range c.procs {
+		_ = p.Wait()
+	}
+	if c.env != nil {
+		if err := c.env.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := kubelet.TeardownNetwork(c.network); err != nil {
+		errs = append(errs, err)
+	}
+	if c.removeDir && c.Dir != "" {
+		if err := os.RemoveAll(c.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.lock != nil {
+		_ = c.lock.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// acquireLock takes the machine-wide local-cluster lock, waiting for another run to finish.
+func acquireLock(ctx context.Context) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(lockFile), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("localcluster: lock %s: %w", lockFile, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("localcluster: waiting for another local cluster to stop: %w", ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+var metaGet = metav1.GetOptions{}
+
+// freePort asks the kernel for a port that is free on host. envtest would pick one on
+// 127.0.0.1 only, and the API server must listen on the gateway.
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("localcluster: free port on %s: %w", host, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
