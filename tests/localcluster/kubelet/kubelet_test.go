@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -75,6 +76,8 @@ func setup() (func(), error) {
 		}
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: binDir}
+	// `kubectl logs` reaches the kubelet at the node's InternalIP.
+	env.ControlPlane.GetAPIServer().Configure().Set("kubelet-preferred-address-types", "InternalIP")
 	cfg, err := env.Start()
 	if err != nil {
 		return cleanup, fmt.Errorf("start envtest: %w", err)
@@ -103,7 +106,8 @@ func setup() (func(), error) {
 	kl, err = kubelet.Start(ctx, kubelet.Config{
 		RESTConfig: cfg, Network: network, Nodes: nodes, StateDir: stateDir,
 		APIServerHost: network.Gateway, APIServerPort: 6443,
-		Images: map[string]string{"valkey/valkey": "valkey-server"},
+		Images:          map[string]string{"valkey/valkey": "valkey-server"},
+		KubeletPortBase: 31250,
 	})
 	if err != nil {
 		return cleanup, fmt.Errorf("start kubelet: %w", err)
@@ -517,6 +521,36 @@ func TestEnvAndLogs(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestContainerLogs: logs reach a client through the API server, as with
+// `kubectl logs`, with tailLines and follow.
+func TestContainerLogs(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "talker"},
+		Spec: corev1.PodSpec{NodeName: "kt-b", RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox",
+				Command: []string{"sh", "-c", "echo line1; echo line2; echo line3; sleep 2; echo late"}}}},
+	})
+	waitPod(t, ns, "talker", 20*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	ctx := context.Background()
+	var got string
+	eventually(t, 10*time.Second, "tail of the log through the API server", func() (bool, string) {
+		b, err := client.CoreV1().Pods(ns).GetLogs("talker", &corev1.PodLogOptions{TailLines: new(int64(2))}).DoRaw(ctx)
+		got = string(b)
+		return err == nil && got == "line2\nline3\n", fmt.Sprint(got, err)
+	})
+	stream, err := client.CoreV1().Pods(ns).GetLogs("talker", &corev1.PodLogOptions{Follow: true}).Stream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	b, err := io.ReadAll(stream) // ends when the container exits
+	if err != nil || string(b) != "line1\nline2\nline3\nlate\n" {
+		t.Errorf("followed log = %q, %v", b, err)
 	}
 }
 

@@ -1,0 +1,109 @@
+// Package kubelet is the local cluster's own kubelet: it registers a few
+// zoned Nodes with a real kube-apiserver and runs the Pods bound to them as
+// real local processes, so a Valkey pod is a real valkey-server listening on
+// its own pod IP. There is no container runtime and no image is pulled; the
+// image name is only recorded.
+//
+// # Using it
+//
+//	net := kubelet.NetworkConfig{Bridge: "vko0", CIDR: "10.244.0.0/16", Gateway: "10.244.0.1"}
+//	_ = kubelet.TeardownNetwork(net)        // leftovers of a crashed run
+//	err := kubelet.SetupNetwork(net)        // before the API server binds the gateway
+//	k, err := kubelet.Start(ctx, kubelet.Config{
+//		RESTConfig: adminConfig, Network: net,
+//		Nodes:    []kubelet.NodeSpec{{Name: "node-a", Zone: "zone-a"}, ...},
+//		StateDir: dir + "/kubelet",
+//		APIServerHost: "10.244.0.1", APIServerPort: port, // KUBERNETES_SERVICE_HOST/PORT in pods
+//		Images: map[string]string{"gomomento/valkey-operator": "/path/bin/valkey-operator"},
+//		KubeletPortBase: 10250, // optional: `kubectl logs` (see below)
+//	})
+//	...
+//	k.Stop()                                // kills pods, removes their netns; Nodes stay
+//	_ = kubelet.TeardownNetwork(net)
+//
+// Fault injection: KillPod (SIGKILL the pod's processes: the pod goes Failed),
+// StopNode / StartNode (the node "loses power": processes die, lease and
+// status stop, kube-controller-manager marks it NotReady after its
+// --node-monitor-grace-period; when it comes back its pods are reported
+// Failed with reason NodeLost), CutPodNetwork / RestorePodNetwork (the host
+// side of the pod's veth down / up). LogPath gives a container's log file.
+//
+// Everything needs root.
+//
+// # What a pod gets
+//
+//   - Nodes and pods go through virtual-kubelet v1.14.1 (node.NodeController
+//     for registration, status and the node lease; node.PodController with
+//     this package's provider for pods). Node labels: kubernetes.io/hostname,
+//     topology.kubernetes.io/zone, kubernetes.io/os=linux (plus
+//     NodeSpec.Labels); allocatable 64 cpu, 256Gi memory, 250 pods; InternalIP
+//     is the gateway address.
+//   - A network namespace per pod ("<bridge>-pod<n>"), a veth pair on the
+//     bridge ("<bridge>p<n>" on the host), a free address of the CIDR,
+//     loopback up and a default route via the gateway. The host reaches every
+//     pod IP directly.
+//   - A mount, UTS and IPC namespace per container: the process is started as
+//     nsenter --net=<netns> unshare --mount --uts --ipc --propagation private
+//     sh -c '<set hostname; bind mounts; cd workingDir; exec setpriv ...>' so
+//     that, after the execs, the started process is the container's command.
+//     The hostname is spec.hostname or the pod name.
+//   - The command: command+args with command[0] looked up on the host PATH
+//     (an image's entrypoint is not known); a container without a command
+//     runs Config.Images[<image repository>] with its args. $(VAR) references
+//     are expanded. runAsUser/runAsGroup (pod or container), fsGroup and
+//     supplementalGroups are applied with setpriv; workingDir defaults to "/".
+//   - Environment: PATH, HOSTNAME, HOME, KUBERNETES_SERVICE_HOST/PORT, then
+//     envFrom and env with valueFrom fieldRef (including status.podIP),
+//     resourceFieldRef, configMapKeyRef and secretKeyRef.
+//   - Volumes: emptyDir, hostPath, configMap, secret, downwardAPI and projected
+//     (serviceAccountToken through the TokenRequest API, configMap, secret,
+//     downwardAPI) with items, defaultMode/mode, optional and subPath. They are
+//     directories under StateDir/pods/<ns>_<pod>_<uid>/volumes, bind-mounted
+//     at mountPath (configMap, secret, downwardAPI and projected read-only).
+//     Mount points missing on the host are created there (mkdir -p, or an
+//     empty file for a file subPath): the mount namespace shares the host's
+//     file system, so e.g. /etc/valkey or /var/run/secrets/... appear on the
+//     host as empty directories. With fsGroup, volume files belong to that
+//     group. ConfigMap/Secret/downward/projected volumes are resynced every 2 s
+//     and swapped atomically through a "..data" symlink as the kubelet does;
+//     subPath mounts see no updates, as on a real kubelet.
+//   - stdout and stderr of each container go to
+//     StateDir/logs/<ns>_<pod>_<uid>/<container>.log (kept after deletion).
+//
+// # Status, probes and deletion
+//
+// Status is reported as a kubelet does: Pending (containers waiting with
+// ContainerCreating, or CreateContainerConfigError while a ConfigMap, Secret
+// or host binary is missing; the start is retried every 2 s instead of
+// failing the pod), then Running with podIP/podIPs, hostIP, startTime,
+// containerStatuses (containerID "local://<pid>") and the conditions
+// PodScheduled, PodReadyToStartContainers, Initialized, ContainersReady and
+// Ready. Ready follows the readiness probe (exec inside the container's
+// namespaces, tcpSocket, httpGet; initialDelay, period, timeout, success and
+// failure thresholds honoured); without one a running container is ready.
+// A failed liveness or startup probe kills the container. restartPolicy is
+// always treated as Never: when every process has exited the pod is
+// Succeeded (all exit 0) or Failed (exit code, or 128+signal).
+//
+// Deletion: SIGTERM, SIGKILL after the grace period, and as soon as every
+// process is gone the pod object is deleted with grace 0 (virtual-kubelet
+// alone would wait for the whole grace period).
+//
+// # Container logs through the API server
+//
+// With Config.KubeletPortBase set, node i serves the kubelet API
+// (virtual-kubelet's node/api pod routes; /containerLogs with follow,
+// tailLines, limitBytes, sinceSeconds) over HTTPS with a self-signed
+// certificate on Gateway:KubeletPortBase+i, and publishes that port as the
+// node's DaemonEndpoints.KubeletEndpoint. The API server needs
+// --kubelet-preferred-address-types=InternalIP and must not set
+// --kubelet-certificate-authority (it then does not verify kubelet serving
+// certificates); no client certificate is required.
+//
+// # Not done
+//
+// Init and ephemeral containers, container restarts (restartPolicy Always and
+// OnFailure behave as Never), resource limits (nothing is enforced), gRPC
+// probes, exec/attach/port-forward through the API server, hostNetwork,
+// subPathExpr, persistent volumes.
+package kubelet
