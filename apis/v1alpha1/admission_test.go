@@ -344,6 +344,7 @@ spec:
   podAnnotations:
     example.com/inject-sidecar: "false"
 `)},
+		{name: "longest cluster name", manifest: strings.Replace(cluster(""), "name: my-cluster", "name: c"+strings.Repeat("x", 56), 1)},
 		{name: "largest topology", manifest: `
 apiVersion: valkey.gomomento.com/v1alpha1
 kind: ValkeyCluster
@@ -375,6 +376,12 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 			wantErr: "a cluster may have at most 1000 nodes"},
 		{name: "missing shards", manifest: strings.Replace(cluster(""), "  shards: 3\n", "", 1),
 			wantErr: `spec.shards: Required value`},
+
+		// Names.
+		{name: "cluster name starting with a digit", manifest: strings.Replace(cluster(""), "name: my-cluster", "name: 1cache", 1),
+			wantErr: "ValkeyCluster names must start with a lowercase letter, hold only lowercase letters, digits and '-', and be at most 57 characters"},
+		{name: "cluster name too long for pod hostnames", manifest: strings.Replace(cluster(""), "name: my-cluster", "name: c"+strings.Repeat("x", 57), 1),
+			wantErr: "ValkeyCluster names must start with a lowercase letter"},
 
 		// References.
 		{name: "empty configRef", manifest: strings.Replace(cluster(""), "configRef: standard", `configRef: ""`, 1),

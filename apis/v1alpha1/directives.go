@@ -127,3 +127,19 @@ func CheckDirective(name, value string) error {
 	}
 	return nil
 }
+
+// IsOwnedDirective reports whether a ValkeyConfig may not set the directive name because the
+// operator owns it, matched as valkey-server matches names (case-insensitively); logfile
+// counts as owned. CheckDirective also checks the name's form and the value, and says why.
+func IsOwnedDirective(name string) bool {
+	name = strings.ToLower(name)
+	if name == LogfileDirective || OwnedDirectiveMessage(name) != "" {
+		return true
+	}
+	for prefix := range ownedPrefixReasons {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}

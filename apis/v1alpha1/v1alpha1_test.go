@@ -126,6 +126,16 @@ func TestOwnedDirectivesIncludeWhatTheSpecNames(t *testing.T) {
 	if !slices.IsSorted(v1alpha1.OwnedDirectives()) {
 		t.Error("OwnedDirectives is not sorted")
 	}
+	for _, d := range []string{"port", "PORT", "Tls-Port", "cluster-enabled", "logfile", "LogFile", "rename-command"} {
+		if !v1alpha1.IsOwnedDirective(d) {
+			t.Errorf("IsOwnedDirective(%q) = false", d)
+		}
+	}
+	for _, d := range []string{"maxmemory", "loglevel", "save", "tls", "clusterx"} {
+		if v1alpha1.IsOwnedDirective(d) {
+			t.Errorf("IsOwnedDirective(%q) = true", d)
+		}
+	}
 	if v1alpha1.OwnedDirectiveMessage("maxmemory") != "" {
 		t.Error("OwnedDirectiveMessage gives a message for an allowed directive")
 	}
@@ -243,5 +253,30 @@ func TestDeepCopyIsDeep(t *testing.T) {
 	if orig.Spec.PodAnnotations["a"] != "1" || orig.Spec.Placement.Zones[0] != "z1" ||
 		orig.Spec.ACL[0].PasswordHashes[0] != "h" || orig.Spec.TLS.SecretRef != "s" {
 		t.Errorf("DeepCopy shares memory with the original: %+v", orig.Spec)
+	}
+}
+
+// The topology bounds are Go constants for the operator and literals in the CEL rules; they
+// must agree.
+func TestCRDBoundsMatchConstants(t *testing.T) {
+	crd := readCRD(t, "valkeyclusters")
+	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	spec := root.Properties["spec"]
+	rules := func(s apiextensionsv1.JSONSchemaProps) string {
+		var all []string
+		for _, r := range s.XValidations {
+			all = append(all, r.Rule)
+		}
+		return strings.Join(all, "\n")
+	}
+	for _, c := range []struct{ where, want string }{
+		{rules(spec.Properties["shards"]), fmt.Sprintf("self <= %d", v1alpha1.MaxShards)},
+		{rules(spec.Properties["replicasPerShard"]), fmt.Sprintf("self <= %d", v1alpha1.MaxReplicasPerShard)},
+		{rules(spec), fmt.Sprintf("<= %d", v1alpha1.MaxNodes)},
+		{rules(*root), fmt.Sprintf("self.metadata.name.size() <= %d", v1alpha1.MaxClusterNameLength)},
+	} {
+		if !strings.Contains(c.where, c.want) {
+			t.Errorf("CRD rules\n%s\ndo not contain %q", c.where, c.want)
+		}
 	}
 }

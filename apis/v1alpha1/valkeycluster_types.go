@@ -18,6 +18,11 @@ const (
 	// MaxNodes bounds shards × (1 + replicasPerShard): Valkey cluster is designed for up to
 	// about 1000 nodes, and every node gossips with every other over the cluster bus.
 	MaxNodes = 1000
+
+	// MaxClusterNameLength bounds a ValkeyCluster's name: its pods are named
+	// {cluster}-{5 hex}, and a pod's name is also its hostname, a DNS label of at most 63
+	// characters.
+	MaxClusterNameLength = 57
 )
 
 // ValkeyClusterSpec is one Valkey cluster: which config its nodes use, how many shards and
@@ -197,7 +202,9 @@ type ValkeyClusterStatus struct {
 
 // ValkeyCluster is one Valkey cluster in cluster mode: its shards, replicas, users, TLS and
 // placement. The operator creates a headless Service, one pod per node, the rendered config
-// and ACL file, and its own credentials, all owned by the ValkeyCluster. Namespaced.
+// and ACL file, and its own credentials, all owned by the ValkeyCluster. Namespaced. Its name
+// is a DNS label of at most MaxClusterNameLength characters starting with a letter, because it
+// names the Service and prefixes the pods.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=vkc,categories=valkey
@@ -208,6 +215,7 @@ type ValkeyClusterStatus struct {
 // +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.spec.configRef`
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 57 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="ValkeyCluster names must start with a lowercase letter, hold only lowercase letters, digits and '-', and be at most 57 characters: the name is the cluster's Service name and, with a 6-character suffix, its pods' hostnames"
 type ValkeyCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
