@@ -472,8 +472,10 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 			wantErr: `Duplicate value: "us-east-1a"`},
 		{name: "nodeSelector key that is no label key", manifest: cluster("  placement:\n    nodeSelector:\n      \"node pool\": cache\n"),
 			wantErr: "placement.nodeSelector keys must be node label keys"},
+		{name: "nodeSelector value that is no label value", manifest: cluster("  placement:\n    nodeSelector:\n      node-pool: \"cache pool\"\n"),
+			wantErr: "placement.nodeSelector values must be node label values: at most 63 letters, digits, '-', '_' and '.'"},
 		{name: "nodeSelector value too long for a label", manifest: cluster("  placement:\n    nodeSelector:\n      node-pool: " + strings.Repeat("a", 64) + "\n"),
-			wantErr: "placement.nodeSelector values must be node label values of at most 63 characters"},
+			wantErr: "Too long: may not be more than 63 bytes"},
 
 		// Pod annotations.
 		{name: "reserved annotation", manifest: cluster("  podAnnotations:\n    valkey.gomomento.com/spec-hash: forged\n    prometheus.io/scrape: \"true\"\n"),
@@ -486,6 +488,10 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 			wantErr: v1alpha1.LogfileMessage},
 		{name: "uppercase directive", manifest: config("  valkey:\n    PORT: \"7000\"\n"),
 			wantErr: v1alpha1.LowercaseMessage},
+		{name: "multi-line value smuggling a directive", manifest: config("  valkey:\n    maxmemory: \"1mb\\nport 7000\"\n"),
+			wantErr: "valkey directive values must be one line: a line break would start another directive"},
+		{name: "carriage return in a value", manifest: config("  valkey:\n    maxmemory-policy: \"allkeys-lru\\r\"\n"),
+			wantErr: "valkey directive values must be one line"},
 		{name: "owned directive among allowed ones", manifest: config("  valkey:\n    maxmemory: 1gb\n    port: \"7000\"\n    loglevel: debug\n"),
 			wantErr: "valkey directive port is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"},
 		{name: "zero cpu", manifest: config("  resources:\n    cpu: \"0\"\n"),

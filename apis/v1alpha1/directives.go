@@ -61,6 +61,9 @@ const LogfileDirective = "logfile"
 // LogfileMessage is the CRD's message for a ValkeyConfig that sets logfile.
 const LogfileMessage = "valkey directive logfile cannot be set: node logs must go to stdout, where kubectl logs shows them; remove logfile from spec.valkey (loglevel is allowed)"
 
+// oneLineMessage is the CRD's message for a directive value with a line break.
+const oneLineMessage = "valkey directive values must be one line: a line break would start another directive"
+
 // LowercaseMessage is the CRD's message for a directive name that is not lowercase.
 const LowercaseMessage = "valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy)"
 
@@ -100,14 +103,10 @@ func OwnedDirectiveMessage(name string) string {
 }
 
 // CheckDirective returns why a ValkeyConfig may not set the valkey.conf directive name to
-// value, or nil. It applies the CRD's rules and one more that the CRD cannot afford (see
-// below), so the operator runs it over a resolved inheritance chain: a config stored before a
-// rule existed is then Invalid instead of rendered.
-//
-// The extra rule: a value must be one line. A line break would start another directive and
-// smuggle in any of the owned ones; the CRD cannot check it because the map's values have no
-// length bound, and the API server's static CEL cost estimate for scanning them exceeds its
-// budget.
+// value, or nil: the CRD's rules on spec.valkey, in Go (names lowercase, not owned by the
+// operator, values on one line). The operator runs it over a resolved inheritance chain before
+// rendering, so that a config stored before a rule existed (or written around admission) makes
+// its clusters Invalid instead of reaching valkey.conf.
 func CheckDirective(name, value string) error {
 	switch {
 	case name == LogfileDirective:
@@ -115,7 +114,7 @@ func CheckDirective(name, value string) error {
 	case name == "" || strings.ToLower(name) != name || strings.TrimLeft(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != "":
 		return fmt.Errorf("%s: %q", LowercaseMessage, name)
 	case strings.ContainsAny(value, "\r\n"):
-		return fmt.Errorf("valkey directive %s: the value must be one line; a line break would start another directive", name)
+		return fmt.Errorf("valkey directive %s: %s", name, oneLineMessage)
 	}
 	if msg := OwnedDirectiveMessage(name); msg != "" {
 		return fmt.Errorf("%s", msg)

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -88,8 +90,8 @@ func TestCheckDirective(t *testing.T) {
 		{name: "Maxmemory", value: "1gb", wantErr: v1alpha1.LowercaseMessage},
 		{name: "max memory", value: "1gb", wantErr: v1alpha1.LowercaseMessage},
 		{name: "", value: "x", wantErr: v1alpha1.LowercaseMessage},
-		{name: "maxmemory", value: "1mb\nport 7000", wantErr: "valkey directive maxmemory: the value must be one line"},
-		{name: "maxmemory", value: "1mb\rport 7000", wantErr: "the value must be one line"},
+		{name: "maxmemory", value: "1mb\nport 7000", wantErr: "valkey directive maxmemory: valkey directive values must be one line: a line break would start another directive"},
+		{name: "maxmemory", value: "1mb\rport 7000", wantErr: "values must be one line"},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%q=%q", tc.name, tc.value), func(t *testing.T) {
@@ -241,18 +243,50 @@ func TestHelpers(t *testing.T) {
 func TestDeepCopyIsDeep(t *testing.T) {
 	orig := &v1alpha1.ValkeyCluster{Spec: v1alpha1.ValkeyClusterSpec{
 		PodAnnotations: map[string]string{"a": "1"},
-		Placement:      &v1alpha1.Placement{Zones: []string{"z1"}},
+		Placement:      &v1alpha1.Placement{Zones: []string{"z1"}, NodeSelector: map[string]string{"pool": "a"}},
 		ACL:            []v1alpha1.ACLBinding{{Username: "u", PasswordHashes: []string{"h"}}},
 		TLS:            &v1alpha1.TLSSpec{SecretRef: "s"},
 	}}
 	cp := orig.DeepCopy()
 	cp.Spec.PodAnnotations["a"] = "2"
 	cp.Spec.Placement.Zones[0] = "z2"
+	cp.Spec.Placement.NodeSelector["pool"] = "b"
 	cp.Spec.ACL[0].PasswordHashes[0] = "h2"
 	cp.Spec.TLS.SecretRef = "s2"
-	if orig.Spec.PodAnnotations["a"] != "1" || orig.Spec.Placement.Zones[0] != "z1" ||
+	if orig.Spec.PodAnnotations["a"] != "1" || orig.Spec.Placement.Zones[0] != "z1" || orig.Spec.Placement.NodeSelector["pool"] != "a" ||
 		orig.Spec.ACL[0].PasswordHashes[0] != "h" || orig.Spec.TLS.SecretRef != "s" {
 		t.Errorf("DeepCopy shares memory with the original: %+v", orig.Spec)
+	}
+}
+
+func TestConfigDeepCopyIsDeep(t *testing.T) {
+	cpu := resource.MustParse("1")
+	orig := &v1alpha1.ValkeyConfig{Spec: v1alpha1.ValkeyConfigSpec{
+		ImageRef:  "valkey-9-0",
+		Resources: &v1alpha1.ValkeyResources{CPU: &cpu},
+		Valkey:    map[string]string{"maxmemory": "1gb"},
+		ACL: []v1alpha1.ACLBinding{{Username: "u", PasswordHashes: []string{"h"}, Permissions: []v1alpha1.ACLPermission{{
+			RoleRef: "r", Keys: []v1alpha1.KeyPattern{{Pattern: "a:*"}}, Channels: []string{"c"},
+		}}}},
+	}}
+	cp := orig.DeepCopy()
+	if !reflect.DeepEqual(orig, cp) {
+		t.Fatalf("DeepCopy differs from the original:\n%+v\n%+v", orig.Spec, cp.Spec)
+	}
+	cp.Spec.Valkey["maxmemory"] = "2gb"
+	cp.Spec.Resources.CPU.Add(resource.MustParse("1"))
+	cp.Spec.ACL[0].Permissions[0].Keys[0].Pattern = "b:*"
+	cp.Spec.ACL[0].Permissions[0].Channels[0] = "d"
+	if orig.Spec.Valkey["maxmemory"] != "1gb" || orig.Spec.Resources.CPU.String() != "1" ||
+		orig.Spec.ACL[0].Permissions[0].Keys[0].Pattern != "a:*" || orig.Spec.ACL[0].Permissions[0].Channels[0] != "c" {
+		t.Errorf("DeepCopy shares memory with the original: %+v", orig.Spec)
+	}
+	if (*v1alpha1.ValkeyConfigSpec)(nil).DeepCopy() != nil || (*v1alpha1.Placement)(nil).DeepCopy() != nil {
+		t.Error("DeepCopy of nil is not nil")
+	}
+	empty := (&v1alpha1.ValkeyConfigSpec{}).DeepCopy()
+	if empty.Valkey != nil || empty.ACL != nil || empty.Resources != nil {
+		t.Errorf("DeepCopy of an empty spec allocated fields: %+v", empty)
 	}
 }
 

@@ -90,7 +90,9 @@ type TLSSpec struct {
 	SecretRef string `json:"secretRef"`
 }
 
-// Placement restricts and spreads a cluster's pods.
+// Placement restricts and spreads a cluster's pods. Its deepcopy is hand-written
+// (deepcopy.go): controller-gen's generator mishandles the LabelValue alias.
+// +kubebuilder:object:generate=false
 type Placement struct {
 	// zones restricts the pods to these zones (required node affinity on
 	// topology.kubernetes.io/zone). At most 16, no duplicates.
@@ -106,8 +108,7 @@ type Placement struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))`,message="placement.nodeSelector keys must be node label keys: an optional DNS prefix and '/', then a name of at most 63 letters, digits, '-', '.' and '_', like node-pool"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 63)",message="placement.nodeSelector values must be node label values of at most 63 characters"
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
 	// zoneSpread is how strictly each shard's nodes are spread over zones: bestEffort
 	// (ScheduleAnyway) or required (DoNotSchedule). Omitted, the operator's default applies
@@ -115,6 +116,14 @@ type Placement struct {
 	// +optional
 	ZoneSpread ZoneSpread `json:"zoneSpread,omitempty"`
 }
+
+// LabelValue is a Kubernetes label value: at most 63 letters, digits, '-', '_' and '.',
+// starting and ending with a letter or digit, or empty. It is an alias of string, so
+// placement.nodeSelector stays a map[string]string in Go; the alias carries the schema of the
+// map's values.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:XValidation:rule="self.matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$')",message="placement.nodeSelector values must be node label values: at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+type LabelValue = string
 
 // ZoneSpread is the mode of the per-shard zone topology spread constraint.
 // +kubebuilder:validation:Enum=bestEffort;required
