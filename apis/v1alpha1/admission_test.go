@@ -104,6 +104,8 @@ func checkAdmission(t *testing.T, obj *unstructured.Unstructured, err error, wan
 		t.Fatalf("%s refused with a non-validation error, want Invalid with %q: %v", what, wantErr, err)
 	case !strings.Contains(err.Error(), wantErr):
 		t.Fatalf("%s refused with\n  %v\nwant the message to contain\n  %q", what, err, wantErr)
+	default:
+		t.Logf("refused as expected: %v", err)
 	}
 }
 
@@ -471,7 +473,7 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 		{name: "duplicate zone", manifest: cluster("  placement:\n    zones: [us-east-1a, us-east-1a]\n"),
 			wantErr: `Duplicate value: "us-east-1a"`},
 		{name: "nodeSelector key that is no label key", manifest: cluster("  placement:\n    nodeSelector:\n      \"node pool\": cache\n"),
-			wantErr: "placement.nodeSelector keys must be node label keys"},
+			wantErr: "placement.nodeSelector keys must be node label keys: an optional DNS prefix and '/', then a name of at most 63 letters, digits, '-', '.' and '_', like node-pool; not node pool"},
 		{name: "nodeSelector value that is no label value", manifest: cluster("  placement:\n    nodeSelector:\n      node-pool: \"cache pool\"\n"),
 			wantErr: "placement.nodeSelector values must be node label values: at most 63 letters, digits, '-', '_' and '.'"},
 		{name: "nodeSelector value too long for a label", manifest: cluster("  placement:\n    nodeSelector:\n      node-pool: " + strings.Repeat("a", 64) + "\n"),
@@ -481,13 +483,13 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 		{name: "reserved annotation", manifest: cluster("  podAnnotations:\n    valkey.gomomento.com/spec-hash: forged\n    prometheus.io/scrape: \"true\"\n"),
 			wantErr: "podAnnotations key valkey.gomomento.com/spec-hash uses the prefix valkey.gomomento.com/, which is reserved for the operator; choose another prefix"},
 		{name: "invalid annotation key", manifest: cluster("  podAnnotations:\n    \"scrape me\": \"true\"\n"),
-			wantErr: "podAnnotations keys must be annotation keys: an optional DNS prefix and '/'"},
+			wantErr: "podAnnotations keys must be annotation keys: an optional DNS prefix and '/', then a name of at most 63 letters, digits, '-', '.' and '_', like example.com/scrape; not scrape me"},
 
 		// ValkeyConfig directives and resources.
 		{name: "logfile", manifest: config("  valkey:\n    logfile: /var/log/valkey.log\n"),
 			wantErr: v1alpha1.LogfileMessage},
-		{name: "uppercase directive", manifest: config("  valkey:\n    PORT: \"7000\"\n"),
-			wantErr: v1alpha1.LowercaseMessage},
+		{name: "uppercase directive", manifest: config("  valkey:\n    maxmemory: 1gb\n    PORT: \"7000\"\n"),
+			wantErr: v1alpha1.LowercaseMessage + ": PORT"},
 		{name: "multi-line value smuggling a directive", manifest: config("  valkey:\n    maxmemory: \"1mb\\nport 7000\"\n"),
 			wantErr: "valkey directive values must be one line: a line break would start another directive"},
 		{name: "carriage return in a value", manifest: config("  valkey:\n    maxmemory-policy: \"allkeys-lru\\r\"\n"),

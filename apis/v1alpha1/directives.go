@@ -64,7 +64,8 @@ const LogfileMessage = "valkey directive logfile cannot be set: node logs must g
 // oneLineMessage is the CRD's message for a directive value with a line break.
 const oneLineMessage = "valkey directive values must be one line: a line break would start another directive"
 
-// LowercaseMessage is the CRD's message for a directive name that is not lowercase.
+// LowercaseMessage starts the CRD's message for a directive name that is not lowercase; the
+// CRD's message then names the first such key.
 const LowercaseMessage = "valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy)"
 
 // OwnedDirectives returns the directive names refused by exact name, sorted. logfile is not

@@ -70,7 +70,7 @@ type ValkeyClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('valkey.gomomento.com/'))",messageExpression="'podAnnotations key ' + self.filter(k, k.startsWith('valkey.gomomento.com/'))[0] + ' uses the prefix valkey.gomomento.com/, which is reserved for the operator; choose another prefix'"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))`,message="podAnnotations keys must be annotation keys: an optional DNS prefix and '/', then a name of at most 63 letters, digits, '-', '.' and '_', like example.com/scrape"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))`,messageExpression=`'podAnnotations keys must be annotation keys: an optional DNS prefix and \'/\', then a name of at most 63 letters, digits, \'-\', \'.\' and \'_\', like example.com/scrape; not ' + self.filter(k, !k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))[0]`
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 }
 
@@ -107,7 +107,7 @@ type Placement struct {
 	// values that a node must carry. At most 32 entries.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))`,message="placement.nodeSelector keys must be node label keys: an optional DNS prefix and '/', then a name of at most 63 letters, digits, '-', '.' and '_', like node-pool"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))`,messageExpression=`'placement.nodeSelector keys must be node label keys: an optional DNS prefix and \'/\', then a name of at most 63 letters, digits, \'-\', \'.\' and \'_\', like node-pool; not ' + self.filter(k, !k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))[0]`
 	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
 	// zoneSpread is how strictly each shard's nodes are spread over zones: bestEffort
@@ -191,9 +191,13 @@ type ValkeyClusterStatus struct {
 	// observedGeneration is the metadata.generation of the spec this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// shards is the number of shards that currently own slots.
+	// shards is the number of shards that currently own slots. Always written (0 included)
+	// but optional in the schema, so that a status patch need not carry it.
+	// +optional
 	Shards int32 `json:"shards"`
-	// readyNodes is the number of nodes that are ready.
+	// readyNodes is the number of nodes that are ready (the READY column). Always written,
+	// optional in the schema.
+	// +optional
 	ReadyNodes int32 `json:"readyNodes"`
 	// nodes are the cluster's pods with their shard, role and node id, by pod name.
 	// +optional

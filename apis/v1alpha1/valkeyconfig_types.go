@@ -45,7 +45,7 @@ type ValkeyConfigSpec struct {
 	// of at most 4096 characters. At most 256 entries.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",message="valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",messageExpression="'valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy): ' + self.filter(k, !k.matches('^[a-z0-9][a-z0-9-]*$'))[0]"
 	// +kubebuilder:validation:XValidation:rule="!('logfile' in self)",message="valkey directive logfile cannot be set: node logs must go to stdout, where kubectl logs shows them; remove logfile from spec.valkey (loglevel is allowed)"
 	// +kubebuilder:validation:XValidation:rule="!('aclfile' in self)",message="valkey directive aclfile is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
 	// +kubebuilder:validation:XValidation:rule="!('appendfilename' in self)",message="valkey directive appendfilename is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
