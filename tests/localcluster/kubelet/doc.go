@@ -51,7 +51,11 @@
 //     (an image's entrypoint is not known); a container without a command
 //     runs Config.Images[<image repository>] with its args. $(VAR) references
 //     are expanded. runAsUser/runAsGroup (pod or container), fsGroup and
-//     supplementalGroups are applied with setpriv; workingDir defaults to "/".
+//     supplementalGroups are applied with setpriv (runAsNonRoot without a
+//     runAsUser runs as 65532, the usual non-root image user;
+//     allowPrivilegeEscalation false sets no_new_privs); workingDir defaults
+//     to "/". A pod with init containers stays Pending with a message saying
+//     they are not supported.
 //   - Environment: PATH, HOSTNAME, HOME, KUBERNETES_SERVICE_HOST/PORT, then
 //     envFrom and env with valueFrom fieldRef (including status.podIP),
 //     resourceFieldRef, configMapKeyRef and secretKeyRef.
@@ -102,7 +106,8 @@
 //
 // # Not done
 //
-// Init and ephemeral containers, container restarts (restartPolicy Always and
+// Init and ephemeral containers, cluster DNS (pods get no resolver for
+// service or pod names), container restarts (restartPolicy Always and
 // OnFailure behave as Never), resource limits (nothing is enforced), gRPC
 // probes, exec/attach/port-forward through the API server, hostNetwork,
 // subPathExpr, persistent volumes.

@@ -554,6 +554,30 @@ func TestContainerLogs(t *testing.T) {
 	}
 }
 
+// TestSecurityContext: runAsNonRoot without a user runs as 65532,
+// allowPrivilegeEscalation false sets no_new_privs.
+func TestSecurityContext(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "nonroot"},
+		Spec: corev1.PodSpec{NodeName: "kt-a", RestartPolicy: corev1.RestartPolicyNever,
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: new(true)},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox",
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false)},
+				Command:         []string{"sh", "-c", "id -u; grep NoNewPrivs /proc/self/status"}}}},
+	})
+	waitPod(t, ns, "nonroot", 20*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	path, err := kl.LogPath(ns, "nonroot", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), "65532\n") || !strings.Contains(string(b), "NoNewPrivs:\t1") {
+		t.Errorf("output %q", b)
+	}
+}
+
 func TestKillPodFails(t *testing.T) {
 	requireSetup(t)
 	ns := newNamespace(t)

@@ -30,6 +30,8 @@ const (
 	// minute; tests want less).
 	volumeResyncPeriod = 2 * time.Second
 	defaultPath        = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	// nonRootUID runs a runAsNonRoot container that names no runAsUser.
+	nonRootUID = 65532
 )
 
 // podRuntime is one pod on one node: its sandbox (netns, IP), volumes and one
@@ -302,6 +304,11 @@ func (p *podRuntime) setWaiting(reason, msg string) {
 
 // prepare makes the sandbox and volumes and builds every container's command.
 func (p *podRuntime) prepare() ([]*exec.Cmd, error) {
+	if n := len(p.podCopy().Spec.InitContainers); n > 0 {
+		err := fmt.Errorf("%d init container(s): init containers are not supported by the local kubelet", n)
+		p.setWaiting("CreateContainerConfigError", err.Error())
+		return nil, err
+	}
 	if err := p.vols.sync(); err != nil {
 		p.setWaiting("CreateContainerConfigError", err.Error())
 		return nil, err
@@ -374,20 +381,29 @@ func (p *podRuntime) buildCommand(pod *corev1.Pod, c *corev1.Container) (*exec.C
 		wd = "/"
 	}
 	fmt.Fprintf(&script, "mkdir -p %s; cd %s\n", shellQuote(wd), shellQuote(wd))
+	var priv []string
 	if uid != nil {
 		g := int64(0)
 		if gid != nil {
 			g = *gid
 		}
-		groupFlag := "--clear-groups"
+		priv = append(priv, fmt.Sprintf("--reuid=%d", *uid), fmt.Sprintf("--regid=%d", g))
 		if len(groups) > 0 {
 			var gs []string
 			for _, x := range groups {
 				gs = append(gs, strconv.FormatInt(x, 10))
 			}
-			groupFlag = "--groups=" + strings.Join(gs, ",")
+			priv = append(priv, "--groups="+strings.Join(gs, ","))
+		} else {
+			priv = append(priv, "--clear-groups")
 		}
-		fmt.Fprintf(&script, "exec setpriv --reuid=%d --regid=%d %s --pdeathsig keep -- \"$@\"\n", *uid, g, groupFlag)
+	}
+	if sc := c.SecurityContext; sc != nil && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
+		priv = append(priv, "--nnp")
+	}
+	if len(priv) > 0 {
+		// --pdeathsig keep: a uid change clears the parent-death signal.
+		fmt.Fprintf(&script, "exec setpriv %s --pdeathsig keep -- \"$@\"\n", strings.Join(priv, " "))
 	} else {
 		script.WriteString("exec \"$@\"\n")
 	}
@@ -480,9 +496,20 @@ func runAs(pod *corev1.Pod, c *corev1.Container) (uid, gid *int64, groups []int6
 			gid = sc.RunAsGroup
 		}
 	}
-	if uid == nil && gid != nil {
-		zero := int64(0)
-		uid = &zero
+	nonRoot := false
+	if psc := pod.Spec.SecurityContext; psc != nil && psc.RunAsNonRoot != nil {
+		nonRoot = *psc.RunAsNonRoot
+	}
+	if sc := c.SecurityContext; sc != nil && sc.RunAsNonRoot != nil {
+		nonRoot = *sc.RunAsNonRoot
+	}
+	switch {
+	case uid == nil && nonRoot:
+		// The image's USER is unknown; images built to run as non-root
+		// (distroless "nonroot", kubebuilder's default) use 65532.
+		uid = new(int64(nonRootUID))
+	case uid == nil && gid != nil:
+		uid = new(int64(0))
 	}
 	return uid, gid, groups
 }
