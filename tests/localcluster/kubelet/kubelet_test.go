@@ -621,6 +621,50 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestChildProcessesDie: what a container started dies with it, whether the
+// main process exits or is killed.
+func TestChildProcessesDie(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	for name, script := range map[string]string{
+		"exits":  "sleep 1234 & echo child=$!; sleep 1; exit 0",
+		"killed": "sleep 1235 & echo child=$!; wait",
+	} {
+		createPod(t, ns, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{NodeName: "kt-c", RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sh", "-c", script}}}},
+		})
+	}
+	child := func(name string) string {
+		var pid string
+		eventually(t, 10*time.Second, "child pid in the log", func() (bool, string) {
+			path, err := kl.LogPath(ns, name, "c")
+			if err != nil {
+				return false, err.Error()
+			}
+			b, _ := os.ReadFile(path)
+			_, after, ok := strings.Cut(string(b), "child=")
+			pid = strings.TrimSpace(after)
+			return ok && strings.HasSuffix(string(b), "\n"), string(b)
+		})
+		return pid
+	}
+	exitsChild := child("exits")
+	killedChild := child("killed")
+	if err := kl.KillPod(ns, "killed"); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "exits", 20*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	waitPod(t, ns, "killed", 20*time.Second, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	for _, pid := range []string{exitsChild, killedChild} {
+		eventually(t, 5*time.Second, "child "+pid+" gone", func() (bool, string) {
+			b, err := os.ReadFile("/proc/" + pid + "/cmdline")
+			return err != nil || !strings.HasPrefix(string(b), "sleep"), string(b)
+		})
+	}
+}
+
 // TestMissingConfigMapWaits: a pod whose ConfigMap does not exist yet stays
 // Pending (not Failed) and starts once it appears, as on a real kubelet.
 func TestMissingConfigMapWaits(t *testing.T) {

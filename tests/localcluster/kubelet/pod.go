@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 )
 
@@ -520,6 +521,17 @@ func shellQuote(s string) string {
 
 // wait records the exit of a container's process.
 func (p *podRuntime) wait(c *containerState, cmd *exec.Cmd) {
+	// When the main process ends, whatever it left running in its process
+	// group dies too, as a container runtime tears down the whole container.
+	// Waiting without reaping first keeps the group id from being reused.
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	err := cmd.Wait()
 	p.mu.Lock()
 	c.exited, c.finishedAt, c.ready = true, time.Now(), false
@@ -593,7 +605,8 @@ func (p *podRuntime) kill() {
 	defer p.mu.Unlock()
 	for _, c := range p.containers {
 		if c.proc != nil && !c.exited {
-			_ = c.proc.Signal(syscall.SIGKILL)
+			// The whole process group (Setpgid: its id is the pid).
+			_ = syscall.Kill(-c.proc.Pid, syscall.SIGKILL)
 		}
 	}
 }
