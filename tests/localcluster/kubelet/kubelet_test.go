@@ -711,9 +711,11 @@ func TestGracefulDeletion(t *testing.T) {
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", proc)); err == nil {
 		t.Errorf("process %d still alive", proc)
 	}
-	if _, err := kl.LogPath(ns, "valkey-del", "valkey-server"); err == nil {
-		t.Errorf("kubelet still tracks the deleted pod")
-	}
+	eventually(t, 5*time.Second, "kubelet forgets the pod and frees its IP", func() (bool, string) {
+		_, err := kl.LogPath(ns, "valkey-del", "valkey-server")
+		out, _ := exec.Command("ip", "-all", "netns", "exec", "ip", "-o", "-4", "addr", "show").CombinedOutput()
+		return err != nil && !strings.Contains(string(out), " "+p.Status.PodIP+"/"), fmt.Sprintf("tracked: %v; netns: %s", err == nil, out)
+	})
 }
 
 // TestGracePeriodThenKill: a process that ignores SIGTERM is killed after
