@@ -13,19 +13,20 @@ import (
 	"fmt"
 
 	lfsm "github.com/looplab/fsm"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 )
 
-// State is the summary of what the operator is doing with a cluster, persisted in
-// status.state. The values are part of the public API (printer column STATE).
-type State string
+// State is the persisted status.state (apis owns the names; the machine owns the moves).
+type State = v1.State
 
 // The five states of SPEC section 3.
 const (
-	Bootstrapping State = "Bootstrapping"
-	Forming       State = "Forming"
-	Active        State = "Active"
-	Upgrading     State = "Upgrading"
-	Invalid       State = "Invalid"
+	Bootstrapping = v1.StateBootstrapping
+	Forming       = v1.StateForming
+	Active        = v1.StateActive
+	Upgrading     = v1.StateUpgrading
+	Invalid       = v1.StateInvalid
 )
 
 // Event names a transition. Events are named after what they do; the table below says from

@@ -12,7 +12,7 @@ type ActionKind string
 const (
 	// ActCreatePod creates one new pod for Shard.
 	ActCreatePod ActionKind = "CreatePod"
-	// ActMeet sends CLUSTER MEET <IP> from Pod's node.
+	// ActMeet sends CLUSTER MEET <IP> from Pod's node; NodeID is the id of the node met.
 	ActMeet ActionKind = "Meet"
 	// ActAddSlots sends CLUSTER ADDSLOTSRANGE Slots to Pod's node.
 	ActAddSlots ActionKind = "AddSlots"
@@ -140,7 +140,7 @@ func planMeets(live []Pod) []Action {
 	var out []Action
 	for _, pod := range live[1:] {
 		if _, ok := seed.Node.Known[pod.Node.ID]; !ok {
-			out = append(out, Action{Kind: ActMeet, Pod: seed.Name, IP: pod.IP})
+			out = append(out, Action{Kind: ActMeet, Pod: seed.Name, IP: pod.IP, NodeID: pod.Node.ID})
 		}
 	}
 	return out

@@ -1,0 +1,354 @@
+package controllers
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+)
+
+// Ports and paths inside a Valkey pod.
+const (
+	ClientPort = 6379
+	BusPort    = 16379
+
+	configMountPath = "/etc/valkey"
+	secretMountPath = "/etc/valkey-secret"
+	dataMountPath   = "/data"
+
+	configFileName = "valkey.conf"
+	aclFileName    = "users.acl"
+	authFileName   = "auth.conf"
+
+	// OperatorUser is the Valkey user the operator runs CLUSTER and ACL commands with; it
+	// also authenticates replication (masteruser).
+	OperatorUser = "valkey-operator"
+	// operatorPasswordKey is the key of the password in the operator's credential Secret.
+	operatorPasswordKey = "password"
+
+	// valkeyUID runs valkey-server (the uid of the valkey user in the official images).
+	valkeyUID = 999
+
+	// clusterNodeTimeoutMS is cluster-node-timeout: how long a node may be silent before it is
+	// flagged failed, so also how soon Valkey fails over on its own.
+	clusterNodeTimeoutMS = 5000
+)
+
+// Names of the objects the operator creates for a cluster.
+func configMapName(vc *v1.ValkeyCluster) string  { return vc.Name + "-config" }
+func secretName(vc *v1.ValkeyCluster) string     { return vc.Name + "-acl" }
+func credentialName(vc *v1.ValkeyCluster) string { return vc.Name + "-operator-credentials" }
+func serviceName(vc *v1.ValkeyCluster) string    { return vc.Name }
+
+// clusterLabels are on every object the operator creates for vc.
+func clusterLabels(vc *v1.ValkeyCluster) map[string]string {
+	return map[string]string{
+		v1.LabelCluster:                vc.Name,
+		"app.kubernetes.io/name":       "valkey",
+		"app.kubernetes.io/instance":   vc.Name,
+		"app.kubernetes.io/managed-by": "valkey-operator",
+	}
+}
+
+func ownerRef(vc *v1.ValkeyCluster) metav1.OwnerReference {
+	return *metav1.NewControllerRef(vc, v1.GroupVersion.WithKind("ValkeyCluster"))
+}
+
+func objectMeta(vc *v1.ValkeyCluster, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       vc.Namespace,
+		Labels:          clusterLabels(vc),
+		OwnerReferences: []metav1.OwnerReference{ownerRef(vc)},
+	}
+}
+
+// buildService returns the headless Service that gives every pod a DNS name
+// {pod}.{cluster}.{namespace}.svc.cluster.local, ready or not.
+func buildService(vc *v1.ValkeyCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: objectMeta(vc, serviceName(vc)),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 map[string]string{v1.LabelCluster: vc.Name},
+			Ports: []corev1.ServicePort{
+				{Name: "client", Port: ClientPort, TargetPort: intstr.FromInt32(ClientPort)},
+				{Name: "bus", Port: BusPort, TargetPort: intstr.FromInt32(BusPort)},
+			},
+		},
+	}
+}
+
+// renderValkeyConf renders valkey.conf: the operator's own directives, then the merged
+// ValkeyConfig directives sorted by name. Neither logfile nor loglevel is set unless the
+// ValkeyConfig does, so node logs go to stdout. Secrets are not here: they are in the
+// included auth.conf of the cluster's Secret.
+func renderValkeyConf(rc *ResolvedConfig) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Rendered by valkey-operator from ValkeyConfig %s. Do not edit.\n", strings.Join(rc.Chain, " <- "))
+	owned := [][2]string{
+		{"port", strconv.Itoa(ClientPort)},
+		{"bind", "0.0.0.0"},
+		// Clients come from other pods; access is governed by the ACL file instead.
+		{"protected-mode", "no"},
+		{"daemonize", "no"},
+		{"dir", dataMountPath},
+		{"cluster-enabled", "yes"},
+		{"cluster-config-file", dataMountPath + "/nodes.conf"},
+		{"cluster-node-timeout", strconv.Itoa(clusterNodeTimeoutMS)},
+		{"cluster-port", strconv.Itoa(BusPort)},
+		{"aclfile", secretMountPath + "/" + aclFileName},
+		{"include", secretMountPath + "/" + authFileName},
+	}
+	for _, kv := range owned {
+		fmt.Fprintf(&b, "%s %s\n", kv[0], kv[1])
+	}
+	// Tunables with an operator default that a ValkeyConfig may override: a replaced pod is a
+	// new node that resyncs from its primary, so nothing needs to be on disk by default.
+	defaults := map[string]string{"save": `""`, "appendonly": "no"}
+	for k, v := range defaults {
+		if _, set := rc.Valkey[k]; !set {
+			fmt.Fprintf(&b, "%s %s\n", k, v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(rc.Valkey)) {
+		fmt.Fprintf(&b, "%s %s\n", k, rc.Valkey[k])
+	}
+	return b.String()
+}
+
+// buildConfigMap holds the rendered valkey.conf.
+func buildConfigMap(vc *v1.ValkeyCluster, conf string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: objectMeta(vc, configMapName(vc)), Data: map[string]string{configFileName: conf}}
+}
+
+// renderACL renders the ACL file: the operator's user (by SHA-256 of its password), then the
+// default user, then spec.acl. While spec.acl is empty the default user stays as Valkey ships
+// it (on, no password, all commands); once any user is declared it is switched off.
+func renderACL(vc *v1.ValkeyCluster, roles map[string]v1.ValkeyRoleSpec, operatorPassword string) string {
+	var b strings.Builder
+	sum := sha256.Sum256([]byte(operatorPassword))
+	fmt.Fprintf(&b, "user %s on #%s ~* &* +@all\n", OperatorUser, hex.EncodeToString(sum[:]))
+	if len(vc.Spec.ACL) == 0 {
+		b.WriteString("user default on nopass ~* &* +@all\n")
+		return b.String()
+	}
+	b.WriteString("user default off resetkeys resetchannels -@all\n")
+	for _, u := range vc.Spec.ACL {
+		fields := []string{"user", u.Username, "on", "resetpass", "resetkeys", "resetchannels", "-@all"}
+		for _, h := range u.PasswordHashes {
+			fields = append(fields, "#"+h)
+		}
+		for _, p := range u.Permissions {
+			role := roles[p.RoleRef]
+			for _, c := range role.Categories {
+				fields = append(fields, aclSign(c.Access)+"@"+c.Name)
+			}
+			for _, c := range role.Commands {
+				name := c.Name
+				if c.Subcommand != "" {
+					name += "|" + c.Subcommand
+				}
+				fields = append(fields, aclSign(c.Access)+name)
+			}
+			for _, k := range p.Keys {
+				switch k.Access {
+				case v1.KeyAccessRead:
+					fields = append(fields, "%R~"+k.Pattern)
+				case v1.KeyAccessWrite:
+					fields = append(fields, "%W~"+k.Pattern)
+				default:
+					fields = append(fields, "~"+k.Pattern)
+				}
+			}
+			for _, ch := range p.Channels {
+				fields = append(fields, "&"+ch)
+			}
+		}
+		b.WriteString(strings.Join(fields, " ") + "\n")
+	}
+	return b.String()
+}
+
+func aclSign(a v1.RuleAccess) string {
+	if a == v1.RuleDeny {
+		return "-"
+	}
+	return "+"
+}
+
+// buildSecret holds the ACL file and auth.conf (masteruser / masterauth for replication).
+func buildSecret(vc *v1.ValkeyCluster, acl, operatorPassword string) *corev1.Secret {
+	auth := fmt.Sprintf("masteruser %s\nmasterauth %s\n", OperatorUser, operatorPassword)
+	return &corev1.Secret{
+		ObjectMeta: objectMeta(vc, secretName(vc)),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{aclFileName: []byte(acl), authFileName: []byte(auth)},
+	}
+}
+
+// buildCredentialSecret holds the operator's own password for the cluster, generated once.
+func buildCredentialSecret(vc *v1.ValkeyCluster) (*corev1.Secret, error) {
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return nil, fmt.Errorf("generate operator password: %w", err)
+	}
+	return &corev1.Secret{
+		ObjectMeta: objectMeta(vc, credentialName(vc)),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{operatorPasswordKey: []byte(hex.EncodeToString(buf))},
+	}, nil
+}
+
+// podSpecHash is the hash of everything that, when changed, requires replacing a pod: image,
+// resources, rendered config and hard placement. zoneSpread and podAnnotations are not in it.
+func podSpecHash(vc *v1.ValkeyCluster, rc *ResolvedConfig, conf string) string {
+	var zones []string
+	var selector map[string]string
+	if p := vc.Spec.Placement; p != nil {
+		zones, selector = p.Zones, p.NodeSelector
+	}
+	data, _ := json.Marshal(struct {
+		Image, CPU, Memory, Conf string
+		Zones                    []string
+		NodeSelector             map[string]string
+	}{rc.Image.Image(), quantity(rc.Resources.CPU), quantity(rc.Resources.Memory), conf, zones, selector})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+func quantity(q *resource.Quantity) string {
+	if q == nil {
+		return ""
+	}
+	return q.String()
+}
+
+// newPodName returns {cluster}-{5 random hex}.
+func newPodName(vc *v1.ValkeyCluster) string {
+	buf := make([]byte, 3)
+	_, _ = rand.Read(buf)
+	return vc.Name + "-" + hex.EncodeToString(buf)[:5]
+}
+
+// buildPod returns the pod for one Valkey node of shard. The pod is never restarted
+// (restartPolicy Never): a failed node is replaced by a new pod with a new name.
+func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, name string, shard int, hash string, defaultSpread v1.ZoneSpread) *corev1.Pod {
+	meta := objectMeta(vc, name)
+	meta.Labels[v1.LabelShard] = strconv.Itoa(shard)
+	meta.Annotations = map[string]string{}
+	maps.Copy(meta.Annotations, vc.Spec.PodAnnotations)
+	meta.Annotations[v1.AnnotationSpecHash] = hash
+
+	res := corev1.ResourceList{}
+	if q := rc.Resources.CPU; q != nil {
+		res[corev1.ResourceCPU] = *q
+	}
+	if q := rc.Resources.Memory; q != nil {
+		res[corev1.ResourceMemory] = *q
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: meta,
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			Hostname:                      name,
+			Subdomain:                     serviceName(vc),
+			EnableServiceLinks:            ptr.To(false),
+			AutomountServiceAccountToken:  ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](valkeyUID),
+				RunAsGroup:     ptr.To[int64](valkeyUID),
+				FSGroup:        ptr.To[int64](valkeyUID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:    "valkey",
+				Image:   rc.Image.Image(),
+				Command: []string{"valkey-server", configMountPath + "/" + configFileName},
+				Ports: []corev1.ContainerPort{
+					{Name: "client", ContainerPort: ClientPort},
+					{Name: "bus", ContainerPort: BusPort},
+				},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ClientPort)}},
+					PeriodSeconds:    2,
+					FailureThreshold: 3,
+				},
+				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "config", MountPath: configMountPath, ReadOnly: true},
+					{Name: "secret", MountPath: secretMountPath, ReadOnly: true},
+					{Name: "data", MountPath: dataMountPath},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: configMapName(vc)}}}},
+				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: secretName(vc), DefaultMode: ptr.To[int32](0o440)}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}
+	applyPlacement(pod, vc, shard, defaultSpread)
+	return pod
+}
+
+// applyPlacement sets the zone affinity, the nodeSelector and the spread constraints: per shard
+// across zones (hard or soft by zoneSpread) and across hosts (always soft); in required mode
+// also a soft cluster-wide zone spread (Kubernetes allows one hard zone constraint per pod).
+func applyPlacement(pod *corev1.Pod, vc *v1.ValkeyCluster, shard int, defaultSpread v1.ZoneSpread) {
+	spread := defaultSpread
+	if p := vc.Spec.Placement; p != nil {
+		if len(p.Zones) > 0 {
+			pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{
+						Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: slices.Clone(p.Zones)}},
+				}}},
+			}}
+		}
+		if len(p.NodeSelector) > 0 {
+			pod.Spec.NodeSelector = maps.Clone(p.NodeSelector)
+		}
+		if p.ZoneSpread != "" {
+			spread = p.ZoneSpread
+		}
+	}
+	shardSel := &metav1.LabelSelector{MatchLabels: map[string]string{v1.LabelCluster: vc.Name, v1.LabelShard: strconv.Itoa(shard)}}
+	when := corev1.ScheduleAnyway
+	if spread == v1.ZoneSpreadRequired {
+		when = corev1.DoNotSchedule
+	}
+	pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{
+		{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: when, LabelSelector: shardSel},
+		{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: shardSel},
+	}
+	if spread == v1.ZoneSpreadRequired {
+		pod.Spec.TopologySpreadConstraints = append(pod.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
+			MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1.LabelCluster: vc.Name}},
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+)
+
+// SpecProblem is a reason the spec cannot be carried out (a reference that does not resolve,
+// a config cycle): the cluster goes Invalid with Error() as status.message. It is not an
+// error to retry.
+type SpecProblem struct{ Reason string }
+
+func (p *SpecProblem) Error() string { return p.Reason }
+
+// ResolvedConfig is a ValkeyConfig with its baseRef chain merged and its image resolved.
+type ResolvedConfig struct {
+	// Chain is the config names from the cluster's configRef to the root base.
+	Chain []string
+	// Image is the ValkeyImage the chain resolves to.
+	Image v1.ValkeyImageSpec
+	// Resources are the merged cpu / memory (nil fields: not set anywhere in the chain).
+	Resources v1.ValkeyResources
+	// Valkey is the merged valkey.conf directive map (child keys win).
+	Valkey map[string]string
+}
+
+// maxChain bounds a baseRef chain; a longer one is reported like a cycle.
+const maxChain = 32
+
+// resolveConfig reads the ValkeyConfig named name and its baseRef chain, merges them (child
+// fields override the base; the valkey maps merge key by key) and resolves the image. A missing
+// config, base or image, a cycle, or an owned directive in the merged map is a *SpecProblem
+// naming the chain; API errors other than NotFound are returned as they are.
+func resolveConfig(ctx context.Context, c client.Reader, name string) (*ResolvedConfig, error) {
+	var chain []v1.ValkeyConfig
+	seen := map[string]bool{}
+	for next := name; next != ""; {
+		if seen[next] || len(chain) >= maxChain {
+			return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig baseRef cycle: %s -> %s", chainString(chain), next)}
+		}
+		seen[next] = true
+		var cfg v1.ValkeyConfig
+		if err := c.Get(ctx, types.NamespacedName{Name: next}, &cfg); err != nil {
+			if apierrors.IsNotFound(err) {
+				if len(chain) == 0 {
+					return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %q not found", next)}
+				}
+				return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %q not found (baseRef of %s)", next, chainString(chain))}
+			}
+			return nil, fmt.Errorf("get ValkeyConfig %s: %w", next, err)
+		}
+		chain = append(chain, cfg)
+		next = cfg.Spec.BaseRef
+	}
+	r := &ResolvedConfig{Valkey: map[string]string{}}
+	imageRef := ""
+	// Walk from the root base to the child so that children override.
+	for i := len(chain) - 1; i >= 0; i-- {
+		s := chain[i].Spec
+		r.Chain = append([]string{chain[i].Name}, r.Chain...)
+		if s.ImageRef != "" {
+			imageRef = s.ImageRef
+		}
+		if s.Resources != nil {
+			if s.Resources.CPU != nil {
+				r.Resources.CPU = s.Resources.CPU
+			}
+			if s.Resources.Memory != nil {
+				r.Resources.Memory = s.Resources.Memory
+			}
+		}
+		maps.Copy(r.Valkey, s.Valkey)
+	}
+	for k := range r.Valkey {
+		if v1.IsOwnedDirective(k) {
+			return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %s sets %q, which the operator owns", chainString(chain), k)}
+		}
+	}
+	if imageRef == "" {
+		return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %s names no imageRef", chainString(chain))}
+	}
+	var img v1.ValkeyImage
+	if err := c.Get(ctx, types.NamespacedName{Name: imageRef}, &img); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyImage %q (imageRef of ValkeyConfig %s) not found", imageRef, chainString(chain))}
+		}
+		return nil, fmt.Errorf("get ValkeyImage %s: %w", imageRef, err)
+	}
+	r.Image = img.Spec
+	return r, nil
+}
+
+func chainString(chain []v1.ValkeyConfig) string {
+	names := make([]string, len(chain))
+	for i, c := range chain {
+		names[i] = c.Name
+	}
+	return strings.Join(names, " -> ")
+}
+
+// resolveRoles reads every ValkeyRole the cluster's ACL bindings name. A missing role is a
+// *SpecProblem.
+func resolveRoles(ctx context.Context, c client.Reader, vc *v1.ValkeyCluster) (map[string]v1.ValkeyRoleSpec, error) {
+	roles := map[string]v1.ValkeyRoleSpec{}
+	for _, b := range vc.Spec.ACL {
+		for _, p := range b.Permissions {
+			if _, ok := roles[p.RoleRef]; ok {
+				continue
+			}
+			var role v1.ValkeyRole
+			if err := c.Get(ctx, types.NamespacedName{Name: p.RoleRef}, &role); err != nil {
+				if apierrors.IsNotFound(err) {
+					return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyRole %q (user %s) not found", p.RoleRef, b.Username)}
+				}
+				return nil, fmt.Errorf("get ValkeyRole %s: %w", p.RoleRef, err)
+			}
+			roles[p.RoleRef] = role.Spec
+		}
+	}
+	return roles, nil
+}

@@ -1,0 +1,137 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/valkey"
+)
+
+// observation is one read-only look at a cluster: its pods (by name) and the snapshot the
+// pure decision works on.
+type observation struct {
+	pods     map[string]*corev1.Pod
+	snapshot fsm.Snapshot
+}
+
+// observe lists the cluster's pods and asks every running pod's node for CLUSTER NODES,
+// CLUSTER INFO and INFO replication (valkey.Observe, concurrently). A node that does not
+// answer is kept, marked unreachable.
+func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyCluster, problem string, creds valkey.Credentials) (*observation, error) {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	o := &observation{pods: map[string]*corev1.Pod{}}
+	o.snapshot = fsm.Snapshot{
+		State:            vc.Status.State,
+		SpecProblem:      problem,
+		Shards:           int(vc.Spec.Shards),
+		ReplicasPerShard: int(vc.Spec.ReplicasPerShard),
+	}
+	var addrs []string
+	var queried []int
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if !metav1IsControlledBy(pod, vc) {
+			continue
+		}
+		o.pods[pod.Name] = pod
+		p := podView(pod)
+		if p.Phase == fsm.PodRunning && p.IP != "" && !p.Deleting && problem == "" {
+			addrs = append(addrs, net.JoinHostPort(p.IP, strconv.Itoa(ClientPort)))
+			queried = append(queried, len(o.snapshot.Pods))
+		}
+		o.snapshot.Pods = append(o.snapshot.Pods, p)
+	}
+	if len(addrs) > 0 {
+		views := valkey.Observe(ctx, addrs, creds)
+		for i, v := range views {
+			o.snapshot.Pods[queried[i]].Node = nodeView(v)
+		}
+	}
+	sort.Slice(o.snapshot.Pods, func(i, j int) bool { return o.snapshot.Pods[i].Name < o.snapshot.Pods[j].Name })
+	return o, nil
+}
+
+func metav1IsControlledBy(pod *corev1.Pod, vc *v1.ValkeyCluster) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.UID == vc.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// podView is the part of a Pod the decision needs.
+func podView(pod *corev1.Pod) fsm.Pod {
+	shard, err := strconv.Atoi(pod.Labels[v1.LabelShard])
+	if err != nil {
+		shard = -1
+	}
+	p := fsm.Pod{
+		Name:     pod.Name,
+		Shard:    shard,
+		Phase:    fsm.Phase(pod.Status.Phase),
+		IP:       pod.Status.PodIP,
+		Deleting: pod.DeletionTimestamp != nil,
+	}
+	if p.Phase == "" {
+		p.Phase = fsm.PodPending
+	}
+	for _, c := range pod.Status.Conditions {
+		switch {
+		case c.Type == corev1.PodReady:
+			p.Ready = c.Status == corev1.ConditionTrue
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse:
+			p.Unschedulable = c.Message
+			if p.Unschedulable == "" {
+				p.Unschedulable = c.Reason
+			}
+		}
+	}
+	return p
+}
+
+// nodeView converts what a node said into the decision's terms.
+func nodeView(v valkey.NodeView) *fsm.Node {
+	n := &fsm.Node{Reachable: v.Reachable, ID: v.ID}
+	if v.Err != nil {
+		n.Err = v.Err.Error()
+	}
+	if !v.Reachable {
+		return n
+	}
+	n.ClusterStateOK = v.ClusterStateOK()
+	n.SlotsAssigned, _ = strconv.Atoi(v.ClusterInfo["cluster_slots_assigned"])
+	n.LinkUp = v.ReplicaLinkUp()
+	n.Known = map[string][]fsm.SlotRange{}
+	for _, e := range v.Nodes {
+		if e.Handshake || e.NoAddr {
+			continue
+		}
+		n.Known[e.ID] = slotRanges(e.Slots)
+		if e.Myself {
+			n.Primary = e.Role == valkey.RolePrimary
+			n.PrimaryID = e.PrimaryID
+			n.MySlots = slotRanges(e.Slots)
+		}
+	}
+	return n
+}
+
+func slotRanges(rs valkey.SlotRanges) []fsm.SlotRange {
+	var out []fsm.SlotRange
+	for _, r := range rs {
+		out = append(out, fsm.SlotRange{Start: r.Start, End: r.End})
+	}
+	return out
+}

@@ -1,0 +1,254 @@
+// Package controllers holds the reconcilers: all of the operator's I/O against the Kubernetes
+// API and the Valkey nodes. The decisions are made by package fsm, from one observed snapshot
+// per reconcile.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/valkey"
+)
+
+// Requeue intervals.
+const (
+	// TickInterval is the steady re-reconcile of every cluster (the `active tick` heartbeat).
+	TickInterval = 30 * time.Second
+	// waitInterval is how soon a pass that waits on the world (pods starting, gossip
+	// converging) looks again.
+	waitInterval = 2 * time.Second
+)
+
+// ValkeyClusterReconciler reconciles ValkeyCluster objects: it creates the cluster's Service,
+// config objects and pods, forms the Valkey cluster and heals it.
+type ValkeyClusterReconciler struct {
+	client.Client
+	// APIReader reads without the cache (the operator's credential Secret, read once per pass).
+	APIReader client.Reader
+	// DefaultZoneSpread comes from the operator's ConfigMap (defaultZoneSpread).
+	DefaultZoneSpread v1.ZoneSpread
+
+	ticks tickLog
+}
+
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+
+// Reconcile is one level-triggered pass: load → observe → decide → transition → plan →
+// execute → one status write.
+func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
+	var vc v1.ValkeyCluster
+	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if vc.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // owner references and the garbage collector remove the rest
+	}
+
+	rc, roles, problem, err := r.load(ctx, &vc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var creds valkey.Credentials
+	var conf string
+	if problem == "" {
+		if creds, conf, err = r.ensureObjects(ctx, log, &vc, rc, roles); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	obs, err := r.observe(ctx, &vc, problem, creds)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	state := vc.Status.State
+	if state == "" {
+		state = fsm.Bootstrapping
+	}
+	decision := fsm.Decide(obs.snapshot)
+	if decision.Event != "" {
+		next, err := fsm.New(state).Fire(decision.Event)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("broken invariant: %w", err)
+		}
+		if next != state {
+			if next == fsm.Active && state == fsm.Forming {
+				log.Info(logging.MsgClusterFormed)
+			}
+			logging.Target(log, logging.TargetFSM).Info(logging.TransitioningTo(string(next)), zap.String(logging.FieldReason, decision.Reason))
+			state = next
+		}
+	}
+
+	plan := fsm.PlanPass(state, obs.snapshot)
+	execErr := r.execute(ctx, log, &vc, rc, conf, creds, obs, plan)
+	r.logHeartbeat(log, &vc, state, obs)
+
+	if err := r.writeStatus(ctx, &vc, state, problem, obs, plan); err != nil {
+		return ctrl.Result{}, errors.Join(execErr, err)
+	}
+	if execErr != nil {
+		return ctrl.Result{}, execErr
+	}
+	switch {
+	case state == fsm.Invalid:
+		return ctrl.Result{RequeueAfter: TickInterval}, nil
+	case plan.Waiting != "" || len(plan.Actions) > 0 || state != fsm.Active:
+		return ctrl.Result{RequeueAfter: waitInterval}, nil
+	default:
+		return ctrl.Result{RequeueAfter: TickInterval}, nil
+	}
+}
+
+// load resolves the cluster's references. A reference that does not resolve is returned as
+// problem (the cluster goes Invalid); err is a transient API error.
+func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster) (*ResolvedConfig, map[string]v1.ValkeyRoleSpec, string, error) {
+	rc, err := resolveConfig(ctx, r.Client, vc.Spec.ConfigRef)
+	var sp *SpecProblem
+	if errors.As(err, &sp) {
+		return nil, nil, sp.Reason, nil
+	} else if err != nil {
+		return nil, nil, "", err
+	}
+	roles, err := resolveRoles(ctx, r.Client, vc)
+	if errors.As(err, &sp) {
+		return nil, nil, sp.Reason, nil
+	} else if err != nil {
+		return nil, nil, "", err
+	}
+	return rc, roles, "", nil
+}
+
+// ensureObjects creates what the pods need before they start: the operator's credential
+// Secret (once), the headless Service, the rendered valkey.conf and the ACL Secret (kept up
+// to date). It returns the operator's credentials and the rendered config.
+func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, roles map[string]v1.ValkeyRoleSpec) (valkey.Credentials, string, error) {
+	password, err := r.ensureCredential(ctx, vc)
+	if err != nil {
+		return valkey.Credentials{}, "", err
+	}
+	creds := valkey.Credentials{Username: OperatorUser, Password: password}
+
+	var svc corev1.Service
+	err = r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: serviceName(vc)}, &svc)
+	if apierrors.IsNotFound(err) {
+		log.Info(logging.MsgCreatingService)
+		if err := r.Create(ctx, buildService(vc)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return creds, "", fmt.Errorf("create service: %w", err)
+		}
+	} else if err != nil {
+		return creds, "", fmt.Errorf("get service: %w", err)
+	}
+
+	conf := renderValkeyConf(rc)
+	if err := r.apply(ctx, buildConfigMap(vc, conf)); err != nil {
+		return creds, "", err
+	}
+	if err := r.apply(ctx, buildSecret(vc, renderACL(vc, roles, password), password)); err != nil {
+		return creds, "", err
+	}
+	return creds, conf, nil
+}
+
+// ensureCredential returns the operator's password for vc, generating its Secret once.
+func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (string, error) {
+	var s corev1.Secret
+	key := types.NamespacedName{Namespace: vc.Namespace, Name: credentialName(vc)}
+	err := r.APIReader.Get(ctx, key, &s)
+	if apierrors.IsNotFound(err) {
+		fresh, err := buildCredentialSecret(vc)
+		if err != nil {
+			return "", err
+		}
+		if err := r.Create(ctx, fresh); err != nil {
+			if !apierrors.IsAlreadyExists(err) {
+				return "", fmt.Errorf("create credential secret: %w", err)
+			}
+			if err := r.APIReader.Get(ctx, key, &s); err != nil {
+				return "", fmt.Errorf("get credential secret: %w", err)
+			}
+		} else {
+			s = *fresh
+		}
+	} else if err != nil {
+		return "", fmt.Errorf("get credential secret: %w", err)
+	}
+	pw := string(s.Data[operatorPasswordKey])
+	if pw == "" {
+		return "", fmt.Errorf("credential secret %s has no key %q", s.Name, operatorPasswordKey)
+	}
+	return pw, nil
+}
+
+// apply creates obj, or updates its data when it differs. Only ConfigMaps and Secrets.
+func (r *ValkeyClusterReconciler) apply(ctx context.Context, obj client.Object) error {
+	existing := obj.DeepCopyObject().(client.Object)
+	err := r.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+	if apierrors.IsNotFound(err) {
+		if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s: %w", obj.GetName(), err)
+		}
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("get %s: %w", obj.GetName(), err)
+	}
+	switch want := obj.(type) {
+	case *corev1.ConfigMap:
+		have := existing.(*corev1.ConfigMap)
+		if equalStringMaps(have.Data, want.Data) {
+			return nil
+		}
+		have.Data = want.Data
+	case *corev1.Secret:
+		have := existing.(*corev1.Secret)
+		if equalByteMaps(have.Data, want.Data) {
+			return nil
+		}
+		have.Data = want.Data
+	}
+	if err := r.Update(ctx, existing); err != nil {
+		return fmt.Errorf("update %s: %w", obj.GetName(), err)
+	}
+	return nil
+}
+
+func equalStringMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func equalByteMaps(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || string(w) != string(v) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,127 @@
+// Command valkey-operator runs the ValkeyCluster operator: a controller-runtime manager with
+// leader election that reconciles ValkeyCluster objects into running Valkey clusters.
+//
+// Logging follows the original operator's contract (see package logging): JSON lines on
+// stdout, verbosity from RUST_LOG read once here. One deliberate difference: with RUST_LOG
+// unset or empty the original prints nothing at all; this operator logs at `error` then, so a
+// broken operator always says why.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/controllers"
+	"github.com/gomomento/valkey-operator/logging"
+)
+
+const (
+	// defaultNamespace is where the operator runs and keeps its ConfigMap and leader lease,
+	// unless POD_NAMESPACE says otherwise (the Deployment sets it from the downward API).
+	defaultNamespace = "valkey-operator"
+	// configMapName holds the optional operator settings, read once at startup.
+	configMapName = "valkey-operator-config"
+	// exitNoClient is the exit code when no Kubernetes client can be built (the original's
+	// Rust panic exit code).
+	exitNoClient = 101
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	leaderElect := flag.Bool("leader-elect", true, "run only while holding the leader lease (one active replica at a time)")
+	flag.Parse()
+
+	rustLog := os.Getenv("RUST_LOG")
+	if rustLog == "" {
+		rustLog = "error"
+	}
+	log := logging.New(os.Stdout, os.Stderr, rustLog, nil)
+	defer func() { _ = log.Sync() }()
+	zap.ReplaceGlobals(log)
+	logging.SetupLibraryLogging(log)
+	opLog := logging.Target(log, logging.TargetOperator)
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "failed to create Kubernetes client: %v\n", err)
+		return exitNoClient
+	}
+	namespace := os.Getenv("POD_NAMESPACE")
+	if namespace == "" {
+		namespace = defaultNamespace
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1.AddToScheme(scheme)
+
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "failed to create Kubernetes client: %v\n", err)
+		return exitNoClient
+	}
+	spread, err := readSettings(context.Background(), direct, namespace)
+	if err != nil {
+		opLog.Error(logging.MsgInvalidConfig, zap.String(logging.FieldKey, "defaultZoneSpread"), zap.String(logging.FieldValue, string(spread)), logging.Err(err))
+		return 1
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		LeaderElection:          *leaderElect,
+		LeaderElectionID:        "valkey-operator.valkey.gomomento.com",
+		LeaderElectionNamespace: namespace,
+		// The operator exposes no metrics or health endpoint: the log stream is its only
+		// observability surface.
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "failed to create controller manager: %v\n", err)
+		return exitNoClient
+	}
+	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), DefaultZoneSpread: spread}
+	if err := r.SetupWithManager(mgr, log); err != nil {
+		opLog.Error("controller setup failed", logging.Err(err))
+		return 1
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		opLog.Error("manager stopped", logging.Err(err))
+		return 1
+	}
+	return 0
+}
+
+// readSettings reads defaultZoneSpread from the operator's ConfigMap. A missing ConfigMap or
+// key means bestEffort; any other value is an error (the returned value is what was read).
+func readSettings(ctx context.Context, c client.Reader, namespace string) (v1.ZoneSpread, error) {
+	var cm corev1.ConfigMap
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: configMapName}, &cm)
+	if apierrors.IsNotFound(err) {
+		return v1.ZoneSpreadBestEffort, nil
+	} else if err != nil {
+		return "", fmt.Errorf("read ConfigMap %s/%s: %w", namespace, configMapName, err)
+	}
+	value, ok := cm.Data["defaultZoneSpread"]
+	if !ok || value == "" {
+		return v1.ZoneSpreadBestEffort, nil
+	}
+	if z := v1.ZoneSpread(value); z.IsValid() {
+		return z, nil
+	}
+	return v1.ZoneSpread(value), fmt.Errorf("defaultZoneSpread must be %q or %q", v1.ZoneSpreadBestEffort, v1.ZoneSpreadRequired)
+}

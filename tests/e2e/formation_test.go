@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/tests/harness"
+)
+
+// formTimeout bounds a wait for Active; it is a safety net, not an assertion on speed
+// (apply-to-Active times are measured by the benchmark).
+const formTimeout = 5 * time.Minute
+
+func TestFormation(t *testing.T) {
+	create(t, newImage("e2e-image"), newConfig("e2e-config", "e2e-image"))
+	cases := []struct {
+		ns               string
+		shards, replicas int32
+	}{
+		{"form-3x1", 3, 1},
+		{"form-1x0", 1, 0},
+		{"form-5x2", 5, 2},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%dx%d", c.shards, c.replicas), func(t *testing.T) {
+			t.Parallel()
+			setupNamespace(t, c.ns)
+			vc := newCluster(c.ns, "vc", "e2e-config", withShards(c.shards), withReplicas(c.replicas))
+			create(t, vc)
+			got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			verifyValkey(t, got, int(c.shards), int(c.replicas))
+			n := int(c.shards * (c.replicas + 1))
+			if int(got.Status.ReadyNodes) != n || len(got.Status.Nodes) != n || got.Status.Shards != c.shards {
+				t.Fatalf("status: ready %d, nodes %d, shards %d", got.Status.ReadyNodes, len(got.Status.Nodes), got.Status.Shards)
+			}
+			out, err := harness.Kubectl(cluster, nil, "get", "valkeycluster", "-n", c.ns)
+			if err != nil || !strings.Contains(string(out), "Active") || !strings.Contains(string(out), "STATE") {
+				t.Fatalf("kubectl get valkeycluster: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+func TestInvalidUntilConfigExists(t *testing.T) {
+	ns := "late-config"
+	setupNamespace(t, ns)
+	vc := newCluster(ns, "vc", "late-config", withShards(1), withReplicas(1))
+	create(t, vc)
+	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateInvalid, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.Status.Message, `ValkeyConfig "late-config" not found`) {
+		t.Fatalf("status.message %q does not name the missing config", got.Status.Message)
+	}
+	if pods := clusterPods(t, vc); len(pods) != 0 {
+		t.Fatalf("an Invalid cluster got %d pods", len(pods))
+	}
+	create(t, newImage("late-image"), newConfig("late-config", "late-image"))
+	got, err = harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyValkey(t, got, 1, 1)
+}
+
+// TestOperatorRestartMidForming kills the operator while a cluster is Forming and starts a
+// new one: the cluster still forms correctly, with the same pods (no second bootstrap) and
+// every slot owned exactly once (verifyValkey).
+func TestOperatorRestartMidForming(t *testing.T) {
+	ns := "restart"
+	setupNamespace(t, ns)
+	create(t, newImage("restart-image"), newConfig("restart-config", "restart-image"))
+	vc := newCluster(ns, "vc", "restart-config", withShards(3), withReplicas(1))
+	create(t, vc)
+	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateForming, formTimeout); err != nil {
+		t.Fatal(err)
+	}
+	before := podNames(t, vc)
+	operator.Kill(syscall.SIGKILL)
+	var err error
+	operator, err = harness.StartOperator(binary, cluster, workDir, "operator", "RUST_LOG=info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyValkey(t, got, 3, 1)
+	if after := podNames(t, vc); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Fatalf("pods changed across the restart: %v -> %v", before, after)
+	}
+}
+
+func podNames(t *testing.T, vc *v1.ValkeyCluster) []string {
+	t.Helper()
+	var list corev1.PodList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestDeleteRemovesEverything: owner references let the real garbage collector remove the
+// pods, Service, ConfigMap and Secrets once the ValkeyCluster is deleted.
+func TestDeleteRemovesEverything(t *testing.T) {
+	ns := "delete"
+	setupNamespace(t, ns)
+	create(t, newImage("delete-image"), newConfig("delete-config", "delete-image"))
+	vc := newCluster(ns, "vc", "delete-config", withShards(1), withReplicas(0))
+	create(t, vc)
+	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(context.Background(), vc, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		left := 0
+		for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}} {
+			if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: "vc"}); err != nil {
+				t.Fatal(err)
+			}
+			switch l := list.(type) {
+			case *corev1.PodList:
+				left += len(l.Items)
+			case *corev1.ServiceList:
+				left += len(l.Items)
+			case *corev1.ConfigMapList:
+				left += len(l.Items)
+			case *corev1.SecretList:
+				left += len(l.Items)
+			}
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d owned objects left after deleting the ValkeyCluster", left)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

@@ -1,0 +1,87 @@
+// Package e2e holds the end-to-end tests: the real operator binary against the local cluster
+// (real kube-apiserver, scheduler, garbage collector, and valkey-server processes), checked
+// through Kubernetes status and through Valkey itself.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gomomento/valkey-operator/tests/harness"
+	"github.com/gomomento/valkey-operator/tests/localcluster"
+)
+
+var (
+	cluster  *localcluster.Cluster
+	k8s      client.Client
+	operator *harness.Operator
+	binary   string
+	workDir  string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var err error
+	workDir, err = os.MkdirTemp("", "valkey-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if binary, err = harness.BuildOperator(workDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cluster, err = localcluster.Start(ctx, localcluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "local cluster:", err)
+		return 1
+	}
+	defer func() {
+		if operator != nil {
+			operator.Kill(syscall.SIGTERM)
+		}
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop local cluster:", err)
+		}
+	}()
+	if err := harness.InstallCRDs(cluster); err != nil {
+		fmt.Fprintln(os.Stderr, "install CRDs:", err)
+		return 1
+	}
+	if k8s, err = harness.Client(cluster); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := harness.EnsureNamespace(ctx, k8s, "valkey-operator"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if operator, err = harness.StartOperator(binary, cluster, workDir, "operator", "RUST_LOG=info"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "operator log: %s\nlocal cluster logs: %s/logs\n", operator.Stdout, cluster.Dir)
+		if b, err := os.ReadFile(operator.Stdout); err == nil && len(b) > 0 {
+			tail := b[max(0, len(b)-8000):]
+			fmt.Fprintf(os.Stderr, "--- last operator lines ---\n%s\n", tail)
+		}
+		_ = os.WriteFile(filepath.Join(workDir, "KEEP"), nil, 0o644)
+	} else {
+		_ = os.RemoveAll(workDir)
+	}
+	return code
+}

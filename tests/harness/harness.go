@@ -1,0 +1,165 @@
+// Package harness drives the operator on a local cluster for the end-to-end tests and the
+// demo: it installs the CRDs, builds and runs the real operator binary (its stdout captured
+// as the log stream), applies manifests and waits on real status.
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/tests/localcluster"
+)
+
+// RepoRoot is the module's root directory (found from this file's path).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Scheme knows the core kinds and ours.
+func Scheme() *kruntime.Scheme {
+	s := kruntime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1.AddToScheme(s)
+	return s
+}
+
+// Client returns an admin client of c.
+func Client(c *localcluster.Cluster) (client.Client, error) {
+	return client.New(c.Config, client.Options{Scheme: Scheme()})
+}
+
+// InstallCRDs installs manifests/crds and waits until they are served.
+func InstallCRDs(c *localcluster.Cluster) error {
+	_, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(RepoRoot(), "manifests", "crds")},
+		ErrorIfPathMissing: true,
+	})
+	return err
+}
+
+// BuildOperator builds the operator binary into dir and returns its path.
+func BuildOperator(dir string) (string, error) {
+	out := filepath.Join(dir, "valkey-operator")
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = RepoRoot()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+// Operator is a running operator process.
+type Operator struct {
+	cmd    *exec.Cmd
+	Stdout string // file with the JSON log stream
+	Stderr string
+	done   chan struct{}
+}
+
+// StartOperator runs binary against c with env (e.g. RUST_LOG=info), its stdout and stderr
+// appended to files under dir named after name.
+func StartOperator(binary string, c *localcluster.Cluster, dir, name string, env ...string) (*Operator, error) {
+	o := &Operator{Stdout: filepath.Join(dir, name+".stdout"), Stderr: filepath.Join(dir, name+".stderr"), done: make(chan struct{})}
+	stdout, err := os.OpenFile(o.Stdout, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := os.OpenFile(o.Stderr, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	o.cmd = exec.Command(binary)
+	o.cmd.Env = append(os.Environ(), append([]string{"KUBECONFIG=" + c.Kubeconfig}, env...)...)
+	o.cmd.Stdout, o.cmd.Stderr = stdout, stderr
+	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := o.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = o.cmd.Wait()
+		stdout.Close()
+		stderr.Close()
+		close(o.done)
+	}()
+	return o, nil
+}
+
+// Kill stops the operator with sig and waits for it to exit.
+func (o *Operator) Kill(sig syscall.Signal) {
+	_ = o.cmd.Process.Signal(sig)
+	<-o.done
+}
+
+// Exited reports whether the process has exited, and its exit code.
+func (o *Operator) Exited() (bool, int) {
+	select {
+	case <-o.done:
+		return true, o.cmd.ProcessState.ExitCode()
+	default:
+		return false, 0
+	}
+}
+
+// Logs returns the operator's stdout so far.
+func (o *Operator) Logs() []byte {
+	b, _ := os.ReadFile(o.Stdout)
+	return b
+}
+
+// EnsureNamespace creates namespace name if it does not exist.
+func EnsureNamespace(ctx context.Context, c client.Client, name string) error {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// Kubectl runs kubectl against c and returns its combined output.
+func Kubectl(c *localcluster.Cluster, stdin []byte, args ...string) ([]byte, error) {
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("kubectl %v: %w\n%s", args, err, out)
+	}
+	return out, nil
+}
+
+// WaitState polls the ValkeyCluster until its status.state is want and its
+// observedGeneration is current, and returns it.
+func WaitState(ctx context.Context, c client.Client, key client.ObjectKey, want v1.State, timeout time.Duration) (*v1.ValkeyCluster, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var vc v1.ValkeyCluster
+	for {
+		err := c.Get(ctx, key, &vc)
+		if err == nil && vc.Status.State == want && vc.Status.ObservedGeneration == vc.Generation {
+			return &vc, nil
+		}
+		select {
+		case <-ctx.Done():
+			return &vc, fmt.Errorf("ValkeyCluster %s: state %q (message %q), want %q: %w", key, vc.Status.State, vc.Status.Message, want, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
