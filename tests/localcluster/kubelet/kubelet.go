@@ -404,7 +404,7 @@ func (k *Kubelet) runNode(ctx context.Context, ns *nodeState) error {
 	broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: k.client.CoreV1().Events(corev1.NamespaceAll)})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name})
 
-	p := &provider{k: k, node: name}
+	p := &provider{k: k, node: name, pods: podInformer.Lister()}
 	pc, err := node.NewPodController(node.PodControllerConfig{
 		PodClient:         k.client.CoreV1(),
 		PodInformer:       podInformer,

@@ -718,6 +718,32 @@ func TestGracefulDeletion(t *testing.T) {
 	})
 }
 
+// TestForceDeleteAndRecreate: a force-deleted pod's process is stopped, and a
+// new pod with the same name runs.
+func TestForceDeleteAndRecreate(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createValkeyObjects(t, ns)
+	old := startValkey(t, ns, "valkey-again", "kt-a")
+	oldPid := pid(t, old)
+	if err := client.CoreV1().Pods(ns).Delete(context.Background(), "valkey-again", metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	p := startValkey(t, ns, "valkey-again", "kt-a")
+	if p.UID == old.UID || pid(t, p) == oldPid {
+		t.Fatalf("still the old pod")
+	}
+	eventually(t, 5*time.Second, "old process gone", func() (bool, string) {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", oldPid))
+		return err != nil, "alive"
+	})
+	// The new pod keeps its status: the old one reports nothing more.
+	p = waitPod(t, ns, "valkey-again", 5*time.Second, "running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	if p.Status.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("new pod status %+v", p.Status.ContainerStatuses[0].State)
+	}
+}
+
 // TestGracePeriodThenKill: a process that ignores SIGTERM is killed after
 // the grace period.
 func TestGracePeriodThenKill(t *testing.T) {

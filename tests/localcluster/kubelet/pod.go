@@ -56,6 +56,7 @@ type podRuntime struct {
 	killTimer   *time.Timer
 	killAt      time.Time
 	lost        bool // the node lost power
+	replaced    bool // a new pod of the same name is waiting: report nothing more
 	finished    bool // terminating and every process is gone
 	gone        bool // removed from the runtime
 	vols        *volumeSet
@@ -127,6 +128,12 @@ func (p *podRuntime) notifyLoop() {
 		finished := p.finished
 		p.mu.Unlock()
 		notify := p.k.notifier(p.node)
+		p.mu.Lock()
+		if p.replaced {
+			// The pod object with this name is a newer pod now.
+			notify = nil
+		}
+		p.mu.Unlock()
 		if notify != nil {
 			notify(snap)
 		}
@@ -597,6 +604,14 @@ func (p *podRuntime) terminate(grace int64) {
 	// run() checks terminating under the lock before it starts anything, so
 	// containers that have not started yet never will.
 	p.markUnstartedLocked()
+}
+
+// replace stops the pod at once, silently: a newer pod has its name.
+func (p *podRuntime) replace() {
+	p.mu.Lock()
+	p.replaced = true
+	p.mu.Unlock()
+	p.terminate(0)
 }
 
 // kill sends SIGKILL to every running container process.

@@ -3,9 +3,11 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	corev1 "k8s.io/api/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 )
 
 // provider is one node's side of virtual-kubelet's PodLifecycleHandler and
@@ -19,6 +21,9 @@ import (
 type provider struct {
 	k    *Kubelet
 	node string
+	// pods is the node's view of the API; it tells a pod we run apart from a
+	// newer pod of the same name.
+	pods corev1listers.PodLister
 }
 
 var _ interface {
@@ -26,23 +31,41 @@ var _ interface {
 	NotifyPods(context.Context, func(*corev1.Pod))
 } = (*provider)(nil)
 
-func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
+func (p *provider) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	key := pod.Namespace + "/" + pod.Name
-	p.k.mu.Lock()
-	if old, ok := p.k.pods[key]; ok {
+	deadline := time.Now().Add(replacedPodTimeout)
+	for {
+		p.k.mu.Lock()
+		old, ok := p.k.pods[key]
+		if !ok {
+			r := newPodRuntime(p.k, p.node, pod)
+			p.k.pods[key] = r
+			p.k.mu.Unlock()
+			r.start()
+			return nil
+		}
 		p.k.mu.Unlock()
 		if old.uid() == pod.UID {
 			old.update(pod)
 			return nil
 		}
-		return fmt.Errorf("pod %s: an older pod with the same name is still terminating", key)
+		// A pod of the same name was force-deleted and created again: the
+		// old one's processes go first, as the kubelet would do. (An error
+		// here would make virtual-kubelet fail the new pod.)
+		old.replace()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pod %s: the previous pod of this name is still stopping", key)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	r := newPodRuntime(p.k, p.node, pod)
-	p.k.pods[key] = r
-	p.k.mu.Unlock()
-	r.start()
-	return nil
 }
+
+// replacedPodTimeout bounds the wait for a same-name predecessor to stop.
+const replacedPodTimeout = 30 * time.Second
 
 func (p *provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
 	r, err := p.k.pod(pod.Namespace, pod.Name)
@@ -72,6 +95,13 @@ func (p *provider) GetPod(_ context.Context, namespace, name string) (*corev1.Po
 	r, err := p.k.pod(namespace, name)
 	if err != nil || r.node != p.node {
 		return nil, errdefs.NotFoundf("pod %s/%s not found", namespace, name)
+	}
+	// virtual-kubelet looks pods up by name only: when the name now belongs
+	// to a newer pod, ours is stale; stop it, and say "not found" so that the
+	// newer one is created.
+	if cur, err := p.pods.Pods(namespace).Get(name); err == nil && cur.UID != r.uid() {
+		r.replace()
+		return nil, errdefs.NotFoundf("pod %s/%s with uid %s not found", namespace, name, cur.UID)
 	}
 	return r.snapshot(), nil
 }
