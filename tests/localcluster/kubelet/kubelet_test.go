@@ -32,6 +32,8 @@ var (
 	network  = kubelet.NetworkConfig{Bridge: "vkokt0", CIDR: "10.244.250.0/24", Gateway: "10.244.250.1"}
 	nodes    = []kubelet.NodeSpec{{Name: "kt-a", Zone: "zone-a"}, {Name: "kt-b", Zone: "zone-b"}, {Name: "kt-c", Zone: "zone-c"}}
 	setupErr error
+	// seenPids are pod processes the tests looked at; none may outlive Stop.
+	seenPids []int
 )
 
 const binDirDefault = "/root/.cache/valkey-operator/k8s-v1.37.2"
@@ -43,12 +45,29 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	cleanup, err := setup()
-	defer cleanup()
 	if err != nil {
 		// Every test fails with this message rather than skipping.
 		setupErr = err
 	}
-	return m.Run()
+	code := m.Run()
+	cleanup()
+	if setupErr == nil {
+		// Stop and TeardownNetwork leave nothing behind.
+		entries, _ := os.ReadDir("/run/netns")
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), network.Bridge) {
+				fmt.Println("leftover network namespace", e.Name())
+				code = 1
+			}
+		}
+		for _, p := range seenPids {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", p)); err == nil {
+				fmt.Println("leftover pod process", p)
+				code = 1
+			}
+		}
+	}
+	return code
 }
 
 func setup() (func(), error) {
@@ -210,6 +229,7 @@ func pid(t *testing.T, p *corev1.Pod) int {
 	if err != nil {
 		t.Fatalf("container id %q: %v", p.Status.ContainerStatuses[0].ContainerID, err)
 	}
+	seenPids = append(seenPids, n)
 	return n
 }
 
