@@ -79,9 +79,6 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	state := vc.Status.State
-	if state == "" {
-		state = fsm.Bootstrapping
-	}
 	decision := fsm.Decide(obs.snapshot)
 	if decision.Event != "" {
 		next, err := fsm.New(state).Fire(decision.Event)

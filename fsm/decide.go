@@ -10,6 +10,7 @@ type Decision struct {
 // snapshot calls for. It is pure, and deciding again on the same snapshot with the new state
 // yields no event. The checks, in order:
 //
+//  0. A new object (Initial) bootstraps, or goes Invalid.
 //  1. A spec problem means Invalid, whatever the state: nothing is deleted there.
 //  2. Active and Upgrading stay where they are: a formed cluster is healed in place, never
 //     re-bootstrapped. (Upgrading is entered by the rolling-upgrade planner, not yet here.)
@@ -18,9 +19,6 @@ type Decision struct {
 //     runs with an IP (and it stays Forming while a lost pod is replaced), else Bootstrapping.
 func Decide(s Snapshot) Decision {
 	current := s.State
-	if current == "" {
-		current = Bootstrapping
-	}
 	target, reason := decideTarget(current, s)
 	if target == current {
 		return Decision{}
@@ -32,6 +30,8 @@ func decideTarget(current State, s Snapshot) (State, string) {
 	switch {
 	case s.SpecProblem != "":
 		return Invalid, s.SpecProblem
+	case current == Initial:
+		return Bootstrapping, "new cluster"
 	case current == Active || current == Upgrading:
 		return current, ""
 	case s.Formed():

@@ -42,9 +42,16 @@ func contains(es []Event, e Event) bool {
 	return false
 }
 
-func TestNewEmptyIsBootstrapping(t *testing.T) {
-	if got := New("").Current(); got != Bootstrapping {
-		t.Fatalf("New(\"\") = %s", got)
+func TestInitialOnlyBootstrapsOrInvalidates(t *testing.T) {
+	for _, e := range []Event{EventForm, EventActivate, EventUpgrade} {
+		if _, err := New(Initial).Fire(e); !errors.Is(err, ErrIllegalTransition) {
+			t.Errorf("Initial --%s--> %v", e, err)
+		}
+	}
+	for _, e := range []Event{EventBootstrap, EventInvalidate} {
+		if got, err := New(Initial).Fire(e); err != nil || got != Target(e) {
+			t.Errorf("Initial --%s--> %s, %v", e, got, err)
+		}
 	}
 }
 
@@ -146,7 +153,9 @@ func TestDecide(t *testing.T) {
 		s    Snapshot
 		want Event
 	}{
-		{"new cluster without pods bootstraps in place", newSnapshot("", 3, 1, withoutPods), ""},
+		{"new cluster bootstraps", newSnapshot(Initial, 3, 1, withoutPods), EventBootstrap},
+		{"new cluster with a bad reference is invalid", newSnapshot(Initial, 3, 1, withoutPods, withProblem("x")), EventInvalidate},
+		{"bootstrapping without pods stays", newSnapshot(Bootstrapping, 3, 1, withoutPods), ""},
 		{"pods pending stay bootstrapping", newSnapshot(Bootstrapping, 3, 1, withPending("p1-1")), ""},
 		{"all pods up: form", newSnapshot(Bootstrapping, 3, 1), EventForm},
 		{"forming, not yet agreed", newSnapshot(Forming, 3, 1, meshed), ""},

@@ -20,8 +20,10 @@ import (
 // State is the persisted status.state (apis owns the names; the machine owns the moves).
 type State = v1.State
 
-// The five states of SPEC section 3.
+// The five states of SPEC section 3, and Initial: the empty status.state of an object the
+// operator has not yet reconciled, so that a new cluster's first move is a logged transition.
 const (
+	Initial       State = ""
 	Bootstrapping = v1.StateBootstrapping
 	Forming       = v1.StateForming
 	Active        = v1.StateActive
@@ -52,11 +54,11 @@ const (
 // to any working state, because the decision is made from what is observed (an operator
 // restarted after the cluster formed, a cause fixed on a cluster that kept serving).
 var transitions = []lfsm.EventDesc{
-	{Name: string(EventBootstrap), Src: states(Bootstrapping, Invalid), Dst: string(Bootstrapping)},
+	{Name: string(EventBootstrap), Src: states(Bootstrapping, Initial, Invalid), Dst: string(Bootstrapping)},
 	{Name: string(EventForm), Src: states(Forming, Bootstrapping, Invalid), Dst: string(Forming)},
 	{Name: string(EventActivate), Src: states(Active, Bootstrapping, Forming, Upgrading, Invalid), Dst: string(Active)},
 	{Name: string(EventUpgrade), Src: states(Upgrading, Active, Invalid), Dst: string(Upgrading)},
-	{Name: string(EventInvalidate), Src: states(Invalid, Bootstrapping, Forming, Active, Upgrading), Dst: string(Invalid)},
+	{Name: string(EventInvalidate), Src: states(Invalid, Initial, Bootstrapping, Forming, Active, Upgrading), Dst: string(Invalid)},
 }
 
 // states lists source states; each event lists its own destination first, because a
@@ -78,11 +80,8 @@ type Machine struct {
 	f *lfsm.FSM
 }
 
-// New returns a machine in state current; an empty current (a new object) is Bootstrapping.
+// New returns a machine in state current (Initial for a new object).
 func New(current State) *Machine {
-	if current == "" {
-		current = Bootstrapping
-	}
 	return &Machine{f: lfsm.NewFSM(string(current), transitions, nil)}
 }
 
