@@ -247,7 +247,7 @@ func valkeyDo(ip string, timeout time.Duration, args ...string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(time.Now().Add(timeout))
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
@@ -567,7 +567,7 @@ func TestContainerLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stream.Close()
+	defer func() { _ = stream.Close() }()
 	b, err := io.ReadAll(stream) // ends when the container exits
 	if err != nil || string(b) != "line1\nline2\nline3\nlate\n" {
 		t.Errorf("followed log = %q, %v", b, err)
@@ -602,11 +602,11 @@ func TestKillPodFails(t *testing.T) {
 	requireSetup(t)
 	ns := newNamespace(t)
 	createValkeyObjects(t, ns)
-	p := startValkey(t, ns, "valkey-kill", "kt-b")
+	startValkey(t, ns, "valkey-kill", "kt-b")
 	if err := kl.KillPod(ns, "valkey-kill"); err != nil {
 		t.Fatal(err)
 	}
-	p = waitPod(t, ns, "valkey-kill", 15*time.Second, "pod Failed", func(p *corev1.Pod) bool {
+	p := waitPod(t, ns, "valkey-kill", 15*time.Second, "pod Failed", func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodFailed
 	})
 	term := p.Status.ContainerStatuses[0].State.Terminated

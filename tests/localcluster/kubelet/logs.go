@@ -101,7 +101,7 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request, node string)
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	data, err := io.ReadAll(f)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -313,7 +313,7 @@ func (v *volumeSet) writeAtomic(volName, dir string, files map[string]fileEntry,
 	h := sha256.New()
 	for _, path := range paths {
 		f := files[path]
-		fmt.Fprintf(h, "%s\x00%o\x00%d\x00", path, f.mode, len(f.data))
+		_, _ = fmt.Fprintf(h, "%s\x00%o\x00%d\x00", path, f.mode, len(f.data))
 		h.Write(f.data)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
