@@ -33,9 +33,6 @@ const (
 	defaultNamespace = "valkey-operator"
 	// configMapName holds the optional operator settings, read once at startup.
 	configMapName = "valkey-operator-config"
-	// exitNoClient is the exit code when no Kubernetes client can be built (the original's
-	// Rust panic exit code).
-	exitNoClient = 101
 )
 
 func main() {
@@ -58,8 +55,7 @@ func run() int {
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "failed to create Kubernetes client: %v\n", err)
-		return exitNoClient
+		return logging.ClientBuildFailed(os.Stderr, err)
 	}
 	namespace := os.Getenv("POD_NAMESPACE")
 	if namespace == "" {
@@ -71,12 +67,11 @@ func run() int {
 
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "failed to create Kubernetes client: %v\n", err)
-		return exitNoClient
+		return logging.ClientBuildFailed(os.Stderr, err)
 	}
 	spread, err := readSettings(context.Background(), direct, namespace)
 	if err != nil {
-		opLog.Error(logging.MsgInvalidConfig, zap.String(logging.FieldKey, "defaultZoneSpread"), zap.String(logging.FieldValue, string(spread)), logging.Err(err))
+		logging.InvalidConfig(log, "defaultZoneSpread", string(spread), err)
 		return 1
 	}
 
@@ -91,8 +86,7 @@ func run() int {
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "failed to create controller manager: %v\n", err)
-		return exitNoClient
+		return logging.ClientBuildFailed(os.Stderr, err)
 	}
 	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), DefaultZoneSpread: spread}
 	if err := r.SetupWithManager(mgr, log); err != nil {

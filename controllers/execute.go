@@ -63,7 +63,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		case fsm.ActMeet:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
-				log.Info(logging.MsgClusterMeetIssued, logging.Pod(a.Pod), logging.Node(a.NodeID), zap.String("ip", a.IP))
+				log.Info(logging.MsgClusterMeetIssued, logging.Pod(a.Pod), logging.Node(a.NodeID), zap.String(logging.FieldIP, a.IP))
 				err = c.Meet(ctx, a.IP, ClientPort, BusPort)
 			}
 		case fsm.ActAddSlots:
@@ -75,23 +75,23 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					ranges[i] = valkey.SlotRange{Start: s.Start, End: s.End}
 					count += s.Len()
 				}
-				log.Info(msgAssigningSlots, logging.Pod(a.Pod), zap.Int("slots", count))
+				log.Info(logging.MsgAssigningSlots, logging.Pod(a.Pod), zap.Int(logging.FieldSlots, count))
 				err = c.AddSlotsRange(ctx, ranges)
 			}
 		case fsm.ActReplicate:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
-				log.Info(msgAttachingReplica, logging.Pod(a.Pod), logging.Node(a.PrimaryID))
+				log.Info(logging.MsgAttachingReplica, logging.Pod(a.Pod), logging.Node(a.PrimaryID))
 				err = c.Replicate(ctx, a.PrimaryID)
 			}
 		case fsm.ActForget:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
-				log.Info(msgForgettingNode, logging.Pod(a.Pod), logging.Node(a.NodeID))
+				log.Info(logging.MsgForgettingNode, logging.Pod(a.Pod), logging.Node(a.NodeID))
 				err = c.Forget(ctx, a.NodeID)
 			}
 		case fsm.ActDeletePod:
-			log.Info(msgDeletingFailedPod, logging.Pod(a.Pod))
+			log.Info(logging.MsgDeletingFailedPod, logging.Pod(a.Pod))
 			if p, ok := obs.pods[a.Pod]; ok {
 				err = client.IgnoreNotFound(r.Delete(ctx, p, client.Preconditions{UID: &p.UID}))
 			}
@@ -102,14 +102,6 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 	}
 	return nil
 }
-
-// Messages of ours beside the contract's catalogue: one line per step taken.
-const (
-	msgAssigningSlots    = "assigning slots"
-	msgAttachingReplica  = "attaching replica"
-	msgForgettingNode    = "forgetting node"
-	msgDeletingFailedPod = "deleting failed Pod"
-)
 
 // tickLog remembers when each cluster last logged its heartbeat, so `active tick` keeps a
 // 30 s rhythm however often other events wake the reconcile. It drives logging only, never a

@@ -42,6 +42,8 @@ const (
 	FieldShard       = "shard"
 	FieldShards      = "shards"
 	FieldNodes       = "nodes"
+	FieldSlots       = "slots"
+	FieldIP          = "ip"
 	FieldReason      = "reason"
 	FieldError       = "error"
 	FieldState       = "state"
@@ -86,6 +88,17 @@ const (
 	// MsgReconcileError (WARN, the controller's target): cluster_name, error. Logged by
 	// Tracker.Reconciler for every error that is retried.
 	MsgReconcileError = "reconcile error, requeuing"
+
+	// Ours, beside the contract's "one line per resource created or step taken":
+
+	// MsgAssigningSlots (INFO, TargetCluster): cluster_name, pod, slots (count).
+	MsgAssigningSlots = "assigning slots"
+	// MsgAttachingReplica (INFO, TargetCluster): cluster_name, pod, node (the primary's id).
+	MsgAttachingReplica = "attaching replica"
+	// MsgForgettingNode (INFO, TargetCluster): cluster_name, pod, node (the id forgotten).
+	MsgForgettingNode = "forgetting node"
+	// MsgDeletingFailedPod (INFO, TargetCluster): cluster_name, pod.
+	MsgDeletingFailedPod = "deleting failed Pod"
 
 	// MsgReconcileErrorNoRetry (WARN, the controller's target): cluster_name, error. Ours: a
 	// reconcile.TerminalError, which controller-runtime does not retry.
@@ -132,6 +145,10 @@ var Catalogue = []Entry{
 	{MsgNoQuorumTakeover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgTLSValidationFailed, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName, FieldReason}},
 	{MsgACLLoadFailed, zapcore.WarnLevel, TargetACL, []string{FieldClusterName, FieldPod, FieldError}},
+	{MsgAssigningSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlots}},
+	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
+	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
+	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgReconcileError, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgReconcileErrorNoRetry, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgInvalidConfig, zapcore.ErrorLevel, TargetOperator, []string{FieldKey, FieldValue, FieldError}},
