@@ -9,17 +9,23 @@ K8S_BIN := $(CACHE_DIR)/k8s-$(K8S_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 export GOFLAGS := -mod=mod
 
-.PHONY: all deps packages control-plane build generate manifests lint verify test unit-test demo bench clean
+.PHONY: all deps packages control-plane helm chart-lint install-test build generate manifests lint verify test unit-test demo bench clean
 
 all: build
 
-deps: packages control-plane
+deps: packages control-plane helm
 
 packages:
 	@bash hack/install-packages.sh
 
 control-plane:
 	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) bash hack/build-control-plane.sh >/dev/null
+
+# helm, pinned in hack/tools/go.mod (its own module: helm's k8s.io versions are not ours), built
+# into $(CACHE_DIR)/bin. The install tests find it there.
+HELM := $(CACHE_DIR)/bin/helm
+helm:
+	@CACHE_DIR=$(CACHE_DIR) bash hack/install-helm.sh >/dev/null
 
 build:
 	go build -o bin/valkey-operator .
@@ -29,16 +35,27 @@ generate:
 
 manifests:
 	go tool controller-gen crd paths=./apis/... output:crd:artifacts:config=manifests/crds
+	bash hack/tools/sync-manifests.sh
 
 lint:
 	go tool golangci-lint run ./...
 
 verify: generate manifests
-	git diff --exit-code -- apis manifests
+	git diff --exit-code -- apis manifests chart
 
 # All tests: unit tests, envtest (real kube-apiserver) and end-to-end tests on the local cluster.
 test: deps
 	go test -count=1 -timeout 80m ./...
+
+# The chart: lint, and render with the defaults.
+chart-lint: helm
+	$(HELM) lint --strict chart
+	$(HELM) template valkey-operator chart -n valkey-operator >/dev/null
+
+# Installs the operator as users do (kubectl apply of manifests/, helm install / upgrade of
+# chart/) on the local cluster, where the operator runs as the pod of its Deployment.
+install-test: deps
+	go test -count=1 -timeout 30m ./tests/install/
 
 unit-test:
 	go test -count=1 -short ./...

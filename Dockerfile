@@ -1,0 +1,21 @@
+# The operator image: a static Go binary on distroless, running as the non-root user 65532.
+#   docker build -t gomomento/valkey-operator:0.1.0 .
+# The tag is the chart's appVersion (chart/Chart.yaml), which manifests/operator.yaml uses too.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY main.go ./
+COPY apis/ apis/
+COPY controllers/ controllers/
+COPY fsm/ fsm/
+COPY logging/ logging/
+COPY valkey/ valkey/
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" -o /out/valkey-operator .
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/valkey-operator /valkey-operator
+USER 65532:65532
+ENTRYPOINT ["/valkey-operator"]
