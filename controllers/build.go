@@ -119,10 +119,9 @@ func renderValkeyConf(rc *ResolvedConfig) string {
 	}
 	// Tunables with an operator default that a ValkeyConfig may override: a replaced pod is a
 	// new node that resyncs from its primary, so nothing needs to be on disk by default.
-	defaults := map[string]string{"save": `""`, "appendonly": "no"}
-	for k, v := range defaults {
-		if _, set := rc.Valkey[k]; !set {
-			fmt.Fprintf(&b, "%s %s\n", k, v)
+	for _, kv := range [][2]string{{"appendonly", "no"}, {"save", `""`}} {
+		if _, set := rc.Valkey[kv[0]]; !set {
+			fmt.Fprintf(&b, "%s %s\n", kv[0], kv[1])
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(rc.Valkey)) {

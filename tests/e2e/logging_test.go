@@ -1,0 +1,351 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/tests/harness"
+)
+
+var (
+	timestampRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$`)
+	targetRE    = regexp.MustCompile(`^[a-z][a-z0-9_]*(::[a-z][a-z0-9_]*)*$`)
+	levels      = map[string]bool{"ERROR": true, "WARN": true, "INFO": true, "DEBUG": true, "TRACE": true}
+)
+
+// logLine is one decoded line with its top-level keys in the order printed.
+type logLine struct {
+	raw    string
+	keys   []string
+	Level  string         `json:"level"`
+	Target string         `json:"target"`
+	Fields map[string]any `json:"fields"`
+	Span   map[string]any `json:"span"`
+	Spans  []any          `json:"spans"`
+	fields []string       // keys of fields, in order
+}
+
+// orderedKeys returns the keys of the JSON object in raw, in order.
+func orderedKeys(raw []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not an object")
+	}
+	var keys []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, t.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// parseLog decodes every line of a log stream and checks the contract's shape: one JSON
+// object per line, keys timestamp, level, fields, target (then span, spans inside a
+// reconcile, and nothing else), the timestamp's exact form, level names, `::` targets,
+// `message` first in fields, and span / spans together with spans == [span].
+func parseLog(t *testing.T, data []byte) []logLine {
+	t.Helper()
+	var out []logLine
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		raw := sc.Bytes()
+		var l logLine
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("line %d is not a JSON object: %v\n%s", n, err, raw)
+		}
+		l.raw = string(raw)
+		var err error
+		if l.keys, err = orderedKeys(raw); err != nil {
+			t.Fatalf("line %d: %v", n, err)
+		}
+		var top struct {
+			Timestamp string          `json:"timestamp"`
+			Fields    json.RawMessage `json:"fields"`
+		}
+		_ = json.Unmarshal(raw, &top)
+		if l.fields, err = orderedKeys(top.Fields); err != nil {
+			t.Fatalf("line %d: fields: %v\n%s", n, err, raw)
+		}
+		keys := strings.Join(l.keys, ",")
+		switch keys {
+		case "timestamp,level,fields,target":
+			if l.Span != nil || l.Spans != nil {
+				t.Fatalf("line %d: span without its keys", n)
+			}
+		case "timestamp,level,fields,target,span,spans":
+			spanKeys, _ := orderedKeys(mustJSON(l.Span))
+			if strings.Join(spanKeys, ",") != "object.reason,object.ref,name" || l.Span["name"] != "reconciling object" {
+				t.Fatalf("line %d: span %s", n, mustJSON(l.Span))
+			}
+			if len(l.Spans) != 1 || string(mustJSON(l.Spans[0])) != string(mustJSON(l.Span)) {
+				t.Fatalf("line %d: spans is not [span]: %s", n, raw)
+			}
+		default:
+			t.Fatalf("line %d: top-level keys %s\n%s", n, keys, raw)
+		}
+		if !timestampRE.MatchString(top.Timestamp) {
+			t.Fatalf("line %d: timestamp %q", n, top.Timestamp)
+		}
+		if !levels[l.Level] {
+			t.Fatalf("line %d: level %q", n, l.Level)
+		}
+		if !targetRE.MatchString(l.Target) {
+			t.Fatalf("line %d: target %q", n, l.Target)
+		}
+		if len(l.fields) == 0 || l.fields[0] != "message" {
+			t.Fatalf("line %d: fields do not start with message: %s", n, raw)
+		}
+		for _, leaked := range []string{"controller", "controllerGroup", "controllerKind", "reconcileID", "namespace"} {
+			if _, ok := l.Fields[leaked]; ok {
+				t.Fatalf("line %d: controller-runtime's %q leaked into fields: %s", n, leaked, raw)
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func (l logLine) message() string { s, _ := l.Fields["message"].(string); return s }
+
+func (l logLine) ref() string { s, _ := l.Span["object.ref"].(string); return s }
+
+// secrets returns every operator credential the local cluster holds, to look for in logs.
+func secrets(t *testing.T) []string {
+	t.Helper()
+	var list corev1.SecretList
+	if err := k8s.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range list.Items {
+		if pw := string(s.Data["password"]); strings.HasSuffix(s.Name, "-operator-credentials") && pw != "" {
+			out = append(out, pw)
+		}
+	}
+	return out
+}
+
+// TestLogContract forms two same-named clusters in two namespaces with the real operator at
+// RUST_LOG=info and checks every line it printed so far against the contract.
+func TestLogContract(t *testing.T) {
+	create(t, newImage("log-image"), newConfig("log-config", "log-image"))
+	for _, ns := range []string{"log-a", "log-b"} {
+		setupNamespace(t, ns)
+		create(t, newCluster(ns, "my-cluster", "log-config", withShards(1), withReplicas(1)))
+	}
+	for _, ns := range []string{"log-a", "log-b"} {
+		if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKey{Namespace: ns, Name: "my-cluster"}, v1.StateActive, formTimeout); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout := operator.Logs()
+	lines := parseLog(t, stdout)
+	if stderr, _ := os.ReadFile(operator.Stderr); len(stderr) != 0 {
+		t.Fatalf("stderr is not empty with a valid RUST_LOG:\n%s", stderr)
+	}
+
+	catalogue := map[string]string{}
+	for _, e := range logging.Catalogue {
+		catalogue[e.Message] = strings.ToUpper(e.Level.String())
+	}
+	catalogue["transitioning to Bootstrapping"] = "INFO"
+	seen := map[string]map[string]bool{"log-a": {}, "log-b": {}}
+	for _, l := range lines {
+		if l.Level == "DEBUG" || l.Level == "TRACE" {
+			t.Fatalf("RUST_LOG=info printed %s: %s", l.Level, l.raw)
+		}
+		if strings.HasPrefix(l.Target, "operator") {
+			want, ok := catalogue[l.message()]
+			if !ok {
+				t.Fatalf("message not in the catalogue: %s", l.raw)
+			}
+			if want == "WARNING" {
+				want = "WARN"
+			}
+			if l.Level != want {
+				t.Fatalf("%q at %s, the catalogue says %s", l.message(), l.Level, want)
+			}
+		}
+		// Reconcile-path events carry cluster_name and the span; the span names the namespace.
+		if name, ok := l.Fields["cluster_name"]; ok {
+			if l.Span == nil {
+				t.Fatalf("cluster_name without a span: %s", l.raw)
+			}
+			wantRef := fmt.Sprintf("ValkeyCluster.v1alpha1.valkey.gomomento.com/%s.", name)
+			if !strings.HasPrefix(l.ref(), wantRef) {
+				t.Fatalf("span ref %q for cluster_name %v", l.ref(), name)
+			}
+			for ns := range seen {
+				if l.ref() == "ValkeyCluster.v1alpha1.valkey.gomomento.com/my-cluster."+ns {
+					seen[ns][l.message()] = true
+				}
+			}
+		}
+	}
+	for ns, msgs := range seen {
+		for _, m := range []string{"transitioning to Bootstrapping", "creating headless Service", "creating Pod for node",
+			"transitioning to Forming", "cluster meet issued", "cluster formed", "transitioning to Active"} {
+			if !msgs[m] {
+				t.Errorf("%s/my-cluster: no %q line", ns, m)
+			}
+		}
+	}
+
+	// The contract's own query: jq by cluster_name returns both namespaces' lines, and only
+	// the span tells them apart.
+	jq := exec.Command("jq", "-c", `select(.fields.cluster_name == "my-cluster") | .span["object.ref"]`)
+	jq.Stdin = bytes.NewReader(stdout)
+	out, err := jq.Output()
+	if err != nil {
+		t.Fatalf("jq: %v", err)
+	}
+	refs := map[string]int{}
+	for _, r := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		refs[strings.Trim(r, `"`)]++
+	}
+	if len(refs) != 2 || refs["ValkeyCluster.v1alpha1.valkey.gomomento.com/my-cluster.log-a"] == 0 || refs["ValkeyCluster.v1alpha1.valkey.gomomento.com/my-cluster.log-b"] == 0 {
+		t.Fatalf("jq by cluster_name gave refs %v", refs)
+	}
+
+	for _, pw := range secrets(t) {
+		if bytes.Contains(stdout, []byte(pw)) {
+			t.Fatal("an operator password appears in the log stream")
+		}
+	}
+}
+
+// runOperator runs the operator binary once with env until it exits or timeout passes,
+// stdout and stderr captured to one stream in order when merged is true.
+func runOperator(t *testing.T, timeout time.Duration, env []string) (stdout, stderr []byte, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "--leader-elect=false")
+	cmd.Env = env
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	_ = cmd.Run()
+	return o.Bytes(), e.Bytes(), cmd.ProcessState.ExitCode()
+}
+
+func baseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RUST_LOG=") && !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "KUBERNETES_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func TestStartupFailures(t *testing.T) {
+	t.Run("no Kubernetes client: plain text on stderr, exit 101, no JSON", func(t *testing.T) {
+		stdout, stderr, code := runOperator(t, time.Minute, append(baseEnv(), "RUST_LOG=info", "KUBECONFIG=/nonexistent/kubeconfig", "HOME=/nonexistent"))
+		if code != 101 || len(stdout) != 0 || !strings.HasPrefix(string(stderr), "failed to create Kubernetes client") || json.Valid(bytes.TrimSpace(stderr)) {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+		}
+	})
+	t.Run("invalid operator ConfigMap: one ERROR line, non-zero exit, even with RUST_LOG unset", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "valkey-operator", Name: "valkey-operator-config"}, Data: map[string]string{"defaultZoneSpread": "strict"}}
+		create(t, cm)
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), cm) })
+		stdout, stderr, code := runOperator(t, time.Minute, append(baseEnv(), "KUBECONFIG="+cluster.Kubeconfig))
+		lines := parseLog(t, stdout)
+		if code == 0 || len(lines) != 1 || lines[0].Level != "ERROR" || lines[0].Fields["key"] != "defaultZoneSpread" || len(stderr) != 0 {
+			t.Fatalf("exit %d, stdout %s, stderr %q", code, stdout, stderr)
+		}
+	})
+	t.Run("invalid RUST_LOG pieces: one plain line each on stderr, before any JSON", func(t *testing.T) {
+		// Merge the two streams to check the order: the warnings come first.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, binary, "--leader-elect=false")
+		cmd.Env = append(baseEnv(), "KUBECONFIG="+cluster.Kubeconfig, "RUST_LOG=debug,operator=loud,a=b=c")
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		var merged bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &merged, &merged
+		_ = cmd.Run()
+		got := strings.SplitN(merged.String(), "\n", 3)
+		want := []string{
+			"ignoring `operator=loud`: error parsing level filter: expected one of \"off\", \"error\", \"warn\", \"info\", \"debug\", \"trace\", or a number 0-5",
+			"ignoring `a=b=c`: invalid filter directive",
+		}
+		if len(got) < 3 || got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("first lines:\n%q\nwant\n%q", got, want)
+		}
+		// The valid piece (debug) still applies: DEBUG lines follow.
+		if !strings.Contains(got[2], `"level":"DEBUG"`) {
+			t.Fatalf("no DEBUG line after the warnings:\n%s", got[2][:min(len(got[2]), 2000)])
+		}
+	})
+}
+
+// TestVerbosity stops the suite's operator and runs one with RUST_LOG=warn, then one with
+// RUST_LOG=off, each while it forms a cluster: warn prints no INFO, off prints nothing.
+func TestVerbosity(t *testing.T) {
+	create(t, newImage("verbosity-image"), newConfig("verbosity-config", "verbosity-image"))
+	operator.Kill(syscall.SIGTERM)
+	t.Cleanup(func() {
+		var err error
+		if operator, err = harness.StartOperator(binary, cluster, workDir, "operator", "RUST_LOG=info"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, level := range []string{"warn", "off"} {
+		op, err := harness.StartOperator(binary, cluster, workDir, "operator-"+level, "RUST_LOG="+level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := "verbosity-" + level
+		setupNamespace(t, ns)
+		create(t, newCluster(ns, "vc", "verbosity-config", withShards(1), withReplicas(0)))
+		_, err = harness.WaitState(context.Background(), k8s, client.ObjectKey{Namespace: ns, Name: "vc"}, v1.StateActive, formTimeout)
+		op.Kill(syscall.SIGTERM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderr, _ := os.ReadFile(op.Stderr)
+		switch lines := parseLog(t, op.Logs()); level {
+		case "warn":
+			for _, l := range lines {
+				if l.Level != "WARN" && l.Level != "ERROR" {
+					t.Fatalf("RUST_LOG=warn printed %s", l.raw)
+				}
+			}
+		case "off":
+			if len(lines) != 0 || len(stderr) != 0 {
+				t.Fatalf("RUST_LOG=off printed %d lines, stderr %q", len(lines), stderr)
+			}
+		}
+	}
+}
