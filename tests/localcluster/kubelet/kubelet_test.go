@@ -3,6 +3,7 @@ package kubelet_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,6 +82,14 @@ func setup() (func(), error) {
 	if os.Geteuid() != 0 {
 		return cleanup, fmt.Errorf("these tests need root (network namespaces, bridges, mounts)")
 	}
+	// One local cluster per machine at a time, as tests/localcluster does:
+	// both use the 10.244.0.0/16 range, and a second run of this package
+	// would tear down the first one's bridge.
+	lock, err := acquireLock(10 * time.Minute)
+	if err != nil {
+		return cleanup, err
+	}
+	cleanups = append(cleanups, func() { _ = lock.Close() })
 	binDir := os.Getenv("KUBEBUILDER_ASSETS")
 	if binDir == "" {
 		binDir = binDirDefault
@@ -133,6 +143,31 @@ func setup() (func(), error) {
 	}
 	cleanups = append(cleanups, kl.Stop)
 	return cleanup, nil
+}
+
+// lockFile is shared with tests/localcluster.
+const lockFile = "/run/lock/valkey-operator-localcluster.lock"
+
+func acquireLock(timeout time.Duration) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(lockFile), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s (held by another local cluster or test run): %w", lockFile, err)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 func requireSetup(t *testing.T) {
