@@ -110,5 +110,6 @@
 // service or pod names), container restarts (restartPolicy Always and
 // OnFailure behave as Never), resource limits (nothing is enforced), gRPC
 // probes, exec/attach/port-forward through the API server, hostNetwork,
-// subPathExpr, persistent volumes.
+// subPathExpr, persistent volumes, lifecycle hooks; readOnlyRootFilesystem,
+// capabilities (beyond what dropping root implies) and seccomp are ignored.
 package kubelet
