@@ -95,6 +95,8 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	plan := fsm.PlanPass(state, obs.snapshot)
+	log.Debug(logging.MsgReconcilePass, zap.String(logging.FieldState, string(state)), zap.String(logging.FieldEvent, string(decision.Event)),
+		zap.Int(logging.FieldActions, len(plan.Actions)), zap.String(logging.FieldWaiting, plan.Waiting))
 	execErr := r.execute(ctx, log, &vc, rc, conf, creds, obs, plan)
 	r.logHeartbeat(log, &vc, state, obs)
 

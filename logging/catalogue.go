@@ -43,6 +43,9 @@ const (
 	FieldShards      = "shards"
 	FieldNodes       = "nodes"
 	FieldSlots       = "slots"
+	FieldEvent       = "event"
+	FieldActions     = "actions"
+	FieldWaiting     = "waiting"
 	FieldIP          = "ip"
 	FieldReason      = "reason"
 	FieldError       = "error"
@@ -100,6 +103,10 @@ const (
 	// MsgDeletingFailedPod (INFO, TargetCluster): cluster_name, pod.
 	MsgDeletingFailedPod = "deleting failed Pod"
 
+	// MsgReconcilePass (DEBUG, TargetCluster): cluster_name, state, event, actions, waiting. One
+	// line per reconcile: what was decided and planned.
+	MsgReconcilePass = "reconcile pass"
+
 	// MsgReconcileErrorNoRetry (WARN, the controller's target): cluster_name, error. Ours: a
 	// reconcile.TerminalError, which controller-runtime does not retry.
 	MsgReconcileErrorNoRetry = "reconcile error, not retrying"
@@ -149,6 +156,7 @@ var Catalogue = []Entry{
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
+	{MsgReconcilePass, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldState, FieldEvent, FieldActions, FieldWaiting}},
 	{MsgReconcileError, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgReconcileErrorNoRetry, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgInvalidConfig, zapcore.ErrorLevel, TargetOperator, []string{FieldKey, FieldValue, FieldError}},

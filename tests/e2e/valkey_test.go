@@ -36,8 +36,10 @@ func newConfig(name, image string) *v1.ValkeyConfig {
 
 type clusterOpt func(*v1.ValkeyCluster)
 
-func withShards(n int32) clusterOpt   { return func(c *v1.ValkeyCluster) { c.Spec.Shards = n } }
-func withReplicas(n int32) clusterOpt { return func(c *v1.ValkeyCluster) { c.Spec.ReplicasPerShard = n } }
+func withShards(n int32) clusterOpt { return func(c *v1.ValkeyCluster) { c.Spec.Shards = n } }
+func withReplicas(n int32) clusterOpt {
+	return func(c *v1.ValkeyCluster) { c.Spec.ReplicasPerShard = n }
+}
 
 func newCluster(ns, name, config string, opts ...clusterOpt) *v1.ValkeyCluster {
 	c := &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.ValkeyClusterSpec{ConfigRef: config, Shards: 3, ReplicasPerShard: 1}}
