@@ -264,6 +264,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		APIServerHost: Gateway,
 		APIServerPort: port,
 		Images:        opts.Images,
+		// Node i serves container logs on the gateway at 10250+i, so `kubectl logs` works.
+		KubeletPortBase: 10250,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("localcluster: kubelet: %w", err)

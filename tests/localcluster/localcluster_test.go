@@ -134,6 +134,12 @@ func TestHandAppliedPodRunsRealValkeyAndFailsWhenKilled(t *testing.T) {
 	if got, err := ping(p.Status.PodIP); err != nil || got != "+PONG" {
 		t.Fatalf("PING %s: %q, %v", p.Status.PodIP, got, err)
 	}
+	// The kubelet serves container logs like a real one: kubectl logs goes through the API
+	// server to the node.
+	logs, err := exec.Command("kubectl", "--kubeconfig", cluster.Kubeconfig, "logs", "hand").CombinedOutput()
+	if err != nil || !strings.Contains(string(logs), "Ready to accept connections") {
+		t.Fatalf("kubectl logs: %v\n%s", err, logs)
+	}
 	if err := cluster.Kubelet.KillPod("default", "hand"); err != nil {
 		t.Fatal(err)
 	}
