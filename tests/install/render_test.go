@@ -1,0 +1,331 @@
+package install
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gomomento/valkey-operator/tests/harness"
+)
+
+// These tests need no cluster: they check that the chart and the release manifests are the
+// same install, that the generated parts are up to date, and that the Deployment is hardened.
+
+// checksumAnnotation is the one difference between the chart's Deployment and the manifest's:
+// the chart rolls the operator when its ConfigMap changes.
+const checksumAnnotation = "checksum/config"
+
+func TestChartLintClean(t *testing.T) {
+	out, err := exec.Command(helmBinary(t), "lint", "--strict", chartDir()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "[WARNING]") || strings.Contains(string(out), "[ERROR]") {
+		t.Fatalf("helm lint reports problems:\n%s", out)
+	}
+}
+
+// TestChartRendersTheManifests: with the default values, `helm template` in namespace
+// valkey-operator renders the same ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap
+// and Deployment as manifests/operator.yaml (the Namespace is helm's --create-namespace).
+func TestChartRendersTheManifests(t *testing.T) {
+	chart := renderChart(t)
+	manifest := manifestObjects(t)
+	for _, key := range []string{"ServiceAccount/valkey-operator", "ClusterRole/valkey-operator", "ClusterRoleBinding/valkey-operator", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator"} {
+		m, ok := manifest[key]
+		if !ok {
+			t.Fatalf("manifests/operator.yaml has no %s", key)
+		}
+		c, ok := chart[key]
+		if !ok {
+			t.Fatalf("the chart renders no %s", key)
+		}
+		if key == "Deployment/valkey-operator" {
+			if chartDep := decode[appsv1.Deployment](t, c); chartDep.Spec.Template.Annotations[checksumAnnotation] == "" {
+				t.Fatalf("the chart's Deployment has no %s annotation", checksumAnnotation)
+			}
+			c = dropChecksum(t, c)
+		}
+		if !equalYAML(t, m, c) {
+			t.Errorf("%s differs between manifests/operator.yaml and the chart:\n--- manifest\n%s\n--- chart\n%s", key, m, c)
+		}
+	}
+	for key := range chart {
+		if strings.HasPrefix(key, "CustomResourceDefinition/") {
+			continue
+		}
+		if _, ok := manifest[key]; !ok {
+			t.Errorf("the chart renders %s, which manifests/operator.yaml lacks", key)
+		}
+	}
+	if _, ok := manifest["Namespace/valkey-operator"]; !ok {
+		t.Error("manifests/operator.yaml does not create the valkey-operator namespace")
+	}
+}
+
+// TestClusterRoleIsTheGeneratedOne: the ClusterRole shipped in operator.yaml is
+// manifests/rbac/role.yaml, and that file is what controller-gen makes of the markers in
+// controllers/ today.
+func TestClusterRoleIsTheGeneratedOne(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("go", "tool", "controller-gen", "rbac:roleName=valkey-operator", "paths=./controllers/...", "output:rbac:artifacts:config="+dir)
+	cmd.Dir = harness.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("controller-gen rbac: %v\n%s", err, out)
+	}
+	fresh := readFile(t, filepath.Join(dir, "role.yaml"))
+	committed := readFile(t, filepath.Join(harness.RepoRoot(), "manifests", "rbac", "role.yaml"))
+	if !bytes.Equal(fresh, committed) {
+		t.Fatalf("manifests/rbac/role.yaml is stale: run `make manifests`\n--- generated\n%s", fresh)
+	}
+	objs := splitYAML(t, committed)
+	if len(objs) != 1 {
+		t.Fatalf("role.yaml holds %d objects, want one ClusterRole", len(objs))
+	}
+	if !equalYAML(t, objs[0], manifestObjects(t)["ClusterRole/valkey-operator"]) {
+		t.Fatal("the ClusterRole in manifests/operator.yaml is not manifests/rbac/role.yaml: run `make manifests`")
+	}
+}
+
+// TestChartCRDsAreTheManifestCRDs: chart/files/crds is a byte-for-byte copy of manifests/crds,
+// and the chart renders each CRD unchanged but for the keep policy.
+func TestChartCRDsAreTheManifestCRDs(t *testing.T) {
+	want, _ := filepath.Glob(filepath.Join(harness.RepoRoot(), "manifests", "crds", "*.yaml"))
+	got, _ := filepath.Glob(filepath.Join(chartDir(), "files", "crds", "*.yaml"))
+	if len(want) == 0 || len(want) != len(got) {
+		t.Fatalf("manifests/crds has %d files, chart/files/crds %d: run `make manifests`", len(want), len(got))
+	}
+	rendered := renderChart(t)
+	for _, path := range want {
+		copyPath := filepath.Join(chartDir(), "files", "crds", filepath.Base(path))
+		orig := readFile(t, path)
+		if !bytes.Equal(orig, readFile(t, copyPath)) {
+			t.Errorf("%s differs from %s: run `make manifests`", copyPath, path)
+		}
+		crd := decode[apiextensionsv1.CustomResourceDefinition](t, orig)
+		r, ok := rendered["CustomResourceDefinition/"+crd.Name]
+		if !ok {
+			t.Errorf("the chart does not render CRD %s", crd.Name)
+			continue
+		}
+		rcrd := decode[apiextensionsv1.CustomResourceDefinition](t, r)
+		if rcrd.Annotations["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s: helm.sh/resource-policy is %q, want keep", crd.Name, rcrd.Annotations["helm.sh/resource-policy"])
+		}
+		delete(rcrd.Annotations, "helm.sh/resource-policy")
+		if !equality.Semantic.DeepEqual(crd, rcrd) {
+			t.Errorf("the chart renders CRD %s differently from %s", crd.Name, path)
+		}
+	}
+}
+
+// TestManifestDeploymentContract: what SPEC section 4 and the log contract require of the
+// operator's Deployment, checked on the release manifest (the chart renders the same).
+func TestManifestDeploymentContract(t *testing.T) {
+	objs := manifestObjects(t)
+	d := decode[appsv1.Deployment](t, objs["Deployment/valkey-operator"])
+	if d.Namespace != "valkey-operator" || d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Fatalf("Deployment %s/%s with %v replicas, want valkey-operator/valkey-operator with 1", d.Namespace, d.Name, d.Spec.Replicas)
+	}
+	pod := d.Spec.Template.Spec
+	if pod.ServiceAccountName != "valkey-operator" {
+		t.Errorf("serviceAccountName %q", pod.ServiceAccountName)
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
+		t.Errorf("pod securityContext %+v: want runAsNonRoot and runAsUser 65532", sc)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if !strings.HasPrefix(c.Image, "gomomento/valkey-operator:") || len(c.Command) != 0 {
+		t.Errorf("image %q command %v: want gomomento/valkey-operator:<tag> and the image's entrypoint", c.Image, c.Command)
+	}
+	if sc := c.SecurityContext; sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil || !reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("container securityContext %+v: want no privilege escalation, a read-only root file system, all capabilities dropped", sc)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("resource requests %v: want cpu and memory", c.Resources.Requests)
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if env["RUST_LOG"].Value != "info" {
+		t.Errorf("RUST_LOG %q, want info", env["RUST_LOG"].Value)
+	}
+	if ref := env["POD_NAMESPACE"].ValueFrom; ref == nil || ref.FieldRef == nil || ref.FieldRef.FieldPath != "metadata.namespace" {
+		t.Errorf("POD_NAMESPACE %+v: want the downward API's metadata.namespace", env["POD_NAMESPACE"])
+	}
+	if !reflect.DeepEqual(c.Args, []string{"--leader-elect=true"}) {
+		t.Errorf("args %v: want leader election on", c.Args)
+	}
+	cm := decode[corev1.ConfigMap](t, objs["ConfigMap/valkey-operator-config"])
+	if cm.Namespace != "valkey-operator" || cm.Data["defaultZoneSpread"] != "bestEffort" {
+		t.Errorf("ConfigMap %s/%s data %v", cm.Namespace, cm.Name, cm.Data)
+	}
+	b := decode[rbacv1.ClusterRoleBinding](t, objs["ClusterRoleBinding/valkey-operator"])
+	if b.RoleRef.Name != "valkey-operator" || len(b.Subjects) != 1 || b.Subjects[0].Kind != "ServiceAccount" ||
+		b.Subjects[0].Name != "valkey-operator" || b.Subjects[0].Namespace != "valkey-operator" {
+		t.Errorf("ClusterRoleBinding %+v: want ClusterRole valkey-operator bound to ServiceAccount valkey-operator/valkey-operator", b)
+	}
+}
+
+// TestChartValues: the values reach the objects, a ConfigMap change rolls the operator (the
+// pod template's checksum changes), and an empty log level is refused.
+func TestChartValues(t *testing.T) {
+	base := renderChart(t)
+	got := renderChart(t, "--set", "logLevel=info\\,operator=debug", "--set", "image.repository=registry.example/valkey-operator",
+		"--set", "image.tag=1.2.3", "--set", "config.defaultZoneSpread=required", "--set", "resources.requests.cpu=250m")
+	d := decode[appsv1.Deployment](t, got["Deployment/valkey-operator"])
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Image != "registry.example/valkey-operator:1.2.3" {
+		t.Errorf("image %q", c.Image)
+	}
+	if c.Env[0].Name != "RUST_LOG" || c.Env[0].Value != "info,operator=debug" {
+		t.Errorf("env %+v: want RUST_LOG=info,operator=debug", c.Env)
+	}
+	if q := c.Resources.Requests[corev1.ResourceCPU]; q.Cmp(resource.MustParse("250m")) != 0 {
+		t.Errorf("cpu request %s", q.String())
+	}
+	if cm := decode[corev1.ConfigMap](t, got["ConfigMap/valkey-operator-config"]); cm.Data["defaultZoneSpread"] != "required" {
+		t.Errorf("ConfigMap data %v", cm.Data)
+	}
+	before := decode[appsv1.Deployment](t, base["Deployment/valkey-operator"]).Spec.Template.Annotations[checksumAnnotation]
+	if after := d.Spec.Template.Annotations[checksumAnnotation]; after == before {
+		t.Errorf("the pod template's %s did not change with the ConfigMap", checksumAnnotation)
+	}
+	if _, ok := renderChart(t, "--set", "crds.install=false")["CustomResourceDefinition/valkeyclusters.valkey.gomomento.com"]; ok {
+		t.Error("crds.install=false still renders the CRDs")
+	}
+	out, err := exec.Command(helmBinary(t), "template", "valkey-operator", chartDir(), "-n", "valkey-operator", "--set", "logLevel=").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "logLevel (RUST_LOG) must not be empty") {
+		t.Errorf("an empty logLevel rendered (err %v):\n%s", err, out)
+	}
+}
+
+// chartDir is the chart's directory.
+func chartDir() string { return filepath.Join(harness.RepoRoot(), "chart") }
+
+// renderChart runs `helm template` in namespace valkey-operator and returns the objects by
+// "Kind/name".
+func renderChart(t *testing.T, args ...string) map[string][]byte {
+	t.Helper()
+	cmd := exec.Command(helmBinary(t), append([]string{"template", "valkey-operator", chartDir(), "-n", "valkey-operator"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, stderr.Bytes())
+	}
+	return byKindName(t, out)
+}
+
+// manifestObjects returns manifests/operator.yaml's objects by "Kind/name".
+func manifestObjects(t *testing.T) map[string][]byte {
+	t.Helper()
+	return byKindName(t, readFile(t, filepath.Join(harness.RepoRoot(), "manifests", "operator.yaml")))
+}
+
+func byKindName(t *testing.T, data []byte) map[string][]byte {
+	t.Helper()
+	objs := map[string][]byte{}
+	for _, doc := range splitYAML(t, data) {
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatalf("%v\n%s", err, doc)
+		}
+		key := meta.Kind + "/" + meta.Metadata.Name
+		if _, dup := objs[key]; dup {
+			t.Fatalf("%s appears twice", key)
+		}
+		objs[key] = doc
+	}
+	return objs
+}
+
+// splitYAML splits a multi-document stream, dropping documents with no object (comments only).
+func splitYAML(t *testing.T, data []byte) [][]byte {
+	t.Helper()
+	var docs [][]byte
+	for _, doc := range strings.Split("\n"+string(data), "\n---") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatalf("%v\n%s", err, doc)
+		}
+		if len(m) > 0 {
+			docs = append(docs, []byte(doc))
+		}
+	}
+	return docs
+}
+
+func equalYAML(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := yaml.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &y); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// dropChecksum removes the chart's config checksum from a Deployment (and the annotations map
+// if that empties it).
+func dropChecksum(t *testing.T, doc []byte) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	meta := m["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
+	if ann, ok := meta["annotations"].(map[string]any); ok {
+		delete(ann, checksumAnnotation)
+		if len(ann) == 0 {
+			delete(meta, "annotations")
+		}
+	}
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func decode[T any](t *testing.T, doc []byte) *T {
+	t.Helper()
+	var obj T
+	if err := yaml.UnmarshalStrict(doc, &obj); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	return &obj
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
