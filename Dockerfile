@@ -3,8 +3,9 @@
 # The tag is the chart's appVersion (chart/Chart.yaml), which manifests/operator.yaml uses too.
 FROM golang:1.26 AS build
 WORKDIR /src
+# As the Makefile builds: go.mod may lag its imports until the next tidy.
+ENV GOFLAGS=-mod=mod
 COPY go.mod go.sum ./
-RUN go mod download
 COPY main.go ./
 COPY apis/ apis/
 COPY controllers/ controllers/
