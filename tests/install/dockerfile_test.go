@@ -67,10 +67,8 @@ func TestDockerfile(t *testing.T) {
 	ignore := strings.Fields(string(readFile(t, filepath.Join(harness.RepoRoot(), ".dockerignore"))))
 	for _, dir := range strings.Fields(string(out)) {
 		rel, _ := filepath.Rel(harness.RepoRoot(), dir)
-		want := rel + "/"
-		if rel == "." {
-			want = "main.go"
-		} else {
+		want := "main.go"
+		if rel != "." {
 			want = strings.SplitN(rel, "/", 2)[0] + "/"
 		}
 		if !slices.Contains(copies, want) && !slices.Contains(copies, "./") && !slices.Contains(copies, ".") {
