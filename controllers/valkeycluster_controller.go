@@ -28,7 +28,7 @@ const (
 	TickInterval = 30 * time.Second
 	// waitInterval is how soon a pass that waits on the world (pods starting, gossip
 	// converging) looks again.
-	waitInterval = 2 * time.Second
+	waitInterval = time.Second
 )
 
 // ValkeyClusterReconciler reconciles ValkeyCluster objects: it creates the cluster's Service,

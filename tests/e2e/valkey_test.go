@@ -10,6 +10,7 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -48,6 +49,12 @@ func newCluster(ns, name, config string, opts ...clusterOpt) *v1.ValkeyCluster {
 	}
 	return c
 }
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+func ensureNS(ctx context.Context, name string) error { return harness.EnsureNamespace(ctx, k8s, name) }
 
 // setupNamespace creates a namespace for one test and deletes it (and so the clusters in it)
 // at the end.
