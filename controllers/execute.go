@@ -124,12 +124,18 @@ func (t *tickLog) due(key string, now time.Time) bool {
 	return true
 }
 
-// logHeartbeat logs `active tick` for an Active cluster every tick, and `bootstrap blocked`
-// for every pod the scheduler cannot place, on every pass.
+// logHeartbeat logs `active tick` for an Active cluster every tick, `bootstrap blocked` for
+// every pod the scheduler cannot place and `primary unhealthy but replicas exist, waiting for
+// auto-failover` for every shard that lost its primary, on every pass.
 func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyCluster, state fsm.State, obs *observation) {
 	for _, p := range obs.snapshot.Pods {
 		if p.Unschedulable != "" && !p.Deleting {
 			log.Info(logging.MsgBootstrapBlocked, logging.Pod(p.Name), zap.String(logging.FieldReason, p.Unschedulable))
+		}
+	}
+	if state == fsm.Active {
+		for _, w := range obs.snapshot.AwaitingFailover() {
+			log.Info(logging.MsgPrimaryUnhealthyWaiting, logging.Pod(w.Replica), logging.Node(w.PrimaryID), zap.Int(logging.FieldShard, w.Shard))
 		}
 	}
 	if state == fsm.Active && r.ticks.due(vc.Namespace+"/"+vc.Name, time.Now()) {

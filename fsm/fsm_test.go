@@ -312,3 +312,14 @@ func TestPlanPass(t *testing.T) {
 		}
 	})
 }
+
+func TestAwaitingFailover(t *testing.T) {
+	s := newSnapshot(Active, 3, 1, formed, withFailed("p1-0"))
+	got := s.AwaitingFailover()
+	if !reflect.DeepEqual(got, []FailoverWait{{Shard: 1, Replica: "p1-1", PrimaryID: "id-p1-0"}}) {
+		t.Fatalf("%+v", got)
+	}
+	if got := newSnapshot(Active, 3, 1, formed, withFailed("p1-1")).AwaitingFailover(); len(got) != 0 {
+		t.Fatalf("a lost replica is not a failover: %+v", got)
+	}
+}

@@ -219,3 +219,38 @@ func ShardPrimary(pods []Pod) *Pod {
 	}
 	return nil
 }
+
+// FailoverWait is a shard whose primary is gone while a replica that can take over is alive.
+type FailoverWait struct {
+	Shard int
+	// Replica is the pod of a live replica of the lost primary.
+	Replica string
+	// PrimaryID is the lost primary's node id.
+	PrimaryID string
+}
+
+// AwaitingFailover lists the shards whose slots are held by a primary that no live pod owns
+// while a live, reachable replica still follows it: Valkey's own failover will promote that
+// replica, so the operator waits instead of acting.
+func (s Snapshot) AwaitingFailover() []FailoverWait {
+	owned := map[string]bool{}
+	for _, p := range s.LivePods() {
+		if p.Node != nil && p.Node.ID != "" {
+			owned[p.Node.ID] = true
+		}
+	}
+	var out []FailoverWait
+	for shard, pods := range s.ShardPods() {
+		for _, p := range pods {
+			n := p.Node
+			if n == nil || !n.Reachable || n.Primary || n.PrimaryID == "" || owned[n.PrimaryID] {
+				continue
+			}
+			if len(n.Known[n.PrimaryID]) > 0 {
+				out = append(out, FailoverWait{Shard: shard, Replica: p.Name, PrimaryID: n.PrimaryID})
+				break
+			}
+		}
+	}
+	return out
+}
