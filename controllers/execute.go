@@ -124,17 +124,21 @@ func (t *tickLog) due(key string, now time.Time) bool {
 	return true
 }
 
-// logHeartbeat logs `active tick` for an Active cluster every tick, `bootstrap blocked` for
-// every pod the scheduler cannot place and `primary unhealthy but replicas exist, waiting for
-// auto-failover` for every shard that lost its primary, on every pass.
+// logHeartbeat logs, once per tick however often passes run: `active tick` for an Active
+// cluster, `bootstrap blocked` for every pod the scheduler cannot place, and `primary
+// unhealthy but replicas exist, waiting for auto-failover` for every shard that lost its
+// primary.
 func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyCluster, state fsm.State, obs *observation) {
 	for _, p := range obs.snapshot.Pods {
-		if p.Unschedulable != "" && !p.Deleting {
+		if p.Unschedulable != "" && !p.Deleting && r.ticks.due("blocked/"+vc.Namespace+"/"+p.Name, time.Now()) {
 			log.Info(logging.MsgBootstrapBlocked, logging.Pod(p.Name), zap.String(logging.FieldReason, p.Unschedulable))
 		}
 	}
 	if state == fsm.Active {
 		for _, w := range obs.snapshot.AwaitingFailover() {
+			if !r.ticks.due(fmt.Sprintf("failover/%s/%s/%d", vc.Namespace, vc.Name, w.Shard), time.Now()) {
+				continue
+			}
 			log.Info(logging.MsgPrimaryUnhealthyWaiting, logging.Pod(w.Replica), logging.Node(w.PrimaryID), zap.Int(logging.FieldShard, w.Shard))
 		}
 	}
