@@ -6,8 +6,8 @@
 //
 // Nothing here is a fake: the API server, the scheduler's decisions, garbage collection of
 // owned objects and the Valkey processes are the real programs. Only one local cluster runs on
-// a machine at a time (it owns the pod bridge and the 10.244.0.0/16 range); Start waits on a
-// machine-wide lock file so parallel test packages take turns.
+// a machine per slot (see Slots); Start waits for a free slot, so parallel test packages
+// take turns beyond that.
 package localcluster
 
 import (
@@ -36,16 +36,29 @@ import (
 // K8sVersion is the Kubernetes release whose control plane the local cluster runs.
 const K8sVersion = "v1.37.2"
 
-// Pod network of the local cluster: one bridge on the host, pods on 10.244.0.0/16, the host
-// (and the API server, for pods that talk to it) at the gateway address.
-const (
-	Bridge  = "vko0"
-	PodCIDR = "10.244.0.0/16"
-	Gateway = "10.244.0.1"
-)
+// Slots lets a few local clusters run side by side on one machine (a demo left running while
+// the tests run, say). Slot i owns bridge vko<i> and pods on 10.(244+i).0.0/16, the host (and
+// the API server, for pods that talk to it) at 10.(244+i).0.1. A slot is held through a lock
+// file; Start takes the first free one and waits when none is.
+const Slots = 3
 
-// lockFile serialises local clusters on one machine: they share the bridge and the pod range.
-const lockFile = "/run/lock/valkey-operator-localcluster.lock"
+// slotNetwork is the pod network of slot i.
+func slotNetwork(i int) kubelet.NetworkConfig {
+	return kubelet.NetworkConfig{
+		Bridge:  fmt.Sprintf("vko%d", i),
+		CIDR:    fmt.Sprintf("10.%d.0.0/16", 244+i),
+		Gateway: fmt.Sprintf("10.%d.0.1", 244+i),
+	}
+}
+
+// lockFile is slot i's lock. Slot 0's is also taken by the kubelet package's own tests, whose
+// network sits inside slot 0's range.
+func lockFile(i int) string {
+	if i == 0 {
+		return "/run/lock/valkey-operator-localcluster.lock"
+	}
+	return fmt.Sprintf("/run/lock/valkey-operator-localcluster-%d.lock", i)
+}
 
 // Options configure Start. The zero value starts the default three-zone cluster.
 type Options struct {
@@ -83,6 +96,8 @@ type Cluster struct {
 	Config *rest.Config
 	// Kubelet runs the pods and offers fault injection.
 	Kubelet *kubelet.Kubelet
+	// Network is the pod network (bridge, CIDR, gateway) of this cluster's slot.
+	Network kubelet.NetworkConfig
 
 	env       *envtest.Environment
 	procs     []*exec.Cmd
@@ -123,12 +138,13 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	if len(opts.Nodes) == 0 {
 		opts.Nodes = DefaultNodes()
 	}
-	c := &Cluster{Dir: opts.Dir, network: kubelet.NetworkConfig{Bridge: Bridge, CIDR: PodCIDR, Gateway: Gateway}}
-	lock, err := acquireLock(ctx)
+	c := &Cluster{Dir: opts.Dir}
+	slot, lock, err := acquireSlot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c.lock = lock
+	c.lock, c.network = lock, slotNetwork(slot)
+	c.Network = c.network
 	defer func() {
 		if retErr != nil {
 			_ = c.Stop()
@@ -172,8 +188,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	api := &envtest.APIServer{CertDir: filepath.Join(c.Dir, "pki"), Out: apiOut, Err: apiOut, StartTimeout: 2 * time.Minute}
 	// Listening on the gateway lets pods (the operator's own, in cluster) reach the API server;
 	// envtest adds that address to the serving certificate.
-	api.SecureServing.ListenAddr.Address = Gateway
-	port, err := freePort(Gateway)
+	api.SecureServing.ListenAddr.Address = c.network.Gateway
+	port, err := freePort(c.network.Gateway)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +198,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	// envtest disables the ServiceAccount admission plugin; a real cluster has it, and pods
 	// need their token volume.
 	args.Disable("disable-admission-plugins")
-	args.Set("advertise-address", Gateway)
+	args.Set("advertise-address", c.network.Gateway)
 	args.Set("service-cluster-ip-range", "10.96.0.0/16")
 	args.Set("allow-privileged", "true")
 	args.Set("kubelet-preferred-address-types", "InternalIP")
@@ -261,7 +277,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		Network:       c.network,
 		Nodes:         opts.Nodes,
 		StateDir:      filepath.Join(c.Dir, "kubelet"),
-		APIServerHost: Gateway,
+		APIServerHost: c.network.Gateway,
 		APIServerPort: port,
 		Images:        opts.Images,
 		// Node i serves container logs on the gateway at 10250+i, so `kubectl logs` works.
@@ -384,28 +400,42 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
-// acquireLock takes the machine-wide local-cluster lock, waiting for another run to finish.
-func acquireLock(ctx context.Context) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(lockFile), 0o755); err != nil {
-		return nil, err
+// acquireSlot takes the first free slot's lock, waiting while every slot is taken.
+func acquireSlot(ctx context.Context) (int, *os.File, error) {
+	files := make([]*os.File, Slots)
+	for i := range Slots {
+		if err := os.MkdirAll(filepath.Dir(lockFile(i)), 0o755); err != nil {
+			return 0, nil, err
+		}
+		f, err := os.OpenFile(lockFile(i), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return 0, nil, err
+		}
+		files[i] = f
 	}
-	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
+	closeAll := func(except int) {
+		for i, f := range files {
+			if i != except {
+				f.Close()
+			}
+		}
 	}
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("localcluster: lock %s: %w", lockFile, err)
+		for i, f := range files {
+			err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			if err == nil {
+				closeAll(i)
+				return i, f, nil
+			}
+			if !errors.Is(err, syscall.EWOULDBLOCK) {
+				closeAll(-1)
+				return 0, nil, fmt.Errorf("localcluster: lock %s: %w", lockFile(i), err)
+			}
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("localcluster: waiting for another local cluster to stop: %w", ctx.Err())
+			closeAll(-1)
+			return 0, nil, fmt.Errorf("localcluster: waiting for a free local-cluster slot: %w", ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
