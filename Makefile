@@ -55,7 +55,7 @@ chart-lint: helm
 # Installs the operator as users do (kubectl apply of manifests/, helm install / upgrade of
 # chart/) on the local cluster, where the operator runs as the pod of its Deployment.
 install-test: deps
-	go test -count=1 -timeout 30m ./tests/install/
+	go test -count=1 -timeout 60m ./tests/install/
 
 unit-test:
 	go test -count=1 -short ./...

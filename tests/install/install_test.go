@@ -295,7 +295,8 @@ func startCluster(t *testing.T) (*localcluster.Cluster, client.Client) {
 	}
 	bin := operatorBinary(t)
 	helmBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// The local cluster is one per machine: Start first waits for other test packages' turn.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Options{Images: map[string]string{operatorImage: bin}})
 	if err != nil {
