@@ -384,13 +384,15 @@ func checkPodProcess(t *testing.T, pod *corev1.Pod) {
 	if !ok {
 		t.Fatalf("container ID %q", pod.Status.ContainerStatuses[0].ContainerID)
 	}
-	exe, err := os.Readlink("/proc/" + pid + "/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if exe != binPath {
-		t.Fatalf("pod %s runs %s, want the operator binary %s", pod.Name, exe, binPath)
-	}
+	// The container's process starts as the kubelet's small exec chain (shell, setpriv) that
+	// ends in the operator binary.
+	waitFor(t, "pod "+pod.Name+" to exec the operator binary "+binPath, func() (bool, string) {
+		exe, err := os.Readlink("/proc/" + pid + "/exe")
+		if err != nil {
+			t.Fatalf("pod %s process %s: %v", pod.Name, pid, err)
+		}
+		return exe == binPath, "runs " + exe
+	})
 	status := string(readFile(t, "/proc/"+pid+"/status"))
 	for _, want := range []string{"Uid:\t65532\t65532\t65532\t65532", "Gid:\t65532\t65532\t65532\t65532", "NoNewPrivs:\t1"} {
 		if !strings.Contains(status, want+"\n") {
