@@ -34,8 +34,9 @@ const (
 	authFileName   = "auth.conf"
 
 	// OperatorUser is the Valkey user the operator runs CLUSTER and ACL commands with; it
-	// also authenticates replication (masteruser).
-	OperatorUser = "valkey-operator"
+	// also authenticates replication (masteruser). The _momento_ prefix is reserved at
+	// admission, so no declared user can collide with it.
+	OperatorUser = "_momento_operator"
 	// operatorPasswordKey is the key of the password in the operator's credential Secret.
 	operatorPasswordKey = "password"
 
@@ -137,7 +138,9 @@ func buildConfigMap(vc *v1.ValkeyCluster, conf string) *corev1.ConfigMap {
 
 // renderACL renders the ACL file: the operator's user (by SHA-256 of its password), then the
 // default user, then spec.acl. While spec.acl is empty the default user stays as Valkey ships
-// it (on, no password, all commands); once any user is declared it is switched off.
+// it (on, no password, all commands); once any user is declared it is switched off, unless
+// spec.acl declares `default` itself (as the original's password-rotation example does).
+// The operator's user is under the _momento_ prefix, which admission reserves.
 func renderACL(vc *v1.ValkeyCluster, roles map[string]v1.ValkeyRoleSpec, operatorPassword string) string {
 	var b strings.Builder
 	sum := sha256.Sum256([]byte(operatorPassword))
@@ -146,7 +149,14 @@ func renderACL(vc *v1.ValkeyCluster, roles map[string]v1.ValkeyRoleSpec, operato
 		b.WriteString("user default on nopass ~* &* +@all\n")
 		return b.String()
 	}
-	b.WriteString("user default off resetkeys resetchannels -@all\n")
+	declaresDefault := false
+	for _, u := range vc.Spec.ACL {
+		declaresDefault = declaresDefault || u.Username == "default"
+	}
+	if !declaresDefault {
+		// A user file may name a user once: a declared default user replaces this line.
+		b.WriteString("user default off resetkeys resetchannels -@all\n")
+	}
 	for _, u := range vc.Spec.ACL {
 		fields := []string{"user", u.Username, "on", "resetpass", "resetkeys", "resetchannels", "-@all"}
 		for _, h := range u.PasswordHashes {

@@ -117,6 +117,11 @@ func TestRenderACL(t *testing.T) {
 	if !strings.Contains(got, "user default off") || !strings.HasSuffix(got, want) {
 		t.Fatalf("got:\n%s\nwant suffix:\n%s", got, want)
 	}
+	// Declaring default replaces the switched-off line: a user may appear once in the file.
+	vc.Spec.ACL[0].Username = "default"
+	if got = renderACL(vc, roles, "s3cret"); strings.Count(got, "user default ") != 1 || strings.Contains(got, "user default off") {
+		t.Fatalf("declared default user:\n%s", got)
+	}
 }
 
 func TestResolveConfig(t *testing.T) {

@@ -28,7 +28,7 @@ import (
 
 // execute carries out the plan in order: a thin switch over action kinds. It stops at the
 // first failing step; the next pass observes again and plans what is left.
-func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, conf string, creds valkey.Credentials, obs *observation, plan fsm.Plan) error {
+func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, creds valkey.Credentials, obs *observation, plan fsm.Plan) error {
 	clients := map[string]*valkey.Client{}
 	defer func() {
 		for _, c := range clients {
@@ -56,7 +56,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		case fsm.ActCreatePod:
 			name := newPodName(vc)
 			log.Info(logging.MsgCreatingPod, logging.Pod(name), zap.Int(logging.FieldShard, a.Shard))
-			pod := buildPod(vc, rc, name, a.Shard, podSpecHash(vc, rc, conf), r.DefaultZoneSpread)
+			pod := buildPod(vc, rc, name, a.Shard, obs.snapshot.SpecHash, r.DefaultZoneSpread)
 			if err = r.Create(ctx, pod); apierrors.IsAlreadyExists(err) {
 				err = nil
 			}
@@ -191,6 +191,8 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 		st.Message = problem
 	case blocked != "":
 		st.Message = blocked
+	case plan.Blocked != "":
+		st.Message = plan.Blocked
 	case plan.Waiting != "":
 		st.Message = plan.Waiting
 	case formed:

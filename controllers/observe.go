@@ -25,9 +25,12 @@ type observation struct {
 // observe lists the cluster's pods and asks every running pod's node for CLUSTER NODES,
 // CLUSTER INFO and INFO replication (valkey.Observe, concurrently). A node that does not
 // answer is kept, marked unreachable.
-func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyCluster, problem string, creds valkey.Credentials) (*observation, error) {
+//
+// Pods are listed from the API server, not the cache: a pod created on the previous pass may
+// not be in the cache yet, and deciding on a stale list would create it again.
+func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyCluster, problem, specHash string, creds valkey.Credentials) (*observation, error) {
 	var list corev1.PodList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	o := &observation{pods: map[string]*corev1.Pod{}}
@@ -36,6 +39,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		SpecProblem:      problem,
 		Shards:           int(vc.Spec.Shards),
 		ReplicasPerShard: int(vc.Spec.ReplicasPerShard),
+		SpecHash:         specHash,
 	}
 	var addrs []string
 	var queried []int
@@ -83,6 +87,12 @@ func podView(pod *corev1.Pod) fsm.Pod {
 		Phase:    fsm.Phase(pod.Status.Phase),
 		IP:       pod.Status.PodIP,
 		Deleting: pod.DeletionTimestamp != nil,
+		SpecHash: pod.Annotations[v1.AnnotationSpecHash],
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			p.Failure = fmt.Sprintf("%s, exit code %d", t.Reason, t.ExitCode)
+		}
 	}
 	if p.Phase == "" {
 		p.Phase = fsm.PodPending
@@ -114,11 +124,15 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.SlotsAssigned, _ = strconv.Atoi(v.ClusterInfo["cluster_slots_assigned"])
 	n.LinkUp = v.ReplicaLinkUp()
 	n.Known = map[string][]fsm.SlotRange{}
+	n.Failed = map[string]bool{}
 	for _, e := range v.Nodes {
 		if e.Handshake || e.NoAddr {
 			continue
 		}
 		n.Known[e.ID] = slotRanges(e.Slots)
+		if e.Fail {
+			n.Failed[e.ID] = true
+		}
 		if e.Myself {
 			n.Primary = e.Role == valkey.RolePrimary
 			n.PrimaryID = e.PrimaryID

@@ -54,8 +54,10 @@ type ValkeyClusterReconciler struct {
 // execute → one status write.
 func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
+	// Read from the API server, not the cache: the status written by the previous pass must be
+	// the one this pass decides from, or a transition would be decided (and logged) twice.
 	var vc v1.ValkeyCluster
-	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, &vc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if vc.DeletionTimestamp != nil {
@@ -67,13 +69,14 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	var creds valkey.Credentials
-	var conf string
+	var conf, hash string
 	if problem == "" {
 		if creds, conf, err = r.ensureObjects(ctx, log, &vc, rc, roles); err != nil {
 			return ctrl.Result{}, err
 		}
+		hash = podSpecHash(&vc, rc, conf)
 	}
-	obs, err := r.observe(ctx, &vc, problem, creds)
+	obs, err := r.observe(ctx, &vc, problem, hash, creds)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -97,7 +100,7 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	plan := fsm.PlanPass(state, obs.snapshot)
 	log.Debug(logging.MsgReconcilePass, zap.String(logging.FieldState, string(state)), zap.String(logging.FieldEvent, string(decision.Event)),
 		zap.Int(logging.FieldActions, len(plan.Actions)), zap.String(logging.FieldWaiting, plan.Waiting))
-	execErr := r.execute(ctx, log, &vc, rc, conf, creds, obs, plan)
+	execErr := r.execute(ctx, log, &vc, rc, creds, obs, plan)
 	r.logHeartbeat(log, &vc, state, obs)
 
 	if err := r.writeStatus(ctx, &vc, state, problem, obs, plan); err != nil {
@@ -119,6 +122,10 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // load resolves the cluster's references. A reference that does not resolve is returned as
 // problem (the cluster goes Invalid); err is a transient API error.
 func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster) (*ResolvedConfig, map[string]v1.ValkeyRoleSpec, string, error) {
+	if vc.Spec.TLS != nil {
+		// Serving plaintext to a team that asked for TLS would be worse than not serving.
+		return nil, nil, "spec.tls is not supported by this version of the operator yet: the cluster would run without TLS", nil
+	}
 	rc, err := resolveConfig(ctx, r.Client, vc.Spec.ConfigRef)
 	var sp *SpecProblem
 	if errors.As(err, &sp) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -286,8 +287,8 @@ func TestPlanPass(t *testing.T) {
 	t.Run("active heal: replace failed pod, then forget and delete", func(t *testing.T) {
 		s := newSnapshot(Active, 3, 1, formed, withFailed("p1-1"))
 		p := PlanPass(Active, s)
-		// The dead replica's id has no slots: it is forgotten on the five live nodes at once.
-		if !reflect.DeepEqual(kinds(p), []ActionKind{ActCreatePod, ActForget, ActForget, ActForget, ActForget, ActForget}) || p.Actions[0].Shard != 1 {
+		// Until the nodes agree it failed, the dead replica is not forgotten.
+		if !reflect.DeepEqual(kinds(p), []ActionKind{ActCreatePod}) || p.Actions[0].Shard != 1 {
 			t.Fatal(p.Actions)
 		}
 		// The replacement runs and has joined as a replica of p1-0; the dead id is still known.
@@ -295,6 +296,7 @@ func TestPlanPass(t *testing.T) {
 		s.Pods[3].Name, s.Pods[3].Node.ID = "p1-9", "id-p1-9"
 		for i := range s.Pods {
 			s.Pods[i].Node.Known["id-p1-9"] = nil
+			s.Pods[i].Node.Failed = map[string]bool{"id-p1-1": true}
 		}
 		s.Pods = append(s.Pods, Pod{Name: "p1-1", Shard: 1, Phase: PodFailed})
 		p = PlanPass(Active, s)
@@ -321,5 +323,91 @@ func TestAwaitingFailover(t *testing.T) {
 	}
 	if got := newSnapshot(Active, 3, 1, formed, withFailed("p1-1")).AwaitingFailover(); len(got) != 0 {
 		t.Fatalf("a lost replica is not a failover: %+v", got)
+	}
+}
+
+// withFailFlag makes every live node's view flag id as failed.
+func withFailFlag(id string) opt {
+	return func(s *Snapshot) {
+		for i := range s.Pods {
+			if n := s.Pods[i].Node; n != nil && n.Reachable {
+				n.Failed = map[string]bool{id: true}
+			}
+		}
+	}
+}
+
+// A dead primary with a live replica is never forgotten, even when the node that happens to
+// be first by name (a fresh replacement) sees it without slots: that was a whole-cluster outage.
+func TestNoForgetOfAPrimaryAReplicaStillFollows(t *testing.T) {
+	s := newSnapshot(Active, 3, 1, formed, withFailed("p1-0"), withFailFlag("id-p1-0"))
+	// The replacement "a-new" sorts first; it learnt the dead primary from gossip, slot-less.
+	s.Pods = append(s.Pods, Pod{Name: "a-new", Shard: 1, Phase: PodRunning, IP: "10.244.9.9",
+		Node: &Node{Reachable: true, ID: "id-new", Primary: true, Known: map[string][]SlotRange{}, Failed: map[string]bool{"id-p1-0": true}}})
+	for i := range s.Pods {
+		if n := s.Pods[i].Node; n != nil && n.Reachable {
+			for j := range s.Pods {
+				if m := s.Pods[j].Node; m != nil && m.ID != "" {
+					if _, ok := n.Known[m.ID]; !ok {
+						n.Known[m.ID] = nil
+					}
+				}
+			}
+			n.Known["id-new"] = nil
+		}
+	}
+	s.Pods[len(s.Pods)-1].Node.Known["id-p1-0"] = nil
+	for _, a := range PlanPass(Active, s).Actions {
+		if a.Kind == ActForget || a.Kind == ActAddSlots {
+			t.Fatalf("planned %s while p1-1 still follows the dead primary", a)
+		}
+	}
+}
+
+// A shard that lost its only node is served again, empty: its dead primary is forgotten once
+// every node flags it failed, and its slots go to the replacement.
+func TestLostSoleNodeShardIsServedAgain(t *testing.T) {
+	s := newSnapshot(Active, 3, 0, formed, withFailed("p1-0"), withFailFlag("id-p1-0"))
+	s.Pods = append(s.Pods, Pod{Name: "p1-9", Shard: 1, Phase: PodRunning, IP: "10.244.9.9",
+		Node: &Node{Reachable: true, ID: "id-p1-9", Primary: true, Known: map[string][]SlotRange{}, Failed: map[string]bool{"id-p1-0": true}}})
+	for i := range s.Pods {
+		if n := s.Pods[i].Node; n != nil && n.Reachable {
+			for j := range s.Pods {
+				if m := s.Pods[j].Node; m != nil && m.ID != "" {
+					n.Known[m.ID] = m.MySlots
+				}
+			}
+			n.Known["id-p1-0"] = EvenSlotSpread(3)[1:2]
+		}
+	}
+	p := PlanPass(Active, s)
+	if len(p.Actions) == 0 || p.Actions[0].Kind != ActForget || p.Actions[0].NodeID != "id-p1-0" {
+		t.Fatalf("want forget of the dead sole primary, got %v", p.Actions)
+	}
+	for i := range s.Pods {
+		if n := s.Pods[i].Node; n != nil && n.Reachable {
+			delete(n.Known, "id-p1-0")
+		}
+	}
+	p = PlanPass(Active, s)
+	if !reflect.DeepEqual(p.Actions, []Action{{Kind: ActAddSlots, Pod: "p1-9", Slots: EvenSlotSpread(3)[1:2]}}) {
+		t.Fatalf("want the shard's slots on the replacement, got %v", p.Actions)
+	}
+}
+
+// Pods that fail on start are not replaced without end.
+func TestCrashingPodsStopReplacement(t *testing.T) {
+	s := newSnapshot(Bootstrapping, 1, 0, withoutPods)
+	s.SpecHash = "h1"
+	for _, name := range []string{"p0-a", "p0-b"} {
+		s.Pods = append(s.Pods, Pod{Name: name, Shard: 0, Phase: PodFailed, SpecHash: "h1", Failure: "Error, exit code 1"})
+	}
+	p := PlanPass(Bootstrapping, s)
+	if len(p.Actions) != 0 || !strings.Contains(p.Blocked, "p0-a, p0-b failed (Error, exit code 1)") {
+		t.Fatalf("%v %q", p.Actions, p.Blocked)
+	}
+	s.SpecHash = "h2" // the config was fixed
+	if p := PlanPass(Bootstrapping, s); len(p.Actions) != 1 || p.Blocked != "" {
+		t.Fatalf("after a spec change: %v %q", p.Actions, p.Blocked)
 	}
 }

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // ActionKind is one kind of step the controller knows how to execute.
@@ -53,27 +54,39 @@ func (a Action) String() string {
 }
 
 // Plan is the ordered list of actions for one pass and, when the plan is waiting on the world,
-// why (for logs and status.message).
+// why (for logs and status.message). Blocked is set when the operator refuses to go on until
+// something outside it changes (pods that fail on start with the current spec).
 type Plan struct {
 	Actions []Action
 	Waiting string
+	Blocked string
 }
+
+// MaxFailedPerShard is how many pods of the current spec may fail in one shard before the
+// operator stops creating replacements for it: a pod that fails on start (a bad directive in
+// the ValkeyConfig) would otherwise be replaced every pass, without end. A new spec (another
+// spec hash) or the shard becoming whole again lifts the stop.
+const MaxFailedPerShard = 2
 
 // PlanPass returns what to do on this pass for a cluster in state st. The rules, in order:
 //
 //  1. Invalid: nothing; nothing is ever deleted to make progress.
-//  2. Create the missing pods of every shard (idempotent, batched).
+//  2. Create the missing pods of every shard (idempotent, batched), unless MaxFailedPerShard
+//     pods of the current spec already failed in that shard.
 //  3. Until every live pod runs with an IP and its node answers, wait: Valkey steps need the
 //     whole picture, and an unreachable node is unknown, not gone.
 //  4. MEET every node the seed node (first live pod by name) does not know yet (batched).
 //  5. Wait until every node knows every other node.
-//  6. Forming only: ADDSLOTSRANGE the shard's even share of the 16384 slots to the primary
-//     of each shard that serves none, skipping any slot some node already claims, so an
-//     operator restarted mid-assignment never assigns a slot twice.
+//  6. ADDSLOTSRANGE the shard's even share of the 16384 slots to the primary of each shard
+//     that serves none, skipping any slot some node's view still gives an owner, so an
+//     operator restarted mid-assignment never assigns a slot twice, and a shard that lost its
+//     only node (no replica, its id forgotten by rule 8) is served again, empty.
 //  7. REPLICATE every other pod of a shard to the shard's primary (batched).
-//  8. Active only, one disruptive step per pass: FORGET on every node a slot-less node id that
-//     no live pod owns (every live pod answered in rule 3, so such an id belongs to a pod that
-//     failed or was deleted); then delete Failed pods whose shard is whole again.
+//  8. Active only, one disruptive step per pass: FORGET on every node one node id that no
+//     pod owns any more, that every live node that knows it flags `fail`, and that no live
+//     replica follows (while one does, Valkey's own failover must promote it first; forgetting
+//     the primary would leave its slots without an owner); then delete Failed pods whose shard
+//     is whole again.
 func PlanPass(st State, s Snapshot) Plan {
 	if st == Invalid {
 		return Plan{}
@@ -81,7 +94,16 @@ func PlanPass(st State, s Snapshot) Plan {
 	var p Plan
 	shardPods := s.ShardPods()
 	for shard, pods := range shardPods {
-		for range s.ReplicasPerShard + 1 - len(pods) {
+		missing := s.ReplicasPerShard + 1 - len(pods)
+		if missing <= 0 {
+			continue
+		}
+		if failed := s.failedPods(shard); len(failed) >= MaxFailedPerShard {
+			p.Blocked = fmt.Sprintf("shard %d: pods %s failed (%s); not creating more until the spec changes",
+				shard, strings.Join(failedNames(failed), ", "), failed[len(failed)-1].Failure)
+			continue
+		}
+		for range missing {
 			p.Actions = append(p.Actions, Action{Kind: ActCreatePod, Shard: shard})
 		}
 	}
@@ -93,6 +115,9 @@ func PlanPass(st State, s Snapshot) Plan {
 			return p
 		case pod.Node == nil || !pod.Node.Reachable || pod.Node.ID == "":
 			p.Waiting = "waiting for node " + pod.Name + " to answer"
+			if pod.Node != nil && pod.Node.Err != "" {
+				p.Waiting += ": " + pod.Node.Err
+			}
 			return p
 		}
 	}
@@ -109,12 +134,10 @@ func PlanPass(st State, s Snapshot) Plan {
 		p.Waiting = "waiting for every node to know every node"
 		return p
 	}
-	if st == Forming || st == Bootstrapping {
-		if adds := planSlots(s, shardPods, live); len(adds) > 0 {
-			p.Actions = append(p.Actions, adds...)
-			p.Waiting = "waiting for slot assignment to propagate"
-			return p
-		}
+	if adds := planSlots(s, shardPods, live); len(adds) > 0 {
+		p.Actions = append(p.Actions, adds...)
+		p.Waiting = "waiting for slot assignment to propagate"
+		return p
 	}
 	if reps := planReplicas(shardPods); len(reps) > 0 {
 		p.Actions = append(p.Actions, reps...)
@@ -122,7 +145,7 @@ func PlanPass(st State, s Snapshot) Plan {
 		return p
 	}
 	if st == Active {
-		if forgets := planForget(live); len(forgets) > 0 {
+		if forgets := planForget(s, live); len(forgets) > 0 {
 			p.Actions = append(p.Actions, forgets...)
 			return p
 		}
@@ -223,17 +246,37 @@ func planReplicas(shardPods [][]Pod) []Action {
 	return out
 }
 
-// planForget picks one node id known to the cluster but owned by no live pod, and forgets it
-// on every live node. Only ids without slots are forgotten: a gone primary that still holds
-// slots is Valkey's to fail over first.
-func planForget(live []Pod) []Action {
+// planForget picks one node id that rule 8 allows to forget, and forgets it on every live
+// node that knows it.
+func planForget(s Snapshot, live []Pod) []Action {
 	owned := map[string]bool{}
+	for _, pod := range s.Pods {
+		if pod.Node != nil && pod.Node.ID != "" && pod.Phase != PodFailed && pod.Phase != PodSucceeded {
+			owned[pod.Node.ID] = true
+		}
+	}
+	followed := map[string]bool{}
 	for _, pod := range live {
-		owned[pod.Node.ID] = true
+		followed[pod.Node.PrimaryID] = true
+	}
+	candidates := map[string]bool{}
+	for _, pod := range live {
+		for id := range pod.Node.Known {
+			if !owned[id] && !followed[id] {
+				candidates[id] = true
+			}
+		}
 	}
 	var gone []string
-	for id, slots := range live[0].Node.Known {
-		if !owned[id] && len(slots) == 0 {
+	for id := range candidates {
+		agreed := true
+		for _, pod := range live {
+			if _, knows := pod.Node.Known[id]; knows && !pod.Node.Failed[id] {
+				agreed = false
+				break
+			}
+		}
+		if agreed {
 			gone = append(gone, id)
 		}
 	}
@@ -246,6 +289,26 @@ func planForget(live []Pod) []Action {
 		if _, ok := pod.Node.Known[gone[0]]; ok {
 			out = append(out, Action{Kind: ActForget, Pod: pod.Name, NodeID: gone[0]})
 		}
+	}
+	return out
+}
+
+// failedPods are the shard's Failed pods of the current spec, by name.
+func (s Snapshot) failedPods(shard int) []Pod {
+	var out []Pod
+	for _, pod := range s.Pods {
+		if pod.Shard == shard && pod.Phase == PodFailed && !pod.Deleting && pod.SpecHash == s.SpecHash {
+			out = append(out, pod)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func failedNames(pods []Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
 	}
 	return out
 }

@@ -15,6 +15,8 @@ type Snapshot struct {
 	SpecProblem string
 	// Shards and ReplicasPerShard are the desired topology.
 	Shards, ReplicasPerShard int
+	// SpecHash is the hash of the pod spec the operator would create now (see Pod.SpecHash).
+	SpecHash string
 	// Pods are the cluster's pods, any phase, sorted by name.
 	Pods []Pod
 }
@@ -44,6 +46,10 @@ type Pod struct {
 	Deleting bool
 	// Unschedulable is the scheduler's own message when PodScheduled is False.
 	Unschedulable string
+	// SpecHash is the pod's spec-hash annotation.
+	SpecHash string
+	// Failure says how a Failed pod's container ended ("Error, exit code 1").
+	Failure string
 	// Node is the Valkey view of the node in this pod; nil when it was not queried (no IP).
 	Node *Node
 }
@@ -70,6 +76,8 @@ type Node struct {
 	// Known are the node ids in this node's CLUSTER NODES (itself included) that completed the
 	// handshake, with their slots as this node sees them.
 	Known map[string][]SlotRange
+	// Failed are the ids this node flags `fail` (the cluster agreed they are down).
+	Failed map[string]bool
 	// LinkUp is master_link_status:up (replicas only).
 	LinkUp bool
 }
@@ -142,8 +150,8 @@ func (s Snapshot) PodsUp() bool {
 }
 
 // Formed reports whether the cluster is formed and in agreement: every desired pod runs,
-// every node answers, says cluster_state:ok with all 16384 slots assigned, knows every other
-// node, and each shard has exactly one primary holding slots with every other pod of the shard
+// every node answers, says cluster_state:ok with all 16384 slots assigned, knows exactly the
+// live nodes (every one of them, and no node that is gone), and each shard has exactly one primary holding slots with every other pod of the shard
 // attached to it as a replica.
 func (s Snapshot) Formed() bool {
 	if !s.PodsUp() {
@@ -160,6 +168,9 @@ func (s Snapshot) Formed() bool {
 		n := p.Node
 		if !n.ClusterStateOK || n.SlotsAssigned != TotalSlots {
 			return false
+		}
+		if len(n.Known) != len(ids) {
+			return false // a node that is gone is still in this node's table
 		}
 		for id := range ids {
 			if _, ok := n.Known[id]; !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,3 +154,67 @@ func logged(t *testing.T, message, ns string) bool {
 	return false
 }
 
+
+// TestSoleNodeShardIsServedAgain: with no replicas, losing a primary loses its keys, but the
+// operator must bring the shard back: a new pod, the dead node forgotten once the cluster
+// agrees it failed, the shard's slots assigned to the new node, cluster_state:ok again.
+func TestSoleNodeShardIsServedAgain(t *testing.T) {
+	ns := "sole"
+	setupNamespace(t, ns)
+	create(t, newImage("sole-image"), newConfig("sole-config", "sole-image"))
+	vc := newCluster(ns, "vc", "sole-config", withShards(2), withReplicas(0))
+	create(t, vc)
+	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout); err != nil {
+		t.Fatal(err)
+	}
+	victim := podWithRole(t, vc, v1.NodeRolePrimary)
+	if err := cluster.Kubelet.KillPod(ns, victim); err != nil {
+		t.Fatal(err)
+	}
+	verifyValkey(t, waitHealed(t, vc, victim, 2), 2, 0)
+}
+
+// TestPodsFailingOnStartAreNotReplacedWithoutEnd: a directive valkey-server rejects makes
+// every pod exit at start; the operator stops after MaxFailedPerShard pods per shard, says so
+// in status.message, and forms the cluster once the config is fixed.
+func TestPodsFailingOnStartAreNotReplacedWithoutEnd(t *testing.T) {
+	ns := "crashing"
+	setupNamespace(t, ns)
+	cfg := newConfig("crashing-config", "crashing-image")
+	cfg.Spec.Valkey["maxmemory"] = "banana"
+	create(t, newImage("crashing-image"), cfg)
+	vc := newCluster(ns, "vc", "crashing-config", withShards(1), withReplicas(0))
+	create(t, vc)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var cur v1.ValkeyCluster
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(cur.Status.Message, "not creating more until the spec changes") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no stop after failing pods: state %s, message %q", cur.Status.State, cur.Status.Message)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// Several more passes: still exactly two pods.
+	time.Sleep(5 * time.Second)
+	if n := len(podNames(t, vc)); n != 2 {
+		t.Fatalf("%d pods, want the 2 that failed", n)
+	}
+	var fixed v1.ValkeyConfig
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: "crashing-config"}, &fixed); err != nil {
+		t.Fatal(err)
+	}
+	fixed.Spec.Valkey["maxmemory"] = "100mb"
+	if err := k8s.Update(context.Background(), &fixed); err != nil {
+		t.Fatal(err)
+	}
+	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyValkey(t, got, 1, 0)
+}

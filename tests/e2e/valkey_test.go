@@ -103,7 +103,7 @@ func operatorCreds(t *testing.T, vc *v1.ValkeyCluster) valkey.Credentials {
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: vc.Namespace, Name: vc.Name + "-operator-credentials"}, &s); err != nil {
 		t.Fatal(err)
 	}
-	return valkey.Credentials{Username: "valkey-operator", Password: string(s.Data["password"])}
+	return valkey.Credentials{Username: "_momento_operator", Password: string(s.Data["password"])}
 }
 
 // verifyValkey checks the cluster through Valkey itself: every node says cluster_state:ok with
