@@ -17,7 +17,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -33,6 +37,8 @@ const (
 	defaultNamespace = "valkey-operator"
 	// configMapName holds the optional operator settings, read once at startup.
 	configMapName = "valkey-operator-config"
+	// leaderElectionID names the Lease that keeps one replica active at a time.
+	leaderElectionID = "valkey-operator.valkey.gomomento.com"
 )
 
 func main() {
@@ -75,11 +81,17 @@ func run() int {
 		return 1
 	}
 
+	lock, err := leaderLock(cfg, namespace)
+	if err != nil {
+		return logging.ClientBuildFailed(os.Stderr, err)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		LeaderElection:          *leaderElect,
-		LeaderElectionID:        "valkey-operator.valkey.gomomento.com",
-		LeaderElectionNamespace: namespace,
+		Scheme:                              scheme,
+		LeaderElection:                      *leaderElect,
+		LeaderElectionID:                    leaderElectionID,
+		LeaderElectionNamespace:             namespace,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
 		// The operator exposes no metrics or health endpoint: the log stream is its only
 		// observability surface.
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -98,6 +110,23 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// leaderLock is the Lease the replicas compete for. It is built here, rather than by
+// controller-runtime, only to give it no event recorder: client-go's Lease lock records a
+// "became leader" Event through the recorder it is given, and the operator writes no
+// Kubernetes Events (the log stream is its only surface), so it needs no RBAC on events.
+func leaderLock(cfg *rest.Config, namespace string) (resourcelock.Interface, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("hostname: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(cfg, "valkey-operator-leader-election"))
+	if err != nil {
+		return nil, err
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, namespace, leaderElectionID,
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
 }
 
 // readSettings reads defaultZoneSpread from the operator's ConfigMap. A missing ConfigMap or

@@ -230,6 +230,16 @@ func TestLogContract(t *testing.T) {
 		t.Fatalf("jq by cluster_name gave refs %v", refs)
 	}
 
+	// No Kubernetes Events: not even leader election's "became leader" in the operator's
+	// namespace, where nothing else of the suite runs.
+	var events corev1.EventList
+	if err := k8s.List(context.Background(), &events, client.InNamespace("valkey-operator")); err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 0 {
+		t.Fatalf("the operator wrote Events: %s: %s", events.Items[0].Reason, events.Items[0].Message)
+	}
+
 	for _, pw := range secrets(t) {
 		if bytes.Contains(stdout, []byte(pw)) {
 			t.Fatal("an operator password appears in the log stream")
