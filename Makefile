@@ -8,6 +8,8 @@ K8S_BIN := $(CACHE_DIR)/k8s-$(K8S_VERSION)
 # kube-scheduler here.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 export GOFLAGS := -mod=mod
+# kubectl v1.37 is built beside the control plane (Debian's is 1.20); tests and the demo use it.
+export PATH := $(K8S_BIN):$(PATH)
 
 .PHONY: all deps packages control-plane helm chart-lint install-test build generate manifests lint verify test unit-test demo bench clean
 
@@ -60,8 +62,10 @@ install-test: deps
 unit-test:
 	go test -count=1 -short ./...
 
+# Built, then run: `go run` would turn the demo's clean exit on Ctrl-C into exit status 1.
 demo: deps
-	go run ./tests/cmd/localcluster demo
+	go build -o bin/localcluster ./tests/cmd/localcluster
+	./bin/localcluster demo
 
 # Apply-to-Active time on the local cluster (3x1 and 10x1), split into pod start and
 # operator time; each shape formed 3 times.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver, kube-controller-manager and kube-scheduler from the Go module
+# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from the Go module
 # proxy into $CACHE_DIR/k8s-$K8S_VERSION, once per version. No binary is downloaded: there is no
 # release download here, so a throwaway module requires k8s.io/kubernetes and replaces each of
 # its staging modules (the `=> ./staging/...` block of its go.mod) with the matching v0.x
@@ -10,7 +10,7 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
 CACHE_DIR=${CACHE_DIR:-$HOME/.cache/valkey-operator}
 OUT="$CACHE_DIR/k8s-$K8S_VERSION"
-BINS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+BINS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
 have_all=1
 for b in "${BINS[@]}"; do [ -x "$OUT/$b" ] || have_all=0; done
@@ -50,12 +50,13 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
 go mod tidy >/dev/null 2>&1 || go mod tidy
 echo "building control plane $K8S_VERSION (etcd $etcd_version) into $OUT" >&2
 go build -trimpath -o "$OUT/etcd" go.etcd.io/etcd/server/v3
-for b in kube-apiserver kube-controller-manager kube-scheduler; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   go build -trimpath -o "$OUT/$b" "k8s.io/kubernetes/cmd/$b"
 done
 echo "$OUT"

@@ -75,6 +75,8 @@ type Options struct {
 	Images map[string]string
 	// Log receives the control-plane processes' output. Default: files under Dir/logs.
 	Log io.Writer
+	// OnBusy, if set, is called once when every slot is taken and Start starts to wait.
+	OnBusy func()
 }
 
 // DefaultNodes returns three Nodes, one in each of zone-a, zone-b and zone-c.
@@ -139,7 +141,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		opts.Nodes = DefaultNodes()
 	}
 	c := &Cluster{Dir: opts.Dir}
-	slot, lock, err := acquireSlot(ctx)
+	slot, lock, err := acquireSlot(ctx, opts.OnBusy)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +403,7 @@ func (c *Cluster) Stop() error {
 }
 
 // acquireSlot takes the first free slot's lock, waiting while every slot is taken.
-func acquireSlot(ctx context.Context) (int, *os.File, error) {
+func acquireSlot(ctx context.Context, onBusy func()) (int, *os.File, error) {
 	files := make([]*os.File, Slots)
 	for i := range Slots {
 		if err := os.MkdirAll(filepath.Dir(lockFile(i)), 0o755); err != nil {
@@ -431,6 +433,10 @@ func acquireSlot(ctx context.Context) (int, *os.File, error) {
 				closeAll(-1)
 				return 0, nil, fmt.Errorf("localcluster: lock %s: %w", lockFile(i), err)
 			}
+		}
+		if onBusy != nil {
+			onBusy()
+			onBusy = nil
 		}
 		select {
 		case <-ctx.Done():

@@ -70,7 +70,7 @@ func demo(ctx context.Context, c *localcluster.Cluster) error {
 		}
 	}
 	fmt.Printf(`reach it:
-  export KUBECONFIG=%[1]s
+  export KUBECONFIG=%[1]s PATH=%[4]s:$PATH
   kubectl get valkeycluster -A
   kubectl -n my-app get pods -o wide
   valkey-cli -c -h %[2]s -p 6379 set greeting hello
@@ -81,6 +81,6 @@ the operator's log (JSON lines, as in the log contract):
   %[3]s
   jq 'select(.fields.cluster_name == "my-cluster")' %[3]s
 
-`, c.Kubeconfig, ip, op.Stdout)
+`, c.Kubeconfig, ip, op.Stdout, localcluster.DefaultBinDir())
 	return nil
 }

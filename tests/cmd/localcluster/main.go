@@ -13,10 +13,14 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/gomomento/valkey-operator/tests/localcluster"
 )
 
 func main() {
+	ctrllog.SetLogger(logr.Discard()) // envtest's own chatter; the operator's log is in a file
 	mode := "up"
 	if len(os.Args) > 1 {
 		mode = os.Args[1]
@@ -42,7 +46,9 @@ func run(ctx context.Context, mode string) error {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "starting the local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet)...")
-	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir})
+	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, OnBusy: func() {
+		fmt.Fprintf(os.Stderr, "all %d local-cluster slots are in use (tests or other demos on this machine); waiting for one...\n", localcluster.Slots)
+	}})
 	if err != nil {
 		return err
 	}
@@ -53,7 +59,7 @@ func run(ctx context.Context, mode string) error {
 		}
 	}()
 	fmt.Printf("local cluster is up; its kubeconfig is:\n  %s\n\n", c.Kubeconfig)
-	fmt.Printf("try:\n  export KUBECONFIG=%s\n  kubectl get nodes -L topology.kubernetes.io/zone\n\n", c.Kubeconfig)
+	fmt.Printf("try:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl get nodes -L topology.kubernetes.io/zone\n\n", c.Kubeconfig, localcluster.DefaultBinDir())
 	if mode == "demo" {
 		if err := demo(ctx, c); err != nil {
 			return err
