@@ -146,7 +146,7 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 // Secret (once), the headless Service, the rendered valkey.conf and the ACL Secret (kept up
 // to date). It returns the operator's credentials and the rendered config.
 func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, roles map[string]v1.ValkeyRoleSpec) (valkey.Credentials, string, error) {
-	password, err := r.ensureCredential(ctx, vc)
+	password, err := r.ensureCredential(ctx, log, vc)
 	if err != nil {
 		return valkey.Credentials{}, "", err
 	}
@@ -174,11 +174,14 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 }
 
 // ensureCredential returns the operator's password for vc, generating its Secret once.
-func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (string, error) {
+func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster) (string, error) {
 	var s corev1.Secret
 	key := types.NamespacedName{Namespace: vc.Namespace, Name: credentialName(vc)}
 	err := r.APIReader.Get(ctx, key, &s)
 	if apierrors.IsNotFound(err) {
+		if len(vc.Status.Nodes) > 0 {
+			log.Warn(logging.MsgCredentialMissing, zap.String(logging.FieldSecret, key.Name), zap.String(logging.FieldKey, operatorPasswordKey))
+		}
 		fresh, err := buildCredentialSecret(vc)
 		if err != nil {
 			return "", err

@@ -44,6 +44,7 @@ const (
 	FieldNodes       = "nodes"
 	FieldSlots       = "slots"
 	FieldEvent       = "event"
+	FieldSecret      = "secret"
 	FieldActions     = "actions"
 	FieldWaiting     = "waiting"
 	FieldIP          = "ip"
@@ -103,6 +104,12 @@ const (
 	// MsgDeletingFailedPod (INFO, TargetCluster): cluster_name, pod.
 	MsgDeletingFailedPod = "deleting failed Pod"
 
+	// MsgCredentialMissing (WARN, TargetCluster): cluster_name, secret, key. The operator's
+	// credential Secret of a cluster that already has nodes was missing and a new password was
+	// generated: nodes that loaded the old ACL file refuse it until they load the new one.
+	// Names the Secret and key only, never a value.
+	MsgCredentialMissing = "operator credential missing, generated a new one"
+
 	// MsgReconcilePass (DEBUG, TargetCluster): cluster_name, state, event, actions, waiting. One
 	// line per reconcile: what was decided and planned.
 	MsgReconcilePass = "reconcile pass"
@@ -156,6 +163,7 @@ var Catalogue = []Entry{
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
+	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgReconcilePass, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldState, FieldEvent, FieldActions, FieldWaiting}},
 	{MsgReconcileError, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgReconcileErrorNoRetry, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},

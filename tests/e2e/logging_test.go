@@ -356,3 +356,39 @@ func TestVerbosity(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingCredentialIsLoggedByKeyName deletes the operator's credential Secret of an Active
+// cluster: the operator says so at WARN naming the Secret and key, never a password.
+func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
+	ns := "cred"
+	setupNamespace(t, ns)
+	create(t, newImage("cred-image"), newConfig("cred-config", "cred-image"))
+	vc := newCluster(ns, "vc", "cred-config", withShards(1), withReplicas(0))
+	create(t, vc)
+	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout); err != nil {
+		t.Fatal(err)
+	}
+	old := operatorCreds(t, vc).Password
+	if err := k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vc-operator-credentials"}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		for _, l := range parseLog(t, operator.Logs()) {
+			if l.message() == logging.MsgCredentialMissing && l.ref() == "ValkeyCluster.v1alpha1.valkey.gomomento.com/vc."+ns {
+				if l.Level != "WARN" || l.Fields["secret"] != "vc-operator-credentials" || l.Fields["key"] != "password" {
+					t.Fatalf("line: %s", l.raw)
+				}
+				fresh := operatorCreds(t, vc).Password
+				if logs := operator.Logs(); bytes.Contains(logs, []byte(old)) || bytes.Contains(logs, []byte(fresh)) {
+					t.Fatal("a password appears in the log stream")
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no WARN line for the missing credential")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
