@@ -121,7 +121,7 @@ func leaderLock(cfg *rest.Config, namespace string) (resourcelock.Interface, err
 	if err != nil {
 		return nil, fmt.Errorf("hostname: %w", err)
 	}
-	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(cfg, "valkey-operator-leader-election"))
+	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "valkey-operator-leader-election"))
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -149,7 +150,8 @@ func TestResolveConfig(t *testing.T) {
 		"absent":  `ValkeyConfig "absent" not found`,
 	} {
 		_, err := resolveConfig(ctx, c, name)
-		if sp, ok := err.(*SpecProblem); !ok || sp.Reason != want {
+		var sp *SpecProblem
+		if !errors.As(err, &sp) || sp.Reason != want {
 			t.Errorf("%s: %v, want %q", name, err, want)
 		}
 	}

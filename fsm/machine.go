@@ -98,7 +98,7 @@ func (m *Machine) Fire(e Event) (State, error) {
 	case err == nil, errors.As(err, &noTransition):
 		return m.Current(), nil
 	default:
-		return m.Current(), fmt.Errorf("%w: %s from %s: %v", ErrIllegalTransition, e, m.Current(), err)
+		return m.Current(), fmt.Errorf("%w: %s from %s: %w", ErrIllegalTransition, e, m.Current(), err)
 	}
 }
 

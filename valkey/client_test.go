@@ -34,8 +34,9 @@ func TestRedact(t *testing.T) {
 			if got.Error() != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
-			if tt.same != (got == tt.err) {
-				t.Errorf("same error = %v, want %v", got == tt.err, tt.same)
+			// Identity is the point: redact returns the very same error when it holds no secret.
+			if same := got == tt.err; tt.same != same { //nolint:errorlint // identity, not equivalence
+				t.Errorf("same error = %v, want %v", same, tt.same)
 			}
 			// A redacted error keeps no chain that could print the secret.
 			for e := got; e != nil; e = errors.Unwrap(e) {

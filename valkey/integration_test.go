@@ -51,7 +51,7 @@ func freePort(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
@@ -511,8 +511,8 @@ func TestIntegrationMigrateSlot(t *testing.T) {
 	eventually(t, formTimeout, "two-node cluster ok", func(ctx context.Context) error {
 		for _, v := range Observe(ctx, addrs, ops) {
 			if !v.Reachable || !v.ClusterStateOK() || len(v.Nodes) != 2 {
-				return fmt.Errorf("%s: reachable %v, state %q, %d nodes, %v",
-					v.Addr, v.Reachable, v.ClusterInfo["cluster_state"], len(v.Nodes), v.Err)
+				return fmt.Errorf("%s: reachable %v, state %q, %d nodes, %s",
+					v.Addr, v.Reachable, v.ClusterInfo["cluster_state"], len(v.Nodes), fmt.Sprint(v.Err))
 			}
 		}
 		return nil

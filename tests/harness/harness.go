@@ -60,7 +60,7 @@ func BuildOperator(dir string) (string, error) {
 	cmd := exec.Command("go", "build", "-o", out, ".")
 	cmd.Dir = RepoRoot()
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, b)
+		return "", fmt.Errorf("go build: %w\n%s", err, b)
 	}
 	return out, nil
 }
@@ -94,8 +94,8 @@ func StartOperator(binary string, c *localcluster.Cluster, dir, name string, env
 	}
 	go func() {
 		_ = o.cmd.Wait()
-		stdout.Close()
-		stderr.Close()
+		_ = stdout.Close()
+		_ = stderr.Close()
 		close(o.done)
 	}()
 	return o, nil

@@ -345,8 +345,8 @@ func (c *Cluster) waitReady(ctx context.Context, nodes []kubelet.NodeSpec) error
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("localcluster: %d/%d nodes Ready, default service account: %v (see %s/logs): %w",
-				ready, len(nodes), saErr, c.Dir, ctx.Err())
+			return fmt.Errorf("localcluster: %d/%d nodes Ready, default service account: %s (see %s/logs): %w",
+				ready, len(nodes), fmt.Sprint(saErr), c.Dir, ctx.Err())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -418,7 +418,7 @@ func acquireSlot(ctx context.Context, onBusy func()) (int, *os.File, error) {
 	closeAll := func(except int) {
 		for i, f := range files {
 			if i != except {
-				f.Close()
+				_ = f.Close()
 			}
 		}
 	}
@@ -456,6 +456,6 @@ func freePort(host string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("localcluster: free port on %s: %w", host, err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
