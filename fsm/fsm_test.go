@@ -226,6 +226,14 @@ func TestPlanPass(t *testing.T) {
 			}
 		}
 	})
+	t.Run("seed knows all: nodes meet the ones they miss", func(t *testing.T) {
+		s := newSnapshot(Forming, 3, 1, meshed)
+		delete(s.Pods[2].Node.Known, "id-p2-1") // p1-0 has not heard of p2-1 yet
+		p := PlanPass(Forming, s)
+		if !reflect.DeepEqual(p.Actions, []Action{{Kind: ActMeet, Pod: "p1-0", IP: s.Pods[5].IP, NodeID: "id-p2-1"}}) {
+			t.Fatal(p.Actions)
+		}
+	})
 	t.Run("meshed: slots to one pod per shard", func(t *testing.T) {
 		p := PlanPass(Forming, newSnapshot(Forming, 3, 1, meshed))
 		want := []Action{

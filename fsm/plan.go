@@ -76,7 +76,8 @@ const MaxFailedPerShard = 2
 //  3. Until every live pod runs with an IP and its node answers, wait: Valkey steps need the
 //     whole picture, and an unreachable node is unknown, not gone.
 //  4. MEET every node the seed node (first live pod by name) does not know yet (batched).
-//  5. Wait until every node knows every other node.
+//  5. Wait until every node knows every other node; meanwhile MEET, from each node, the
+//     nodes it does not know yet (harmless, batched): gossip alone took 8 s for 20 nodes.
 //  6. ADDSLOTSRANGE the shard's even share of the 16384 slots to the primary of each shard
 //     that serves none, skipping any slot some node's view still gives an owner, so an
 //     operator restarted mid-assignment never assigns a slot twice, and a shard that lost its
@@ -131,6 +132,7 @@ func PlanPass(st State, s Snapshot) Plan {
 		return p
 	}
 	if !fullMesh(live) {
+		p.Actions = append(p.Actions, planMeshMeets(live)...)
 		p.Waiting = "waiting for every node to know every node"
 		return p
 	}
@@ -164,6 +166,19 @@ func planMeets(live []Pod) []Action {
 	for _, pod := range live[1:] {
 		if _, ok := seed.Node.Known[pod.Node.ID]; !ok {
 			out = append(out, Action{Kind: ActMeet, Pod: seed.Name, IP: pod.IP, NodeID: pod.Node.ID})
+		}
+	}
+	return out
+}
+
+// planMeshMeets: every node MEETs the nodes it does not know yet.
+func planMeshMeets(live []Pod) []Action {
+	var out []Action
+	for _, a := range live {
+		for _, b := range live {
+			if _, ok := a.Node.Known[b.Node.ID]; !ok {
+				out = append(out, Action{Kind: ActMeet, Pod: a.Name, IP: b.IP, NodeID: b.Node.ID})
+			}
 		}
 	}
 	return out
