@@ -24,11 +24,11 @@ type State = v1.State
 // operator has not yet reconciled, so that a new cluster's first move is a logged transition.
 const (
 	Initial       State = ""
-	Bootstrapping = v1.StateBootstrapping
-	Forming       = v1.StateForming
-	Active        = v1.StateActive
-	Upgrading     = v1.StateUpgrading
-	Invalid       = v1.StateInvalid
+	Bootstrapping       = v1.StateBootstrapping
+	Forming             = v1.StateForming
+	Active              = v1.StateActive
+	Upgrading           = v1.StateUpgrading
+	Invalid             = v1.StateInvalid
 )
 
 // Event names a transition. Events are named after what they do; the table below says from

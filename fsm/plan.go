@@ -131,8 +131,8 @@ func PlanPass(st State, s Snapshot) Plan {
 		p.Waiting = "waiting for nodes to meet"
 		return p
 	}
-	if !fullMesh(live) {
-		p.Actions = append(p.Actions, planMeshMeets(live)...)
+	if mesh := planMeshMeets(live); len(mesh) > 0 {
+		p.Actions = append(p.Actions, mesh...)
 		p.Waiting = "waiting for every node to know every node"
 		return p
 	}
@@ -182,17 +182,6 @@ func planMeshMeets(live []Pod) []Action {
 		}
 	}
 	return out
-}
-
-func fullMesh(live []Pod) bool {
-	for _, a := range live {
-		for _, b := range live {
-			if _, ok := a.Node.Known[b.Node.ID]; !ok {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // planSlots assigns each slot-less shard its even share, minus slots any node already claims.

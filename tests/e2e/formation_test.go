@@ -124,13 +124,7 @@ func podNames(t *testing.T, vc *v1.ValkeyCluster) []string {
 // pods, Service, ConfigMap and Secrets once the ValkeyCluster is deleted.
 func TestDeleteRemovesEverything(t *testing.T) {
 	ns := "delete"
-	setupNamespace(t, ns)
-	create(t, newImage("delete-image"), newConfig("delete-config", "delete-image"))
-	vc := newCluster(ns, "vc", "delete-config", withShards(1), withReplicas(0))
-	create(t, vc)
-	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout); err != nil {
-		t.Fatal(err)
-	}
+	vc := activeCluster(t, ns, 1, 0)
 	if err := k8s.Delete(context.Background(), vc, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}

@@ -23,16 +23,9 @@ import (
 // are all still readable afterwards.
 func TestActiveHealsFailedPods(t *testing.T) {
 	ns := "heal"
-	setupNamespace(t, ns)
-	create(t, newImage("heal-image"), newConfig("heal-config", "heal-image"))
-	vc := newCluster(ns, "vc", "heal-config", withShards(3), withReplicas(1))
-	create(t, vc)
-	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	verifyValkey(t, got, 3, 1)
-	keys := writeAcknowledged(t, got, 300)
+	vc := activeCluster(t, ns, 3, 1)
+	verifyValkey(t, vc, 3, 1)
+	keys := writeAcknowledged(t, vc, 300)
 
 	for _, role := range []v1.NodeRole{v1.NodeRoleReplica, v1.NodeRolePrimary} {
 		t.Run("kill "+string(role), func(t *testing.T) {
@@ -147,26 +140,19 @@ func readBack(t *testing.T, vc *v1.ValkeyCluster, keys map[string]string) {
 func logged(t *testing.T, message, ns string) bool {
 	t.Helper()
 	for _, l := range parseLog(t, operator.Logs()) {
-		if l.message() == message && len(l.ref()) > len(ns) && l.ref()[len(l.ref())-len(ns)-1:] == "."+ns {
+		if l.message() == message && strings.HasSuffix(l.ref(), "."+ns) {
 			return true
 		}
 	}
 	return false
 }
 
-
 // TestSoleNodeShardIsServedAgain: with no replicas, losing a primary loses its keys, but the
 // operator must bring the shard back: a new pod, the dead node forgotten once the cluster
 // agrees it failed, the shard's slots assigned to the new node, cluster_state:ok again.
 func TestSoleNodeShardIsServedAgain(t *testing.T) {
 	ns := "sole"
-	setupNamespace(t, ns)
-	create(t, newImage("sole-image"), newConfig("sole-config", "sole-image"))
-	vc := newCluster(ns, "vc", "sole-config", withShards(2), withReplicas(0))
-	create(t, vc)
-	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout); err != nil {
-		t.Fatal(err)
-	}
+	vc := activeCluster(t, ns, 2, 0)
 	victim := podWithRole(t, vc, v1.NodeRolePrimary)
 	if err := cluster.Kubelet.KillPod(ns, victim); err != nil {
 		t.Fatal(err)

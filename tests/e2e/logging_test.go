@@ -361,13 +361,7 @@ func TestVerbosity(t *testing.T) {
 // cluster: the operator says so at WARN naming the Secret and key, never a password.
 func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
 	ns := "cred"
-	setupNamespace(t, ns)
-	create(t, newImage("cred-image"), newConfig("cred-config", "cred-image"))
-	vc := newCluster(ns, "vc", "cred-config", withShards(1), withReplicas(0))
-	create(t, vc)
-	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout); err != nil {
-		t.Fatal(err)
-	}
+	vc := activeCluster(t, ns, 1, 0)
 	old := operatorCreds(t, vc).Password
 	if err := k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vc-operator-credentials"}}); err != nil {
 		t.Fatal(err)

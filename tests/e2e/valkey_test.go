@@ -69,6 +69,21 @@ func setupNamespace(t *testing.T, name string) {
 	})
 }
 
+// activeCluster creates, in a new namespace ns, an image, a config and a cluster of the given
+// shape named vc, and waits until it is Active.
+func activeCluster(t *testing.T, ns string, shards, replicas int32) *v1.ValkeyCluster {
+	t.Helper()
+	setupNamespace(t, ns)
+	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"))
+	vc := newCluster(ns, "vc", ns+"-config", withShards(shards), withReplicas(replicas))
+	create(t, vc)
+	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func create(t *testing.T, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
