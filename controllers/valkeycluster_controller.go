@@ -110,7 +110,8 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, execErr
 	}
 	switch {
-	case state == fsm.Invalid:
+	case state == fsm.Invalid, plan.Blocked != "" && len(plan.Actions) == 0:
+		// Waiting on a change outside the operator, which the watches report.
 		return ctrl.Result{RequeueAfter: TickInterval}, nil
 	case plan.Waiting != "" || len(plan.Actions) > 0 || state != fsm.Active:
 		return ctrl.Result{RequeueAfter: waitInterval}, nil
