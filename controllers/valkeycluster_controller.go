@@ -43,12 +43,16 @@ type ValkeyClusterReconciler struct {
 	ticks tickLog
 }
 
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=get;update;patch
+// Least privilege: exactly the calls the operator makes. It never writes a spec (status only,
+// by merge patch), never deletes what owner references delete, updates only the ConfigMap and
+// Secrets it renders, and competes for one Lease (get / create / update).
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
-// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
 // Reconcile is one level-triggered pass: load → observe → decide → transition → plan →
 // execute → one status write.

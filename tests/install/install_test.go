@@ -179,13 +179,13 @@ type grant struct{ group, resource, verbs string }
 // writes none), no Nodes, no deletion of its own kinds, Services, ConfigMaps or Secrets (owner
 // references and the garbage collector remove them), no Deployments or StatefulSets.
 var wantGrants = []grant{
-	{"", "configmaps", "create,get,list,patch,update,watch"},
-	{"", "pods", "create,delete,get,list,patch,watch"},
-	{"", "secrets", "create,get,list,patch,update,watch"},
-	{"", "services", "create,get,list,patch,update,watch"},
-	{"coordination.k8s.io", "leases", "create,get,list,patch,update,watch"},
-	{"valkey.gomomento.com", "valkeyclusters", "get,list,patch,update,watch"},
-	{"valkey.gomomento.com", "valkeyclusters/status", "get,patch,update"},
+	{"", "configmaps", "create,get,list,update,watch"},
+	{"", "pods", "create,delete,get,list,watch"},
+	{"", "secrets", "create,get,list,update,watch"},
+	{"", "services", "create,get,list,watch"},
+	{"coordination.k8s.io", "leases", "create,get,update"},
+	{"valkey.gomomento.com", "valkeyclusters", "get,list,watch"},
+	{"valkey.gomomento.com", "valkeyclusters/status", "patch"},
 	{"valkey.gomomento.com", "valkeyconfigs", "get,list,watch"},
 	{"valkey.gomomento.com", "valkeyimages", "get,list,watch"},
 	{"valkey.gomomento.com", "valkeyroles", "get,list,watch"},
@@ -256,7 +256,9 @@ func checkLeastPrivilege(t *testing.T, c *localcluster.Cluster, k8s client.Clien
 		want string
 	}{
 		{"create pods -n my-app", "yes"},
-		{"update valkeyclusters.valkey.gomomento.com/status -n my-app", "yes"},
+		{"patch valkeyclusters.valkey.gomomento.com --subresource=status -n my-app", "yes"},
+		{"patch valkeyclusters.valkey.gomomento.com -n my-app", "no"},
+		{"patch pods -n my-app", "no"},
 		{"create leases.coordination.k8s.io -n valkey-operator", "yes"},
 		{"create events -n valkey-operator", "no"},
 		{"create events.events.k8s.io -n my-app", "no"},
