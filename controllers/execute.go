@@ -84,6 +84,13 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				log.Info(logging.MsgAttachingReplica, logging.Pod(a.Pod), logging.Node(a.PrimaryID))
 				err = c.Replicate(ctx, a.PrimaryID)
 			}
+		case fsm.ActTakeover:
+			var c *valkey.Client
+			if c, err = node(a.Pod); err == nil {
+				if err = c.Failover(ctx, valkey.FailoverTakeover); err == nil {
+					log.Info(logging.MsgNoQuorumTakeover, logging.Pod(a.Pod), logging.Node(a.NodeID), zap.Int(logging.FieldShard, a.Shard))
+				}
+			}
 		case fsm.ActForget:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
@@ -125,14 +132,17 @@ func (t *tickLog) due(key string, now time.Time) bool {
 }
 
 // logHeartbeat logs, once per tick however often passes run: `active tick` for an Active
-// cluster, `bootstrap blocked` for every pod the scheduler cannot place, and `primary
-// unhealthy but replicas exist, waiting for auto-failover` for every shard that lost its
-// primary.
-func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyCluster, state fsm.State, obs *observation) {
+// cluster, `bootstrap blocked` for every pod the scheduler cannot place, `primary unhealthy
+// but replicas exist, waiting for auto-failover` for every shard that lost its primary, and
+// at WARN that pods fail on start and are no longer replaced.
+func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyCluster, state fsm.State, obs *observation, plan fsm.Plan) {
 	for _, p := range obs.snapshot.Pods {
 		if p.Unschedulable != "" && !p.Deleting && r.ticks.due("blocked/"+vc.Namespace+"/"+p.Name, time.Now()) {
 			log.Info(logging.MsgBootstrapBlocked, logging.Pod(p.Name), zap.String(logging.FieldReason, p.Unschedulable))
 		}
+	}
+	if plan.Blocked != "" && r.ticks.due("blocked-start/"+vc.Namespace+"/"+vc.Name, time.Now()) {
+		log.Warn(logging.MsgPodsFailingOnStart, zap.String(logging.FieldReason, plan.Blocked))
 	}
 	if state == fsm.Active {
 		for _, w := range obs.snapshot.AwaitingFailover() {
@@ -178,7 +188,7 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	}
 	st.Shards = int32(len(shards))
 
-	formed := obs.snapshot.Formed()
+	formed := obs.snapshot.Formed() && obs.snapshot.Synced()
 	blocked := ""
 	for _, p := range obs.snapshot.Pods {
 		if p.Unschedulable != "" && !p.Deleting {
@@ -197,6 +207,8 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 		st.Message = plan.Waiting
 	case formed:
 		st.Message = fmt.Sprintf("cluster formed: %d shards, %d nodes", vc.Spec.Shards, vc.Spec.NodeCount())
+	case obs.snapshot.Formed():
+		st.Message = "waiting for replicas to sync with their primaries"
 	default:
 		st.Message = ""
 	}

@@ -92,6 +92,8 @@ func podView(pod *corev1.Pod) fsm.Pod {
 	for _, cs := range pod.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil {
 			p.Failure = fmt.Sprintf("%s, exit code %d", t.Reason, t.ExitCode)
+			// 128+n is death by signal n: killed, not refusing to start.
+			p.StartFailure = t.ExitCode > 0 && t.ExitCode < 128
 		}
 	}
 	if p.Phase == "" {
@@ -123,6 +125,7 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.ClusterStateOK = v.ClusterStateOK()
 	n.SlotsAssigned, _ = strconv.Atoi(v.ClusterInfo["cluster_slots_assigned"])
 	n.LinkUp = v.ReplicaLinkUp()
+	n.ReplOffset, _ = v.ReplicationOffset()
 	n.Known = map[string][]fsm.SlotRange{}
 	n.Failed = map[string]bool{}
 	for _, e := range v.Nodes {

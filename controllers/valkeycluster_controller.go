@@ -105,7 +105,7 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	log.Debug(logging.MsgReconcilePass, zap.String(logging.FieldState, string(state)), zap.String(logging.FieldEvent, string(decision.Event)),
 		zap.Int(logging.FieldActions, len(plan.Actions)), zap.String(logging.FieldWaiting, plan.Waiting))
 	execErr := r.execute(ctx, log, &vc, rc, creds, obs, plan)
-	r.logHeartbeat(log, &vc, state, obs)
+	r.logHeartbeat(log, &vc, state, obs, plan)
 
 	if err := r.writeStatus(ctx, &vc, state, problem, obs, plan); err != nil {
 		return ctrl.Result{}, errors.Join(execErr, err)

@@ -408,14 +408,59 @@ func TestCrashingPodsStopReplacement(t *testing.T) {
 	s := newSnapshot(Bootstrapping, 1, 0, withoutPods)
 	s.SpecHash = "h1"
 	for _, name := range []string{"p0-a", "p0-b"} {
-		s.Pods = append(s.Pods, Pod{Name: name, Shard: 0, Phase: PodFailed, SpecHash: "h1", Failure: "Error, exit code 1"})
+		s.Pods = append(s.Pods, Pod{Name: name, Shard: 0, Phase: PodFailed, SpecHash: "h1", Failure: "Error, exit code 1", StartFailure: true})
 	}
 	p := PlanPass(Bootstrapping, s)
-	if len(p.Actions) != 0 || !strings.Contains(p.Blocked, "p0-a, p0-b failed (Error, exit code 1)") {
+	if len(p.Actions) != 0 || !strings.Contains(p.Blocked, "p0-a, p0-b failed on start (Error, exit code 1)") {
 		t.Fatalf("%v %q", p.Actions, p.Blocked)
 	}
 	s.SpecHash = "h2" // the config was fixed
 	if p := PlanPass(Bootstrapping, s); len(p.Actions) != 1 || p.Blocked != "" {
 		t.Fatalf("after a spec change: %v %q", p.Actions, p.Blocked)
+	}
+	// Nodes killed by a signal (a lost shard) are not start failures: replace them.
+	killed := newSnapshot(Active, 3, 1, formed, withFailed("p1-0"), withFailed("p1-1"))
+	for i := range killed.Pods {
+		killed.Pods[i].SpecHash = killed.SpecHash
+	}
+	if p := PlanPass(Active, killed); p.Blocked != "" || len(p.Actions) < 2 || p.Actions[0].Kind != ActCreatePod {
+		t.Fatalf("lost shard: %v %q", p.Actions, p.Blocked)
+	}
+	// At most MaxFailedPerShard pods of one spec are tried in a shard, even when more are missing.
+	two := newSnapshot(Bootstrapping, 1, 4, withoutPods)
+	two.Pods = append(two.Pods, Pod{Name: "x", Shard: 0, Phase: PodFailed, StartFailure: true})
+	if p := PlanPass(Bootstrapping, two); len(p.Actions) != MaxFailedPerShard-1 {
+		t.Fatalf("want %d creations, got %v", MaxFailedPerShard-1, p.Actions)
+	}
+}
+
+// withReplOffsets sets replication offsets by pod name.
+func withOffsets(offsets map[string]int64) opt {
+	return func(s *Snapshot) {
+		for i := range s.Pods {
+			if o, ok := offsets[s.Pods[i].Name]; ok && s.Pods[i].Node != nil {
+				s.Pods[i].Node.ReplOffset = o
+			}
+		}
+	}
+}
+
+// Without a majority of slot-holding primaries Valkey cannot elect: TAKEOVER on the most
+// up-to-date replica. With a majority, wait for Valkey's own failover.
+func TestTakeoverOnlyWithoutQuorum(t *testing.T) {
+	s := newSnapshot(Active, 1, 2, formed, withFailed("p0-0"), withFailFlag("id-p0-0"), withOffsets(map[string]int64{"p0-1": 10, "p0-2": 30}))
+	p := PlanPass(Active, s)
+	if !reflect.DeepEqual(p.Actions, []Action{{Kind: ActCreatePod}, {Kind: ActTakeover, Pod: "p0-2", NodeID: "id-p0-0", Shard: 0}}) {
+		t.Fatalf("1x2 lost its primary: %v", p.Actions)
+	}
+	s = newSnapshot(Active, 2, 1, formed, withFailed("p0-0"))
+	if p := PlanPass(Active, s); len(p.Actions) != 2 || p.Actions[1].Kind != ActTakeover {
+		t.Fatalf("2x1: one of two primaries is no majority: %v", p.Actions)
+	}
+	s = newSnapshot(Active, 3, 1, formed, withFailed("p0-0"))
+	for _, a := range PlanPass(Active, s).Actions {
+		if a.Kind == ActTakeover {
+			t.Fatalf("3x1 with two primaries alive must wait for Valkey's failover: %v", a)
+		}
 	}
 }

@@ -23,6 +23,8 @@ const (
 	ActForget ActionKind = "Forget"
 	// ActDeletePod deletes Pod (a Failed pod whose replacement has joined).
 	ActDeletePod ActionKind = "DeletePod"
+	// ActTakeover sends CLUSTER FAILOVER TAKEOVER to Pod's node, a replica of NodeID.
+	ActTakeover ActionKind = "Takeover"
 )
 
 // Action is one planned step. Only the fields its Kind names are set.
@@ -48,6 +50,8 @@ func (a Action) String() string {
 		return fmt.Sprintf("%s replicates %s", a.Pod, a.PrimaryID)
 	case ActForget:
 		return fmt.Sprintf("%s forgets %s", a.Pod, a.NodeID)
+	case ActTakeover:
+		return fmt.Sprintf("%s takes over from %s", a.Pod, a.NodeID)
 	default:
 		return fmt.Sprintf("delete pod %s", a.Pod)
 	}
@@ -83,7 +87,9 @@ const MaxFailedPerShard = 2
 //     operator restarted mid-assignment never assigns a slot twice, and a shard that lost its
 //     only node (no replica, its id forgotten by rule 8) is served again, empty.
 //  7. REPLICATE every other pod of a shard to the shard's primary (batched).
-//  8. Active only, one disruptive step per pass: FORGET on every node one node id that no
+//  8. Formed once (Forming or Active), one disruptive step per pass: when the primaries that
+//     still hold slots are no majority, Valkey cannot elect: CLUSTER FAILOVER TAKEOVER on the
+//     most up-to-date live replica of one shard whose primary is gone. Else FORGET on every node one node id that no
 //     pod owns any more, that every live node that knows it flags `fail`, and that no live
 //     replica follows (while one does, Valkey's own failover must promote it first; forgetting
 //     the primary would leave its slots without an owner); then delete Failed pods whose shard
@@ -99,12 +105,13 @@ func PlanPass(st State, s Snapshot) Plan {
 		if missing <= 0 {
 			continue
 		}
-		if failed := s.failedPods(shard); len(failed) >= MaxFailedPerShard {
-			p.Blocked = fmt.Sprintf("shard %d: pods %s failed (%s); not creating more until the spec changes",
+		failed := s.failedPods(shard)
+		if len(failed) >= MaxFailedPerShard {
+			p.Blocked = fmt.Sprintf("shard %d: pods %s failed on start (%s); not creating more until the spec changes",
 				shard, strings.Join(failedNames(failed), ", "), failed[len(failed)-1].Failure)
 			continue
 		}
-		for range missing {
+		for range min(missing, MaxFailedPerShard-len(failed)) {
 			p.Actions = append(p.Actions, Action{Kind: ActCreatePod, Shard: shard})
 		}
 	}
@@ -146,12 +153,19 @@ func PlanPass(st State, s Snapshot) Plan {
 		p.Waiting = "waiting for replicas to attach"
 		return p
 	}
-	if st == Active {
+	if st == Active || st == Forming {
+		if takeover := planTakeover(s, live); len(takeover) > 0 {
+			p.Actions = append(p.Actions, takeover...)
+			p.Waiting = "waiting for the takeover"
+			return p
+		}
 		if forgets := planForget(s, live); len(forgets) > 0 {
 			p.Actions = append(p.Actions, forgets...)
 			return p
 		}
-		p.Actions = append(p.Actions, planDeleteFailed(s, shardPods)...)
+		if s.Formed() && s.Synced() {
+			p.Actions = append(p.Actions, planDeleteFailed(s, shardPods)...)
+		}
 	}
 	if !s.Formed() {
 		p.Waiting = "waiting for the cluster to agree"
@@ -297,11 +311,52 @@ func planForget(s Snapshot, live []Pod) []Action {
 	return out
 }
 
-// failedPods are the shard's Failed pods of the current spec, by name.
+// planTakeover: when fewer than a majority of the slot-holding primaries are alive, pick the
+// first shard awaiting failover and its live replica with the largest replication offset.
+func planTakeover(s Snapshot, live []Pod) []Action {
+	waits := s.AwaitingFailover()
+	if len(waits) == 0 {
+		return nil
+	}
+	owned := map[string]bool{}
+	for _, pod := range live {
+		owned[pod.Node.ID] = true
+	}
+	holders := map[string]bool{}
+	for _, pod := range live {
+		for id, slots := range pod.Node.Known {
+			if len(slots) > 0 {
+				holders[id] = true
+			}
+		}
+	}
+	alive := 0
+	for id := range holders {
+		if owned[id] {
+			alive++
+		}
+	}
+	if alive >= len(holders)/2+1 {
+		return nil // a majority can still elect: Valkey's own failover will do it
+	}
+	w := waits[0]
+	var best *Pod
+	for i, pod := range live {
+		if pod.Node.PrimaryID == w.PrimaryID && !pod.Node.Primary && (best == nil || pod.Node.ReplOffset > best.Node.ReplOffset) {
+			best = &live[i]
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return []Action{{Kind: ActTakeover, Pod: best.Name, NodeID: w.PrimaryID, Shard: w.Shard}}
+}
+
+// failedPods are the shard's pods of the current spec that failed on start, by name.
 func (s Snapshot) failedPods(shard int) []Pod {
 	var out []Pod
 	for _, pod := range s.Pods {
-		if pod.Shard == shard && pod.Phase == PodFailed && !pod.Deleting && pod.SpecHash == s.SpecHash {
+		if pod.Shard == shard && pod.Phase == PodFailed && pod.StartFailure && !pod.Deleting && pod.SpecHash == s.SpecHash {
 			out = append(out, pod)
 		}
 	}

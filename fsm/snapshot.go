@@ -50,6 +50,10 @@ type Pod struct {
 	SpecHash string
 	// Failure says how a Failed pod's container ended ("Error, exit code 1").
 	Failure string
+	// StartFailure is true when the container exited by itself with an error code (1-127), as
+	// valkey-server does when it refuses its config; a node killed by a signal (137, 143) or
+	// lost with its node is not a start failure.
+	StartFailure bool
 	// Node is the Valkey view of the node in this pod; nil when it was not queried (no IP).
 	Node *Node
 }
@@ -80,6 +84,8 @@ type Node struct {
 	Failed map[string]bool
 	// LinkUp is master_link_status:up (replicas only).
 	LinkUp bool
+	// ReplOffset is master_repl_offset: how much of the replication stream the node applied.
+	ReplOffset int64
 }
 
 // SlotRange is an inclusive range of slots [Start, End].
@@ -187,6 +193,17 @@ func (s Snapshot) Formed() bool {
 			if p.Name != primary.Name && (p.Node.Primary || p.Node.PrimaryID != primary.Node.ID) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// Synced reports whether every replica's link to its primary is up: a replica that is
+// attached but not yet synced holds no data and cannot take over its shard.
+func (s Snapshot) Synced() bool {
+	for _, p := range s.LivePods() {
+		if n := p.Node; n != nil && n.Reachable && !n.Primary && !n.LinkUp {
+			return false
 		}
 	}
 	return true

@@ -110,6 +110,11 @@ const (
 	// Names the Secret and key only, never a value.
 	MsgCredentialMissing = "operator credential missing, generated a new one"
 
+	// MsgPodsFailingOnStart (WARN, TargetCluster): cluster_name, reason (the same text as
+	// status.message). Pods of the current spec exit on start; no more are created until the
+	// spec changes. Once per tick.
+	MsgPodsFailingOnStart = "pods fail on start, not replacing until the spec changes"
+
 	// MsgReconcilePass (DEBUG, TargetCluster): cluster_name, state, event, actions, waiting. One
 	// line per reconcile: what was decided and planned.
 	MsgReconcilePass = "reconcile pass"
@@ -164,6 +169,7 @@ var Catalogue = []Entry{
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
+	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgReconcilePass, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldState, FieldEvent, FieldActions, FieldWaiting}},
 	{MsgReconcileError, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgReconcileErrorNoRetry, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},

@@ -204,3 +204,47 @@ func TestPodsFailingOnStartAreNotReplacedWithoutEnd(t *testing.T) {
 	}
 	verifyValkey(t, got, 1, 0)
 }
+
+// TestQuorumLossTakeover: a 1x1 cluster whose primary dies has no majority to elect its
+// replica; the operator issues CLUSTER FAILOVER TAKEOVER on it and says so, and every key the
+// replica acknowledged is still there.
+func TestQuorumLossTakeover(t *testing.T) {
+	ns := "takeover"
+	vc := activeCluster(t, ns, 1, 1)
+	verifyValkey(t, vc, 1, 1)
+	keys := writeAcknowledged(t, vc, 100)
+	victim := podWithRole(t, vc, v1.NodeRolePrimary)
+	if err := cluster.Kubelet.KillPod(ns, victim); err != nil {
+		t.Fatal(err)
+	}
+	healed := waitHealed(t, vc, victim, 2)
+	verifyValkey(t, healed, 1, 1)
+	readBack(t, healed, keys)
+	if !logged(t, "no quorum \u2014 issued TAKEOVER on replica", ns) {
+		t.Error("no TAKEOVER line in the log")
+	}
+}
+
+// TestLostShardIsServedAgain: both nodes of one shard of a 3x1 cluster die at once. The shard's
+// keys are gone with them, but the cluster must serve all 16384 slots again, and the other
+// shards keep their keys.
+func TestLostShardIsServedAgain(t *testing.T) {
+	ns := "lost-shard"
+	vc := activeCluster(t, ns, 3, 1)
+	verifyValkey(t, vc, 3, 1)
+	var shard int32 = -1
+	var victims []string
+	for _, n := range vc.Status.Nodes {
+		if shard == -1 || n.Shard == shard {
+			shard = n.Shard
+			victims = append(victims, n.Pod)
+		}
+	}
+	for _, p := range victims {
+		if err := cluster.Kubelet.KillPod(ns, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	healed := waitHealed(t, vc, victims[0], 6)
+	verifyValkey(t, healed, 3, 1)
+}
