@@ -90,6 +90,10 @@ func create(t *testing.T, objs ...client.Object) {
 		if err := k8s.Create(context.Background(), o); err != nil {
 			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
 		}
+		if o.GetNamespace() == "" {
+			// Cluster-scoped (images, configs): gone with the test, like its namespace.
+			t.Cleanup(func() { _ = k8s.Delete(context.Background(), o) })
+		}
 	}
 }
 

@@ -61,6 +61,17 @@ func valkeyPod(name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
+// createPod creates pod in default and deletes it when the test ends.
+func createPod(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	if _, err := cs.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+}
+
 // waitPod polls the pod until cond holds.
 func waitPod(t *testing.T, name string, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
@@ -123,10 +134,7 @@ func TestNodesAreZoned(t *testing.T) {
 }
 
 func TestHandAppliedPodRunsRealValkeyAndFailsWhenKilled(t *testing.T) {
-	ctx := context.Background()
-	if _, err := cs.CoreV1().Pods("default").Create(ctx, valkeyPod("hand"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPod(t, valkeyPod("hand"))
 	p := waitPod(t, "hand", "Ready with an IP", func(p *corev1.Pod) bool { return p.Status.PodIP != "" && ready(p) })
 	if p.Spec.NodeName == "" {
 		t.Fatal("pod was not scheduled by the scheduler")
@@ -150,11 +158,8 @@ func TestHandAppliedPodRunsRealValkeyAndFailsWhenKilled(t *testing.T) {
 }
 
 func TestUnschedulablePodStaysPendingWithSchedulerReason(t *testing.T) {
-	ctx := context.Background()
 	pod := valkeyPod("nowhere", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "does-not-exist"} })
-	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPod(t, pod)
 	p := waitPod(t, "nowhere", "PodScheduled=False", func(p *corev1.Pod) bool {
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
