@@ -59,8 +59,9 @@ chart-lint: helm
 install-test: deps
 	go test -count=1 -timeout 60m ./tests/install/
 
+# The packages that need no local cluster (the valkey package starts valkey-server processes).
 unit-test:
-	go test -count=1 -short ./...
+	go test -count=1 -short ./apis/... ./fsm/... ./controllers/... ./logging/... ./valkey/...
 
 # Built, then run: `go run` would turn the demo's clean exit on Ctrl-C into exit status 1.
 demo: deps
