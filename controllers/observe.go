@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -45,7 +46,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	var queried []int
 	for i := range list.Items {
 		pod := &list.Items[i]
-		if !metav1IsControlledBy(pod, vc) {
+		if !metav1.IsControlledBy(pod, vc) {
 			continue
 		}
 		o.pods[pod.Name] = pod
@@ -64,15 +65,6 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	}
 	sort.Slice(o.snapshot.Pods, func(i, j int) bool { return o.snapshot.Pods[i].Name < o.snapshot.Pods[j].Name })
 	return o, nil
-}
-
-func metav1IsControlledBy(pod *corev1.Pod, vc *v1.ValkeyCluster) bool {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.UID == vc.UID {
-			return true
-		}
-	}
-	return false
 }
 
 // podView is the part of a Pod the decision needs.

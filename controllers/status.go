@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	"reflect"
-
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -18,5 +16,5 @@ func equalStatus(a, b *v1.ValkeyClusterStatus) bool {
 	for i := range ac.Conditions {
 		ac.Conditions[i].LastTransitionTime = bc.Conditions[i].LastTransitionTime
 	}
-	return equality.Semantic.DeepEqual(ac, bc) || reflect.DeepEqual(ac, bc)
+	return equality.Semantic.DeepEqual(ac, bc)
 }

@@ -4,9 +4,11 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"go.uber.org/zap"
@@ -226,13 +228,13 @@ func (r *ValkeyClusterReconciler) apply(ctx context.Context, obj client.Object) 
 	switch want := obj.(type) {
 	case *corev1.ConfigMap:
 		have := existing.(*corev1.ConfigMap)
-		if equalStringMaps(have.Data, want.Data) {
+		if maps.Equal(have.Data, want.Data) {
 			return nil
 		}
 		have.Data = want.Data
 	case *corev1.Secret:
 		have := existing.(*corev1.Secret)
-		if equalByteMaps(have.Data, want.Data) {
+		if maps.EqualFunc(have.Data, want.Data, bytes.Equal) {
 			return nil
 		}
 		have.Data = want.Data
@@ -241,28 +243,4 @@ func (r *ValkeyClusterReconciler) apply(ctx context.Context, obj client.Object) 
 		return fmt.Errorf("update %s: %w", obj.GetName(), err)
 	}
 	return nil
-}
-
-func equalStringMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func equalByteMaps(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || string(w) != string(v) {
-			return false
-		}
-	}
-	return true
 }
