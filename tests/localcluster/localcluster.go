@@ -11,6 +11,7 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -158,6 +160,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 			return nil, err
 		}
 		c.Dir, c.removeDir = d, true
+	}
+	if err := reapSlot(slot, c.Dir); err != nil {
+		return nil, err
 	}
 	for _, sub := range []string{"etcd", "pki", "logs", "kubelet"} {
 		if err := os.MkdirAll(filepath.Join(c.Dir, sub), 0o755); err != nil {
@@ -400,6 +405,28 @@ func (c *Cluster) Stop() error {
 		_ = c.lock.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// reapSlot kills what a previous holder of slot i left running (a test binary killed by its
+// timeout takes neither etcd nor kube-apiserver with it: envtest starts them without a parent
+// death signal), found by the state directory on their command lines, then records dir as the
+// slot's current one. It runs while the slot's lock is held.
+func reapSlot(i int, dir string) error {
+	record := strings.TrimSuffix(lockFile(i), ".lock") + ".dir"
+	if old, err := os.ReadFile(record); err == nil && len(old) > 0 {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && bytes.Contains(cmdline, old) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	return os.WriteFile(record, []byte(dir+string(filepath.Separator)), 0o644)
 }
 
 // acquireSlot takes the first free slot's lock, waiting while every slot is taken.
