@@ -232,7 +232,11 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 		setCond(v1.ConditionProgressing, true, string(state), st.Message)
 	}
 	degraded := state == fsm.Active && !formed
-	setCond(v1.ConditionDegraded, degraded, map[bool]string{true: "NodesMissing", false: "AsExpected"}[degraded], map[bool]string{true: st.Message, false: ""}[degraded])
+	if degraded {
+		setCond(v1.ConditionDegraded, true, "NodesMissing", st.Message)
+	} else {
+		setCond(v1.ConditionDegraded, false, "AsExpected", "")
+	}
 
 	if equalStatus(&vc.Status, st) {
 		return nil

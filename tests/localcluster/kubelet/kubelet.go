@@ -261,19 +261,16 @@ func (k *Kubelet) KillPod(namespace, name string) error {
 // CutPodNetwork takes the host side of the pod's veth down: the pod keeps
 // running but nobody reaches it and it reaches nobody.
 func (k *Kubelet) CutPodNetwork(namespace, name string) error {
-	p, err := k.pod(namespace, name)
-	if err != nil {
-		return err
-	}
-	slot, ok := p.sandboxSlot()
-	if !ok {
-		return fmt.Errorf("kubelet: pod %s/%s has no network yet", namespace, name)
-	}
-	return k.ipam.setLink(slot, false)
+	return k.setPodLink(namespace, name, false)
 }
 
 // RestorePodNetwork undoes CutPodNetwork.
 func (k *Kubelet) RestorePodNetwork(namespace, name string) error {
+	return k.setPodLink(namespace, name, true)
+}
+
+// setPodLink sets the host side of the pod's veth up or down.
+func (k *Kubelet) setPodLink(namespace, name string, up bool) error {
 	p, err := k.pod(namespace, name)
 	if err != nil {
 		return err
@@ -282,7 +279,7 @@ func (k *Kubelet) RestorePodNetwork(namespace, name string) error {
 	if !ok {
 		return fmt.Errorf("kubelet: pod %s/%s has no network yet", namespace, name)
 	}
-	return k.ipam.setLink(slot, true)
+	return k.ipam.setLink(slot, up)
 }
 
 // LogPath is the file that collects stdout and stderr of a pod's container.
