@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,5 +155,18 @@ func TestResolveConfig(t *testing.T) {
 		if !errors.As(err, &sp) || sp.Reason != want {
 			t.Errorf("%s: %v, want %q", name, err, want)
 		}
+	}
+}
+
+func TestTickLogOncePerTickAndForgets(t *testing.T) {
+	var tl tickLog
+	t0 := time.Unix(1000, 0)
+	if !tl.due("a", t0) || tl.due("a", t0.Add(time.Second)) || !tl.due("a", t0.Add(TickInterval)) {
+		t.Fatal("due must be true once per tick")
+	}
+	tl.due("gone-pod", t0.Add(TickInterval))
+	tl.due("b", t0.Add(3*TickInterval))
+	if _, kept := tl.last["gone-pod"]; kept {
+		t.Fatal("an entry older than a tick is kept")
 	}
 }

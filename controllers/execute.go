@@ -128,6 +128,13 @@ func (t *tickLog) due(key string, now time.Time) bool {
 		return false
 	}
 	t.last[key] = now
+	// Keys name pods and shards that come and go; an entry older than a tick decides nothing
+	// (it would be due anyway), so drop those rather than keep every pod ever seen.
+	for k, at := range t.last {
+		if now.Sub(at) >= TickInterval {
+			delete(t.last, k)
+		}
+	}
 	return true
 }
 
