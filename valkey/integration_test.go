@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gomomento/valkey-operator/slot"
 )
 
 // These tests run real valkey-server processes on 127.0.0.1. They are the
@@ -184,7 +186,7 @@ func TestIntegrationFormCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	spread := EvenSlotSpread(primaries)
+	spread := slot.EvenSpread(primaries)
 	for i, r := range spread {
 		if err := clients[i].AddSlotsRange(ctx, SlotRanges{r}); err != nil {
 			t.Fatal(err)
@@ -264,10 +266,10 @@ func TestIntegrationFormCluster(t *testing.T) {
 				t.Errorf("view %d, node %d: primary %q, want %q", vi, i, e.PrimaryID, wantPrimary)
 			}
 		}
-		if got := Covered(v.Nodes); !slices.Equal(got, AllSlots()) {
+		if got := Covered(v.Nodes); !slices.Equal(got, slot.All()) {
 			t.Errorf("view %d: covered %v", vi, got)
 		}
-		if got := Unassigned(Covered(v.Nodes)); got != nil {
+		if got := slot.Unassigned(Covered(v.Nodes)); got != nil {
 			t.Errorf("view %d: unassigned %v", vi, got)
 		}
 	}
@@ -300,10 +302,10 @@ func TestIntegrationFormCluster(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "cluster replicate "+strings.Repeat("0", 40)+" on "+addrs[0]+": ") || !IsServerError(err) {
 			t.Errorf("Replicate(unknown) = %v (server error %v)", err, IsServerError(err))
 		}
-		if err := clients[0].AddSlotsRange(ctx, SlotRanges{{0, 10}}); err == nil || !IsServerError(err) {
+		if err := clients[0].AddSlotsRange(ctx, SlotRanges{{Start: 0, End: 10}}); err == nil || !IsServerError(err) {
 			t.Errorf("AddSlotsRange(taken slots) = %v", err)
 		}
-		if err := clients[0].AddSlotsRange(ctx, SlotRanges{{10, 5}}); err == nil || IsServerError(err) {
+		if err := clients[0].AddSlotsRange(ctx, SlotRanges{{Start: 10, End: 5}}); err == nil || IsServerError(err) {
 			t.Errorf("AddSlotsRange(invalid) = %v", err)
 		}
 		if err := clients[0].AddSlotsRange(ctx, nil); err != nil {
@@ -500,7 +502,7 @@ func TestIntegrationMigrateSlot(t *testing.T) {
 	if err := cs.Meet(ctx, "127.0.0.1", dst.port, dst.busPort); err != nil {
 		t.Fatal(err)
 	}
-	spread := EvenSlotSpread(2)
+	spread := slot.EvenSpread(2)
 	if err := cs.AddSlotsRange(ctx, SlotRanges{spread[0]}); err != nil {
 		t.Fatal(err)
 	}
@@ -522,14 +524,14 @@ func TestIntegrationMigrateSlot(t *testing.T) {
 
 	// Keys with one hash tag share a slot; pick a tag the source serves.
 	var tag string
-	slot := -1
-	for i := 0; slot < 0 || !spread[0].Contains(slot); i++ {
+	hashSlot := -1
+	for i := 0; hashSlot < 0 || !spread[0].Contains(hashSlot); i++ {
 		tag = "{m" + strconv.Itoa(i) + "}"
 		n, err := cs.c.Do(ctx, cs.c.B().ClusterKeyslot().Key(tag).Build()).AsInt64()
 		if err != nil {
 			t.Fatal(err)
 		}
-		slot = int(n)
+		hashSlot = int(n)
 	}
 	const nKeys = 25
 	for i := range nKeys {
@@ -539,21 +541,21 @@ func TestIntegrationMigrateSlot(t *testing.T) {
 		}
 	}
 
-	if err := cd.SetSlotImporting(ctx, slot, srcID); err != nil {
+	if err := cd.SetSlotImporting(ctx, hashSlot, srcID); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.SetSlotMigrating(ctx, slot, dstID); err != nil {
+	if err := cs.SetSlotMigrating(ctx, hashSlot, dstID); err != nil {
 		t.Fatal(err)
 	}
-	if me := myself(t, cs); !slices.Equal(me.Migrating, []SlotMigration{{slot, dstID}}) {
+	if me := myself(t, cs); !slices.Equal(me.Migrating, []SlotMigration{{hashSlot, dstID}}) {
 		t.Errorf("source open slots: migrating %v importing %v", me.Migrating, me.Importing)
 	}
-	if me := myself(t, cd); !slices.Equal(me.Importing, []SlotMigration{{slot, srcID}}) {
+	if me := myself(t, cd); !slices.Equal(me.Importing, []SlotMigration{{hashSlot, srcID}}) {
 		t.Errorf("target open slots: migrating %v importing %v", me.Migrating, me.Importing)
 	}
 
 	for moved := 0; ; {
-		keys, err := cs.GetKeysInSlot(ctx, slot, 10)
+		keys, err := cs.GetKeysInSlot(ctx, hashSlot, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -568,11 +570,11 @@ func TestIntegrationMigrateSlot(t *testing.T) {
 		}
 		moved += len(keys)
 	}
-	if n, err := cd.CountKeysInSlot(ctx, slot); err != nil || n != nKeys {
-		t.Errorf("target holds %d keys of slot %d, %v", n, slot, err)
+	if n, err := cd.CountKeysInSlot(ctx, hashSlot); err != nil || n != nKeys {
+		t.Errorf("target holds %d keys of slot %d, %v", n, hashSlot, err)
 	}
-	if n, err := cs.CountKeysInSlot(ctx, slot); err != nil || n != 0 {
-		t.Errorf("source holds %d keys of slot %d, %v", n, slot, err)
+	if n, err := cs.CountKeysInSlot(ctx, hashSlot); err != nil || n != 0 {
+		t.Errorf("source holds %d keys of slot %d, %v", n, hashSlot, err)
 	}
 	// A repeated MIGRATE of keys already moved is harmless (NOKEY).
 	if err := cs.MigrateKeys(ctx, "127.0.0.1", dst.port, []string{tag + "key-0"}, 5*time.Second, true); err != nil {
@@ -580,13 +582,13 @@ func TestIntegrationMigrateSlot(t *testing.T) {
 	}
 
 	for _, c := range []*Client{cd, cs} {
-		if err := c.SetSlotNode(ctx, slot, dstID); err != nil {
+		if err := c.SetSlotNode(ctx, hashSlot, dstID); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := map[string]SlotRanges{
-		srcID: Subtract(SlotRanges{spread[0]}, SlotRanges{{slot, slot}}),
-		dstID: Union(SlotRanges{spread[1]}, SlotRanges{{slot, slot}}),
+		srcID: slot.Subtract(SlotRanges{spread[0]}, SlotRanges{{Start: hashSlot, End: hashSlot}}),
+		dstID: slot.Union(SlotRanges{spread[1]}, SlotRanges{{Start: hashSlot, End: hashSlot}}),
 	}
 	eventually(t, formTimeout, "both nodes agree the slot moved", func(ctx context.Context) error {
 		for _, v := range Observe(ctx, addrs, ops) {
@@ -603,7 +605,7 @@ func TestIntegrationMigrateSlot(t *testing.T) {
 	})
 
 	// SETSLOT STABLE on a slot that is not open is a no-op, not an error.
-	if err := cs.SetSlotStable(ctx, slot); err != nil {
+	if err := cs.SetSlotStable(ctx, hashSlot); err != nil {
 		t.Errorf("SetSlotStable: %v", err)
 	}
 	if v, err := cd.c.Do(ctx, cd.c.B().Get().Key(tag+"key-7").Build()).ToString(); err != nil || v != "7" {

@@ -56,12 +56,12 @@ func TestParseClusterNodesFixtures(t *testing.T) {
 				idA: {
 					ID: idA, IP: "127.0.0.1", Port: 27001, BusPort: 37001,
 					Flags: []string{"myself", "primary"}, Myself: true, Role: RolePrimary,
-					ConfigEpoch: 1, Connected: true, Slots: SlotRanges{{0, 5460}},
+					ConfigEpoch: 1, Connected: true, Slots: SlotRanges{{Start: 0, End: 5460}},
 				},
 				idC: {
 					ID: idC, IP: "127.0.0.1", Port: 27003, BusPort: 37003,
 					Flags: []string{"primary"}, Role: RolePrimary,
-					PongRecv: 1796047940069, ConfigEpoch: 3, Connected: true, Slots: SlotRanges{{10923, 16383}},
+					PongRecv: 1796047940069, ConfigEpoch: 3, Connected: true, Slots: SlotRanges{{Start: 10923, End: 16383}},
 				},
 			},
 		},
@@ -72,7 +72,7 @@ func TestParseClusterNodesFixtures(t *testing.T) {
 				idA: {
 					ID: idA, IP: "127.0.0.1", Port: 27001, BusPort: 37001, Hostname: "node-a.example",
 					Flags: []string{"myself", "primary"}, Myself: true, Role: RolePrimary,
-					ConfigEpoch: 1, Connected: true, Slots: SlotRanges{{0, 5460}},
+					ConfigEpoch: 1, Connected: true, Slots: SlotRanges{{Start: 0, End: 5460}},
 					Migrating: []SlotMigration{{100, idB}, {101, idB}},
 				},
 				idH: {
@@ -87,7 +87,7 @@ func TestParseClusterNodesFixtures(t *testing.T) {
 			want: map[string]NodeEntry{idB: {
 				ID: idB, IP: "127.0.0.1", Port: 27002, BusPort: 37002,
 				Flags: []string{"myself", "primary"}, Myself: true, Role: RolePrimary,
-				Connected: true, Slots: SlotRanges{{5461, 10922}},
+				Connected: true, Slots: SlotRanges{{Start: 5461, End: 10922}},
 				Importing: []SlotMigration{{100, idA}},
 			}},
 		},
@@ -99,7 +99,7 @@ func TestParseClusterNodesFixtures(t *testing.T) {
 					ID: idC, IP: "127.0.0.1", Port: 27003, BusPort: 37003,
 					Flags: []string{"primary"}, Role: RolePrimary,
 					PingSent: 1796047944201, PongRecv: 1796047943194, ConfigEpoch: 3,
-					Connected: false, Slots: SlotRanges{{10923, 16383}},
+					Connected: false, Slots: SlotRanges{{Start: 10923, End: 16383}},
 				},
 				idD: {
 					ID: idD, IP: "127.0.0.1", Port: 27004, BusPort: 37004,
@@ -115,7 +115,7 @@ func TestParseClusterNodesFixtures(t *testing.T) {
 				ID: idC, IP: "127.0.0.1", Port: 27003, BusPort: 37003,
 				Flags: []string{"primary", "fail"}, Role: RolePrimary, Fail: true,
 				PingSent: 1796047944201, PongRecv: 1796047943194, ConfigEpoch: 3,
-				Slots: SlotRanges{{10923, 16383}},
+				Slots: SlotRanges{{Start: 10923, End: 16383}},
 			}},
 		},
 		{
@@ -216,7 +216,7 @@ func TestParseClusterNodesSynthetic(t *testing.T) {
 			name: "scattered single slots are merged",
 			line: idA + " 10.0.0.1:6379@16379 master - 0 0 1 connected 5 0-3 4 7",
 			check: func(t *testing.T, e NodeEntry) {
-				if want := (SlotRanges{{0, 5}, {7, 7}}); !slices.Equal(e.Slots, want) {
+				if want := (SlotRanges{{Start: 0, End: 5}, {Start: 7, End: 7}}); !slices.Equal(e.Slots, want) {
 					t.Errorf("slots %v, want %v", e.Slots, want)
 				}
 			},
