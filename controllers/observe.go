@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -118,29 +119,25 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.SlotsAssigned, _ = strconv.Atoi(v.ClusterInfo["cluster_slots_assigned"])
 	n.LinkUp = v.ReplicaLinkUp()
 	n.ReplOffset, _ = v.ReplicationOffset()
-	n.Known = map[string][]fsm.SlotRange{}
+	n.Known = map[string]slot.Set{}
 	n.Failed = map[string]bool{}
+	n.Suspected = map[string]bool{}
 	for _, e := range v.Nodes {
 		if e.Handshake || e.NoAddr {
 			continue
 		}
-		n.Known[e.ID] = slotRanges(e.Slots)
+		n.Known[e.ID] = e.Slots
 		if e.Fail {
 			n.Failed[e.ID] = true
+		}
+		if e.PFail {
+			n.Suspected[e.ID] = true
 		}
 		if e.Myself {
 			n.Primary = e.Role == valkey.RolePrimary
 			n.PrimaryID = e.PrimaryID
-			n.MySlots = slotRanges(e.Slots)
+			n.MySlots = e.Slots
 		}
 	}
 	return n
-}
-
-func slotRanges(rs valkey.SlotRanges) []fsm.SlotRange {
-	var out []fsm.SlotRange
-	for _, r := range rs {
-		out = append(out, fsm.SlotRange{Start: r.Start, End: r.End})
-	}
-	return out
 }

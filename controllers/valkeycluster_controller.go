@@ -1,6 +1,6 @@
 // Package controllers holds the reconcilers: all of the operator's I/O against the Kubernetes
 // API and the Valkey nodes. The decisions are made by package fsm, from one observed snapshot
-// per reconcile.
+// per reconcile, and by package plan, which turns it into the pass's actions.
 package controllers
 
 import (
@@ -21,6 +21,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -95,31 +96,35 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			return ctrl.Result{}, fmt.Errorf("broken invariant: %w", err)
 		}
 		if next != state {
+			// One line per transition; Forming→Active is the contract's own line.
+			msg := logging.TransitioningTo(string(next))
 			if next == fsm.Active && state == fsm.Forming {
-				log.Info(logging.MsgClusterFormed)
+				msg = logging.MsgClusterFormed
 			}
-			logging.Target(log, logging.TargetFSM).Info(logging.TransitioningTo(string(next)), zap.String(logging.FieldReason, decision.Reason))
+			logging.Target(log, logging.TargetFSM).Info(msg, zap.String(logging.FieldReason, decision.Reason))
 			state = next
 		}
 	}
 
-	plan := fsm.PlanPass(state, obs.snapshot)
+	pass := plan.Pass(state, obs.snapshot)
 	log.Debug(logging.MsgReconcilePass, zap.String(logging.FieldState, string(state)), zap.String(logging.FieldEvent, string(decision.Event)),
-		zap.Int(logging.FieldActions, len(plan.Actions)), zap.String(logging.FieldWaiting, plan.Waiting))
-	execErr := r.execute(ctx, log, &vc, rc, creds, obs, plan)
-	r.logHeartbeat(log, &vc, state, obs, plan)
+		zap.Int(logging.FieldActions, len(pass.Actions)), zap.String(logging.FieldWaiting, pass.Waiting))
+	// A broken invariant of the planners (pass.Err) dropped its offending actions; the rest of
+	// the pass is safe to run, and the error is returned with the pass's outcome.
+	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, obs, pass), pass.Err)
+	r.logHeartbeat(log, &vc, state, obs, pass)
 
-	if err := r.writeStatus(ctx, &vc, state, problem, obs, plan); err != nil {
+	if err := r.writeStatus(ctx, &vc, state, problem, obs, pass); err != nil {
 		return ctrl.Result{}, errors.Join(execErr, err)
 	}
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
 	switch {
-	case state == fsm.Invalid, plan.Blocked != "" && len(plan.Actions) == 0:
+	case state == fsm.Invalid, pass.Blocked != "" && len(pass.Actions) == 0:
 		// Waiting on a change outside the operator, which the watches report.
 		return ctrl.Result{RequeueAfter: TickInterval}, nil
-	case plan.Waiting != "" || len(plan.Actions) > 0 || state != fsm.Active:
+	case pass.Waiting != "" || len(pass.Actions) > 0 || state != fsm.Active:
 		return ctrl.Result{RequeueAfter: waitInterval}, nil
 	default:
 		return ctrl.Result{RequeueAfter: TickInterval}, nil

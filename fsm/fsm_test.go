@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
+
+	"github.com/gomomento/valkey-operator/slot"
 )
 
 func TestTransitionTable(t *testing.T) {
@@ -56,28 +57,6 @@ func TestInitialOnlyBootstrapsOrInvalidates(t *testing.T) {
 	}
 }
 
-func TestEvenSlotSpread(t *testing.T) {
-	for n := 1; n <= 40; n++ {
-		rs := EvenSlotSpread(n)
-		if len(rs) != n || rs[0].Start != 0 || rs[n-1].End != TotalSlots-1 {
-			t.Fatalf("n=%d: %v", n, rs)
-		}
-		lo, hi := TotalSlots, 0
-		for i, r := range rs {
-			if i > 0 && r.Start != rs[i-1].End+1 {
-				t.Fatalf("n=%d: gap at %d", n, i)
-			}
-			lo, hi = min(lo, r.Len()), max(hi, r.Len())
-		}
-		if hi-lo > 1 {
-			t.Fatalf("n=%d: sizes %d..%d", n, lo, hi)
-		}
-	}
-	if got := EvenSlotSpread(3); !reflect.DeepEqual(got, []SlotRange{{0, 5461}, {5462, 10922}, {10923, 16383}}) {
-		t.Fatalf("3 shards: %v", got)
-	}
-}
-
 // cluster builds a snapshot of shards×(replicas+1) running pods named p<shard>-<i>.
 type opt func(*Snapshot)
 
@@ -87,7 +66,7 @@ func newSnapshot(state State, shards, replicas int, opts ...opt) Snapshot {
 		for i := range replicas + 1 {
 			name := fmt.Sprintf("p%d-%d", sh, i)
 			s.Pods = append(s.Pods, Pod{Name: name, Shard: sh, Phase: PodRunning, IP: fmt.Sprintf("10.244.%d.%d", sh, i+2), Ready: true,
-				Node: &Node{Reachable: true, ID: "id-" + name, Primary: true, Known: map[string][]SlotRange{"id-" + name: nil}}})
+				Node: &Node{Reachable: true, ID: "id-" + name, Primary: true, Known: map[string]slot.Set{"id-" + name: nil}}})
 		}
 	}
 	for _, o := range opts {
@@ -108,16 +87,16 @@ func meshed(s *Snapshot) {
 // formed: meshed, slots spread over the first pod of each shard, others replicate it, ok.
 func formed(s *Snapshot) {
 	meshed(s)
-	spread := EvenSlotSpread(s.Shards)
+	spread := slot.EvenSpread(s.Shards)
 	for i := range s.Pods {
 		p := &s.Pods[i]
 		primary := fmt.Sprintf("id-p%d-0", p.Shard)
 		if p.Node.ID == primary {
-			p.Node.MySlots = []SlotRange{spread[p.Shard]}
+			p.Node.MySlots = slot.Set{spread[p.Shard]}
 		} else {
 			p.Node.Primary, p.Node.PrimaryID, p.Node.LinkUp = false, primary, true
 		}
-		p.Node.ClusterStateOK, p.Node.SlotsAssigned = true, TotalSlots
+		p.Node.ClusterStateOK, p.Node.SlotsAssigned = true, slot.Count
 	}
 	for i := range s.Pods {
 		for j := range s.Pods {
@@ -195,134 +174,6 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func kinds(p Plan) []ActionKind {
-	var out []ActionKind
-	for _, a := range p.Actions {
-		out = append(out, a.Kind)
-	}
-	return out
-}
-
-func TestPlanPass(t *testing.T) {
-	t.Run("invalid plans nothing", func(t *testing.T) {
-		if p := PlanPass(Invalid, newSnapshot(Invalid, 3, 1, withoutPods)); len(p.Actions) != 0 {
-			t.Fatal(p.Actions)
-		}
-	})
-	t.Run("bootstrap creates every pod", func(t *testing.T) {
-		p := PlanPass(Bootstrapping, newSnapshot(Bootstrapping, 3, 1, withoutPods))
-		if len(p.Actions) != 6 || p.Actions[0].Kind != ActCreatePod || p.Actions[5].Shard != 2 {
-			t.Fatal(p.Actions)
-		}
-	})
-	t.Run("forming meets every node from the seed", func(t *testing.T) {
-		p := PlanPass(Forming, newSnapshot(Forming, 3, 1))
-		if len(p.Actions) != 5 {
-			t.Fatal(p.Actions)
-		}
-		for _, a := range p.Actions {
-			if a.Kind != ActMeet || a.Pod != "p0-0" {
-				t.Fatal(a)
-			}
-		}
-	})
-	t.Run("seed knows all: nodes meet the ones they miss", func(t *testing.T) {
-		s := newSnapshot(Forming, 3, 1, meshed)
-		delete(s.Pods[2].Node.Known, "id-p2-1") // p1-0 has not heard of p2-1 yet
-		p := PlanPass(Forming, s)
-		if !reflect.DeepEqual(p.Actions, []Action{{Kind: ActMeet, Pod: "p1-0", IP: s.Pods[5].IP, NodeID: "id-p2-1"}}) {
-			t.Fatal(p.Actions)
-		}
-	})
-	t.Run("meshed: slots to one pod per shard", func(t *testing.T) {
-		p := PlanPass(Forming, newSnapshot(Forming, 3, 1, meshed))
-		want := []Action{
-			{Kind: ActAddSlots, Pod: "p0-0", Slots: []SlotRange{{0, 5461}}},
-			{Kind: ActAddSlots, Pod: "p1-0", Slots: []SlotRange{{5462, 10922}}},
-			{Kind: ActAddSlots, Pod: "p2-0", Slots: []SlotRange{{10923, 16383}}},
-		}
-		if !reflect.DeepEqual(p.Actions, want) {
-			t.Fatalf("%v", p.Actions)
-		}
-	})
-	t.Run("restart mid-assignment never assigns a slot twice", func(t *testing.T) {
-		s := newSnapshot(Forming, 3, 1, meshed)
-		// p1-0 got its slots, but only p1-0 itself knows yet; p0-0 claimed part of its range on
-		// another node's view (a stale gossip of an earlier attempt).
-		s.Pods[2].Node.MySlots = []SlotRange{{5462, 10922}}
-		s.Pods[2].Node.Known["id-p1-0"] = []SlotRange{{5462, 10922}}
-		s.Pods[4].Node.Known["id-p0-0"] = []SlotRange{{0, 99}}
-		p := PlanPass(Forming, s)
-		want := []Action{
-			{Kind: ActAddSlots, Pod: "p0-0", Slots: []SlotRange{{100, 5461}}},
-			{Kind: ActAddSlots, Pod: "p2-0", Slots: []SlotRange{{10923, 16383}}},
-		}
-		if !reflect.DeepEqual(p.Actions, want) {
-			t.Fatalf("%v", p.Actions)
-		}
-	})
-	t.Run("slots held: replicas attach", func(t *testing.T) {
-		s := newSnapshot(Forming, 2, 2, meshed)
-		spread := EvenSlotSpread(2)
-		for i := range s.Pods {
-			if s.Pods[i].Name == "p0-0" || s.Pods[i].Name == "p1-0" {
-				s.Pods[i].Node.MySlots = []SlotRange{spread[s.Pods[i].Shard]}
-			}
-		}
-		p := PlanPass(Forming, s)
-		if !reflect.DeepEqual(kinds(p), []ActionKind{ActReplicate, ActReplicate, ActReplicate, ActReplicate}) {
-			t.Fatal(p.Actions)
-		}
-		if p.Actions[0].Pod != "p0-1" || p.Actions[0].PrimaryID != "id-p0-0" || p.Actions[3].PrimaryID != "id-p1-0" {
-			t.Fatal(p.Actions)
-		}
-	})
-	t.Run("formed cluster plans nothing", func(t *testing.T) {
-		for _, st := range []State{Forming, Active} {
-			if p := PlanPass(st, newSnapshot(st, 3, 1, formed)); len(p.Actions) != 0 || p.Waiting != "" {
-				t.Fatalf("%s: %v %q", st, p.Actions, p.Waiting)
-			}
-		}
-	})
-	t.Run("unreachable node: wait, no valkey step", func(t *testing.T) {
-		s := newSnapshot(Forming, 3, 1)
-		s.Pods[3].Node = &Node{Reachable: false, Err: "timeout"}
-		p := PlanPass(Forming, s)
-		if len(p.Actions) != 0 || p.Waiting == "" {
-			t.Fatal(p)
-		}
-	})
-	t.Run("active heal: replace failed pod, then forget and delete", func(t *testing.T) {
-		s := newSnapshot(Active, 3, 1, formed, withFailed("p1-1"))
-		p := PlanPass(Active, s)
-		// Until the nodes agree it failed, the dead replica is not forgotten.
-		if !reflect.DeepEqual(kinds(p), []ActionKind{ActCreatePod}) || p.Actions[0].Shard != 1 {
-			t.Fatal(p.Actions)
-		}
-		// The replacement runs and has joined as a replica of p1-0; the dead id is still known.
-		s = newSnapshot(Active, 3, 1, formed)
-		s.Pods[3].Name, s.Pods[3].Node.ID = "p1-9", "id-p1-9"
-		for i := range s.Pods {
-			s.Pods[i].Node.Known["id-p1-9"] = nil
-			s.Pods[i].Node.Failed = map[string]bool{"id-p1-1": true}
-		}
-		s.Pods = append(s.Pods, Pod{Name: "p1-1", Shard: 1, Phase: PodFailed})
-		p = PlanPass(Active, s)
-		if !reflect.DeepEqual(kinds(p), []ActionKind{ActForget, ActForget, ActForget, ActForget, ActForget, ActForget}) || p.Actions[0].NodeID != "id-p1-1" {
-			t.Fatal(p.Actions)
-		}
-		for i := range s.Pods {
-			if s.Pods[i].Node != nil {
-				delete(s.Pods[i].Node.Known, "id-p1-1")
-			}
-		}
-		p = PlanPass(Active, s)
-		if !reflect.DeepEqual(p.Actions, []Action{{Kind: ActDeletePod, Pod: "p1-1"}}) {
-			t.Fatal(p.Actions)
-		}
-	})
-}
-
 func TestAwaitingFailover(t *testing.T) {
 	s := newSnapshot(Active, 3, 1, formed, withFailed("p1-0"))
 	got := s.AwaitingFailover()
@@ -331,136 +182,5 @@ func TestAwaitingFailover(t *testing.T) {
 	}
 	if got := newSnapshot(Active, 3, 1, formed, withFailed("p1-1")).AwaitingFailover(); len(got) != 0 {
 		t.Fatalf("a lost replica is not a failover: %+v", got)
-	}
-}
-
-// withFailFlag makes every live node's view flag id as failed.
-func withFailFlag(id string) opt {
-	return func(s *Snapshot) {
-		for i := range s.Pods {
-			if n := s.Pods[i].Node; n != nil && n.Reachable {
-				n.Failed = map[string]bool{id: true}
-			}
-		}
-	}
-}
-
-// A dead primary with a live replica is never forgotten, even when the node that happens to
-// be first by name (a fresh replacement) sees it without slots: that was a whole-cluster outage.
-func TestNoForgetOfAPrimaryAReplicaStillFollows(t *testing.T) {
-	s := newSnapshot(Active, 3, 1, formed, withFailed("p1-0"), withFailFlag("id-p1-0"))
-	// The replacement "a-new" sorts first; it learnt the dead primary from gossip, slot-less.
-	s.Pods = append(s.Pods, Pod{Name: "a-new", Shard: 1, Phase: PodRunning, IP: "10.244.9.9",
-		Node: &Node{Reachable: true, ID: "id-new", Primary: true, Known: map[string][]SlotRange{}, Failed: map[string]bool{"id-p1-0": true}}})
-	for i := range s.Pods {
-		if n := s.Pods[i].Node; n != nil && n.Reachable {
-			for j := range s.Pods {
-				if m := s.Pods[j].Node; m != nil && m.ID != "" {
-					if _, ok := n.Known[m.ID]; !ok {
-						n.Known[m.ID] = nil
-					}
-				}
-			}
-			n.Known["id-new"] = nil
-		}
-	}
-	s.Pods[len(s.Pods)-1].Node.Known["id-p1-0"] = nil
-	for _, a := range PlanPass(Active, s).Actions {
-		if a.Kind == ActForget || a.Kind == ActAddSlots {
-			t.Fatalf("planned %s while p1-1 still follows the dead primary", a)
-		}
-	}
-}
-
-// A shard that lost its only node is served again, empty: its dead primary is forgotten once
-// every node flags it failed, and its slots go to the replacement.
-func TestLostSoleNodeShardIsServedAgain(t *testing.T) {
-	s := newSnapshot(Active, 3, 0, formed, withFailed("p1-0"), withFailFlag("id-p1-0"))
-	s.Pods = append(s.Pods, Pod{Name: "p1-9", Shard: 1, Phase: PodRunning, IP: "10.244.9.9",
-		Node: &Node{Reachable: true, ID: "id-p1-9", Primary: true, Known: map[string][]SlotRange{}, Failed: map[string]bool{"id-p1-0": true}}})
-	for i := range s.Pods {
-		if n := s.Pods[i].Node; n != nil && n.Reachable {
-			for j := range s.Pods {
-				if m := s.Pods[j].Node; m != nil && m.ID != "" {
-					n.Known[m.ID] = m.MySlots
-				}
-			}
-			n.Known["id-p1-0"] = EvenSlotSpread(3)[1:2]
-		}
-	}
-	p := PlanPass(Active, s)
-	if len(p.Actions) == 0 || p.Actions[0].Kind != ActForget || p.Actions[0].NodeID != "id-p1-0" {
-		t.Fatalf("want forget of the dead sole primary, got %v", p.Actions)
-	}
-	for i := range s.Pods {
-		if n := s.Pods[i].Node; n != nil && n.Reachable {
-			delete(n.Known, "id-p1-0")
-		}
-	}
-	p = PlanPass(Active, s)
-	if !reflect.DeepEqual(p.Actions, []Action{{Kind: ActAddSlots, Pod: "p1-9", Slots: EvenSlotSpread(3)[1:2]}}) {
-		t.Fatalf("want the shard's slots on the replacement, got %v", p.Actions)
-	}
-}
-
-// Pods that fail on start are not replaced without end.
-func TestCrashingPodsStopReplacement(t *testing.T) {
-	s := newSnapshot(Bootstrapping, 1, 0, withoutPods)
-	s.SpecHash = "h1"
-	for _, name := range []string{"p0-a", "p0-b"} {
-		s.Pods = append(s.Pods, Pod{Name: name, Shard: 0, Phase: PodFailed, SpecHash: "h1", Failure: "Error, exit code 1", StartFailure: true})
-	}
-	p := PlanPass(Bootstrapping, s)
-	if len(p.Actions) != 0 || !strings.Contains(p.Blocked, "p0-a, p0-b failed on start (Error, exit code 1)") {
-		t.Fatalf("%v %q", p.Actions, p.Blocked)
-	}
-	s.SpecHash = "h2" // the config was fixed
-	if p := PlanPass(Bootstrapping, s); len(p.Actions) != 1 || p.Blocked != "" {
-		t.Fatalf("after a spec change: %v %q", p.Actions, p.Blocked)
-	}
-	// Nodes killed by a signal (a lost shard) are not start failures: replace them.
-	killed := newSnapshot(Active, 3, 1, formed, withFailed("p1-0"), withFailed("p1-1"))
-	for i := range killed.Pods {
-		killed.Pods[i].SpecHash = killed.SpecHash
-	}
-	if p := PlanPass(Active, killed); p.Blocked != "" || len(p.Actions) < 2 || p.Actions[0].Kind != ActCreatePod {
-		t.Fatalf("lost shard: %v %q", p.Actions, p.Blocked)
-	}
-	// At most MaxFailedPerShard pods of one spec are tried in a shard, even when more are missing.
-	two := newSnapshot(Bootstrapping, 1, 4, withoutPods)
-	two.Pods = append(two.Pods, Pod{Name: "x", Shard: 0, Phase: PodFailed, StartFailure: true})
-	if p := PlanPass(Bootstrapping, two); len(p.Actions) != MaxFailedPerShard-1 {
-		t.Fatalf("want %d creations, got %v", MaxFailedPerShard-1, p.Actions)
-	}
-}
-
-// withReplOffsets sets replication offsets by pod name.
-func withOffsets(offsets map[string]int64) opt {
-	return func(s *Snapshot) {
-		for i := range s.Pods {
-			if o, ok := offsets[s.Pods[i].Name]; ok && s.Pods[i].Node != nil {
-				s.Pods[i].Node.ReplOffset = o
-			}
-		}
-	}
-}
-
-// Without a majority of slot-holding primaries Valkey cannot elect: TAKEOVER on the most
-// up-to-date replica. With a majority, wait for Valkey's own failover.
-func TestTakeoverOnlyWithoutQuorum(t *testing.T) {
-	s := newSnapshot(Active, 1, 2, formed, withFailed("p0-0"), withFailFlag("id-p0-0"), withOffsets(map[string]int64{"p0-1": 10, "p0-2": 30}))
-	p := PlanPass(Active, s)
-	if !reflect.DeepEqual(p.Actions, []Action{{Kind: ActCreatePod}, {Kind: ActTakeover, Pod: "p0-2", NodeID: "id-p0-0", Shard: 0}}) {
-		t.Fatalf("1x2 lost its primary: %v", p.Actions)
-	}
-	s = newSnapshot(Active, 2, 1, formed, withFailed("p0-0"))
-	if p := PlanPass(Active, s); len(p.Actions) != 2 || p.Actions[1].Kind != ActTakeover {
-		t.Fatalf("2x1: one of two primaries is no majority: %v", p.Actions)
-	}
-	s = newSnapshot(Active, 3, 1, formed, withFailed("p0-0"))
-	for _, a := range PlanPass(Active, s).Actions {
-		if a.Kind == ActTakeover {
-			t.Fatalf("3x1 with two primaries alive must wait for Valkey's failover: %v", a)
-		}
 	}
 }

@@ -1,9 +1,10 @@
 package fsm
 
-import "sort"
+import (
+	"sort"
 
-// TotalSlots is the size of the Valkey cluster key space.
-const TotalSlots = 16384
+	"github.com/gomomento/valkey-operator/slot"
+)
 
 // Snapshot is one read-only observation of a cluster, made by the controller at the start of a
 // reconcile: the spec that matters, the pods, and one view per Valkey node.
@@ -76,41 +77,20 @@ type Node struct {
 	// PrimaryID is the id of the primary a replica follows ("" for a primary).
 	PrimaryID string
 	// MySlots are the slots this node serves according to its own view.
-	MySlots []SlotRange
+	MySlots slot.Set
 	// Known are the node ids in this node's CLUSTER NODES (itself included) that completed the
 	// handshake, with their slots as this node sees them.
-	Known map[string][]SlotRange
+	Known map[string]slot.Set
 	// Failed are the ids this node flags `fail` (the cluster agreed they are down).
 	Failed map[string]bool
+	// Suspected are the ids this node flags `fail?`: it cannot reach them, but too few primaries
+	// agree to turn the suspicion into `fail`, which is exactly what happens when most primaries
+	// are gone. Only the quorum planner reads it; forgetting needs `fail`.
+	Suspected map[string]bool
 	// LinkUp is master_link_status:up (replicas only).
 	LinkUp bool
 	// ReplOffset is master_repl_offset: how much of the replication stream the node applied.
 	ReplOffset int64
-}
-
-// SlotRange is an inclusive range of slots [Start, End].
-type SlotRange struct{ Start, End int }
-
-// Len is the number of slots in the range.
-func (r SlotRange) Len() int { return r.End - r.Start + 1 }
-
-// EvenSlotSpread splits the 16384 slots into n contiguous ranges whose sizes differ by at most
-// one, the first ranges taking the remainder. n < 1 returns nil.
-func EvenSlotSpread(n int) []SlotRange {
-	if n < 1 {
-		return nil
-	}
-	out := make([]SlotRange, 0, n)
-	start := 0
-	for i := range n {
-		size := TotalSlots / n
-		if i < TotalSlots%n {
-			size++
-		}
-		out = append(out, SlotRange{Start: start, End: start + size - 1})
-		start += size
-	}
-	return out
 }
 
 // DesiredNodes is shards × (replicas + 1).
@@ -172,7 +152,7 @@ func (s Snapshot) Formed() bool {
 	}
 	for _, p := range s.LivePods() {
 		n := p.Node
-		if !n.ClusterStateOK || n.SlotsAssigned != TotalSlots {
+		if !n.ClusterStateOK || n.SlotsAssigned != slot.Count {
 			return false
 		}
 		if len(n.Known) != len(ids) {
@@ -213,7 +193,7 @@ func (s Snapshot) Synced() bool {
 // the cluster was formed once and still serves, whatever else drifted.
 func (s Snapshot) Serving() bool {
 	for _, p := range s.LivePods() {
-		if n := p.Node; n != nil && n.Reachable && n.ClusterStateOK && n.SlotsAssigned == TotalSlots {
+		if n := p.Node; n != nil && n.Reachable && n.ClusterStateOK && n.SlotsAssigned == slot.Count {
 			return true
 		}
 	}
@@ -248,6 +228,44 @@ func ShardPrimary(pods []Pod) *Pod {
 	return nil
 }
 
+// OwnedIDs are the node ids that live pods own: the id each live pod's node reported. It is the
+// one definition the planners and AwaitingFailover share. A live pod whose node did not answer
+// owns an id the snapshot cannot name, so a caller that must know every owned id (to forget the
+// others) also checks AllAnswer.
+func (s Snapshot) OwnedIDs() map[string]bool {
+	owned := map[string]bool{}
+	for _, p := range s.LivePods() {
+		if p.Node != nil && p.Node.ID != "" {
+			owned[p.Node.ID] = true
+		}
+	}
+	return owned
+}
+
+// AllAnswer returns "" when every live pod runs with an IP and its node answered with its id;
+// otherwise what is awaited, naming the first pod (by name) that is not there yet. Steps that
+// need the whole picture (meet, slots, forget) are gated on it: an unreachable node is unknown,
+// not gone.
+func (s Snapshot) AllAnswer() string {
+	live := s.LivePods()
+	if len(live) == 0 {
+		return "waiting for pods"
+	}
+	for _, pod := range live {
+		switch {
+		case pod.Phase != PodRunning || pod.IP == "":
+			return "waiting for pod " + pod.Name + " to run"
+		case pod.Node == nil || !pod.Node.Reachable || pod.Node.ID == "":
+			msg := "waiting for node " + pod.Name + " to answer"
+			if pod.Node != nil && pod.Node.Err != "" {
+				msg += ": " + pod.Node.Err
+			}
+			return msg
+		}
+	}
+	return ""
+}
+
 // FailoverWait is a shard whose primary is gone while a replica that can take over is alive.
 type FailoverWait struct {
 	Shard int
@@ -261,12 +279,7 @@ type FailoverWait struct {
 // while a live, reachable replica still follows it: Valkey's own failover will promote that
 // replica, so the operator waits instead of acting.
 func (s Snapshot) AwaitingFailover() []FailoverWait {
-	owned := map[string]bool{}
-	for _, p := range s.LivePods() {
-		if p.Node != nil && p.Node.ID != "" {
-			owned[p.Node.ID] = true
-		}
-	}
+	owned := s.OwnedIDs()
 	var out []FailoverWait
 	for shard, pods := range s.ShardPods() {
 		for _, p := range pods {

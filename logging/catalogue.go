@@ -61,13 +61,15 @@ const (
 	MsgCreatingPod = "creating Pod for node"
 	// MsgCreatingService (INFO, TargetCluster): cluster_name.
 	MsgCreatingService = "creating headless Service"
-	// MsgClusterMeetIssued (INFO, TargetCluster): cluster_name, pod, node (the node id met).
+	// MsgClusterMeetIssued (INFO, TargetCluster): cluster_name, pod, node (the node id met), ip.
+	// Once per node introduced through the seed.
 	MsgClusterMeetIssued = "cluster meet issued"
 	// MsgFailoverForUpgrade (INFO, TargetCluster): cluster_name, pod (the replica promoted),
 	// node.
 	MsgFailoverForUpgrade = "failover to up-to-date replica for rolling upgrade"
-	// MsgClusterFormed (INFO, TargetCluster): cluster_name.
-	MsgClusterFormed = "cluster formed"
+	// MsgClusterFormed (INFO, TargetFSM): cluster_name, reason. The Forming→Active transition,
+	// one line: it stands for TransitioningTo("Active") on that transition only.
+	MsgClusterFormed = "cluster formed, transitioning to Active"
 	// MsgTransitioningPrefix + state (INFO, TargetFSM): cluster_name. Use TransitioningTo.
 	MsgTransitioningPrefix = "transitioning to "
 	// MsgActiveTick (INFO, TargetCluster): cluster_name, shards, nodes (integers).
@@ -95,6 +97,10 @@ const (
 
 	// Ours, beside the contract's "one line per resource created or step taken":
 
+	// MsgMeshMeetIssued (DEBUG, TargetCluster): cluster_name, pod, node, ip. A meet between two
+	// nodes the seed already introduced, sent only to speed up gossip: at INFO, `cluster meet
+	// issued` is logged once per node introduced, not once per pair.
+	MsgMeshMeetIssued = "mesh meet issued"
 	// MsgAssigningSlots (INFO, TargetCluster): cluster_name, pod, slots (count).
 	MsgAssigningSlots = "assigning slots"
 	// MsgAttachingReplica (INFO, TargetCluster): cluster_name, pod, node (the primary's id).
@@ -153,7 +159,7 @@ var Catalogue = []Entry{
 	{MsgCreatingService, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
 	{MsgClusterMeetIssued, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgFailoverForUpgrade, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
-	{MsgClusterFormed, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
+	{MsgClusterFormed, zapcore.InfoLevel, TargetFSM, []string{FieldClusterName, FieldReason}},
 	{TransitioningTo("Bootstrapping"), zapcore.InfoLevel, TargetFSM, []string{FieldClusterName}},
 	{TransitioningTo("Forming"), zapcore.InfoLevel, TargetFSM, []string{FieldClusterName}},
 	{TransitioningTo("Active"), zapcore.InfoLevel, TargetFSM, []string{FieldClusterName}},
@@ -164,6 +170,7 @@ var Catalogue = []Entry{
 	{MsgNoQuorumTakeover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgTLSValidationFailed, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName, FieldReason}},
 	{MsgACLLoadFailed, zapcore.WarnLevel, TargetACL, []string{FieldClusterName, FieldPod, FieldError}},
+	{MsgMeshMeetIssued, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldIP}},
 	{MsgAssigningSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlots}},
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},

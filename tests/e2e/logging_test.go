@@ -207,7 +207,7 @@ func TestLogContract(t *testing.T) {
 	}
 	for ns, msgs := range seen {
 		for _, m := range []string{"transitioning to Bootstrapping", "creating headless Service", "creating Pod for node",
-			"transitioning to Forming", "cluster meet issued", "cluster formed", "transitioning to Active"} {
+			"transitioning to Forming", "cluster meet issued", "cluster formed, transitioning to Active"} {
 			if !msgs[m] {
 				t.Errorf("%s/my-cluster: no %q line", ns, m)
 			}

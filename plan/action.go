@@ -1,0 +1,119 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/gomomento/valkey-operator/slot"
+)
+
+// Action is one planned step: a closed set, one type per kind, each saying whether it is
+// disruptive. The unexported method seals the set, so the controller's one type switch over
+// actions can be checked for exhaustiveness by the gochecksumtype linter (.golangci.yml); a new
+// kind that the executor does not handle fails the lint, not production.
+//
+//sumtype:decl
+type Action interface {
+	// Disruptive reports whether the action can cost availability or data (delete a pod, fail
+	// over, take over, forget a node): at most one per pass, behind the planner's checks.
+	// Harmless actions (create a pod, meet, assign slots on a new cluster, attach a replica) are
+	// idempotent and may be batched.
+	Disruptive() bool
+	// String describes the action for logs and errors.
+	String() string
+	action()
+}
+
+// CreatePod creates one new pod for Shard.
+type CreatePod struct{ Shard int }
+
+// Meet sends CLUSTER MEET IP from Pod's node; NodeID is the id of the node met. Mesh is true for
+// the meets between nodes that the seed has already introduced: they only speed up gossip, so the
+// executor logs them at DEBUG and one `cluster meet issued` line is logged per introduced node.
+type Meet struct {
+	Pod, IP, NodeID string
+	Mesh            bool
+}
+
+// AddSlots sends CLUSTER ADDSLOTSRANGE Slots to Pod's node.
+type AddSlots struct {
+	Pod   string
+	Slots slot.Set
+}
+
+// Replicate sends CLUSTER REPLICATE PrimaryID to Pod's node.
+type Replicate struct{ Pod, PrimaryID string }
+
+// Forget sends CLUSTER FORGET NodeID to every node in Pods. It is one step although it touches
+// several nodes: forgets are not gossiped, and a node forgotten by only some nodes is learnt again
+// from the others.
+type Forget struct {
+	NodeID string
+	Pods   []string
+}
+
+// DeletePod deletes Pod (a Failed pod whose replacement has joined).
+type DeletePod struct{ Pod string }
+
+// Takeover sends CLUSTER FAILOVER TAKEOVER to Pod's node, a synced replica of PrimaryID, the lost
+// primary of Shard.
+type Takeover struct {
+	Pod, PrimaryID string
+	Shard          int
+}
+
+func (CreatePod) action() {}
+func (Meet) action()      {}
+func (AddSlots) action()  {}
+func (Replicate) action() {}
+func (Forget) action()    {}
+func (DeletePod) action() {}
+func (Takeover) action()  {}
+
+// Disruptive: a new pod joins nobody until it is met; harmless.
+func (CreatePod) Disruptive() bool { return false }
+
+// Disruptive: meeting a node that is already known is a no-op; harmless.
+func (Meet) Disruptive() bool { return false }
+
+// Disruptive: slots are only ever added where no node's view gives them an owner; harmless.
+func (AddSlots) Disruptive() bool { return false }
+
+// Disruptive: only slot-less nodes are attached, so no data is flushed; harmless.
+func (Replicate) Disruptive() bool { return false }
+
+// Disruptive: a node forgotten by mistake loses its place in the cluster.
+func (Forget) Disruptive() bool { return true }
+
+// Disruptive: a deleted pod is gone for good.
+func (DeletePod) Disruptive() bool { return true }
+
+// Disruptive: a takeover changes who serves a shard without the cluster's agreement.
+func (Takeover) Disruptive() bool { return true }
+
+// String describes the action.
+func (a CreatePod) String() string { return fmt.Sprintf("create pod for shard %d", a.Shard) }
+
+// String describes the action.
+func (a Meet) String() string {
+	if a.Mesh {
+		return fmt.Sprintf("mesh meet %s from %s", a.IP, a.Pod)
+	}
+	return fmt.Sprintf("meet %s from %s", a.IP, a.Pod)
+}
+
+// String describes the action.
+func (a AddSlots) String() string { return fmt.Sprintf("add slots %s to %s", a.Slots, a.Pod) }
+
+// String describes the action.
+func (a Replicate) String() string { return fmt.Sprintf("%s replicates %s", a.Pod, a.PrimaryID) }
+
+// String describes the action.
+func (a Forget) String() string { return fmt.Sprintf("%d nodes forget %s", len(a.Pods), a.NodeID) }
+
+// String describes the action.
+func (a DeletePod) String() string { return "delete pod " + a.Pod }
+
+// String describes the action.
+func (a Takeover) String() string {
+	return fmt.Sprintf("%s takes over shard %d from %s", a.Pod, a.Shard, a.PrimaryID)
+}

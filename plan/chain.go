@@ -1,0 +1,146 @@
+// Package plan decides what one reconcile pass does, as a chain of pure planners: each owns one
+// concern (pods, quorum, formation, cleanup, …), has its own gate, and returns a step. The runner
+// assembles the pass: harmless actions batched, at most one disruptive action, and it stops at the
+// first step that waits or is blocked. It imports neither the Kubernetes client nor valkey-go
+// (depguard keeps it so): the controller observes, this package decides, the controller executes.
+package plan
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gomomento/valkey-operator/fsm"
+)
+
+// Input is what every planner sees: the state the cluster is in after this pass's transition and
+// the pass's one snapshot.
+type Input struct {
+	State    fsm.State
+	Snapshot fsm.Snapshot
+}
+
+// Step is one planner's answer. Actions run in order. Wait says what the planner waits for after
+// its actions (nodes to meet, a takeover to land); Blocked says why it refuses to go on until
+// something outside the operator changes. Either one ends the pass: a later concern must not act
+// on a cluster an earlier one is still changing.
+type Step struct {
+	Actions []Action
+	Wait    string
+	Blocked string
+}
+
+// Planner owns one concern. Gate returns "" when the concern may act on this input, otherwise why
+// not; a closed gate skips this planner only, so a node that does not answer holds back the steps
+// that need its answer and nothing else. A nil Gate is always open. Plan is called only when the
+// gate is open.
+type Planner struct {
+	Name string
+	Gate func(Input) string
+	Plan func(Input) Step
+}
+
+// Chain is a list of planners in priority order: stability, topology, updates, cleanup
+// (concepts/reconciliation.md). The first applicable concern wins the pass.
+type Chain []Planner
+
+// Plan is the ordered list of actions for one pass and, when the pass is waiting on the world,
+// why (for logs and status.message). Blocked is set when the operator refuses to go on until
+// something outside it changes (pods that fail on start with the current spec). Err is a broken
+// invariant found by the runner (a planner that planned a second disruptive action); the
+// offending actions are not in Actions.
+type Plan struct {
+	Actions []Action
+	Waiting string
+	Blocked string
+	Err     error
+}
+
+// Disruptive returns the plan's disruptive action, nil when there is none.
+func (p Plan) Disruptive() Action {
+	for _, a := range p.Actions {
+		if a.Disruptive() {
+			return a
+		}
+	}
+	return nil
+}
+
+// Run asks each planner in order. A closed gate is noted (the first reason becomes Waiting when
+// nothing else is awaited) and the chain goes on. A step's actions are appended; the pass ends at
+// the first step that waits or is blocked, and right after the step that holds the pass's one
+// disruptive action: what follows it in priority order is planned again once its effect is
+// observed. A second disruptive action within a step is a programming error: Run drops it and
+// reports it in Err, so the controller never executes two in one pass.
+func (c Chain) Run(in Input) Plan {
+	var p Plan
+	for _, pl := range c {
+		if pl.Gate != nil {
+			if why := pl.Gate(in); why != "" {
+				if p.Waiting == "" {
+					p.Waiting = why
+				}
+				continue
+			}
+		}
+		st := pl.Plan(in)
+		disrupted := false
+		for _, a := range st.Actions {
+			if a == nil {
+				p.Err = errors.Join(p.Err, fmt.Errorf("broken invariant: planner %s planned a nil action", pl.Name))
+				continue
+			}
+			if a.Disruptive() {
+				if first := p.Disruptive(); first != nil {
+					p.Err = errors.Join(p.Err, fmt.Errorf("broken invariant: planner %s planned %q after %q: one disruptive action per pass; dropped", pl.Name, a, first))
+					continue
+				}
+				disrupted = true
+			}
+			p.Actions = append(p.Actions, a)
+		}
+		switch {
+		case st.Blocked != "":
+			p.Blocked = st.Blocked
+			return p
+		case st.Wait != "":
+			p.Waiting = st.Wait
+			return p
+		case disrupted:
+			return p
+		}
+	}
+	return p
+}
+
+// Default returns the operator's chain in priority order. Stability first: replace missing pods,
+// then save a shard whose primaries lost their majority. Then topology: form the cluster (meet,
+// slots, replicas). Cleanup last: forget departed nodes, delete failed pods. A new concern is one
+// new file and one line here.
+func Default() Chain {
+	return Chain{
+		pods,
+		quorum,
+		formation,
+		cleanup,
+	}
+}
+
+// Pass plans one reconcile pass for a cluster in state st. Invalid plans nothing: nothing is ever
+// created or deleted to make progress on a spec the operator refused. A pass that plans nothing
+// and awaits nothing on a cluster that is not formed yet waits for the nodes to agree.
+func Pass(st fsm.State, s fsm.Snapshot) Plan {
+	if st == fsm.Invalid {
+		return Plan{}
+	}
+	p := Default().Run(Input{State: st, Snapshot: s})
+	if p.Waiting == "" && p.Blocked == "" && !s.Formed() {
+		p.Waiting = "waiting for the cluster to agree"
+	}
+	return p
+}
+
+// formedOnce reports whether the cluster was formed at least once: the states in which the
+// operator heals the cluster rather than builds it.
+func formedOnce(st fsm.State) bool {
+	return st == fsm.Forming || st == fsm.Active || st == fsm.Upgrading
+}

@@ -1,0 +1,287 @@
+package plan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/slot"
+)
+
+// fixed is a planner that returns st behind gate.
+func fixed(name, gate string, st Step) Planner {
+	return Planner{Name: name, Gate: func(Input) string { return gate }, Plan: func(Input) Step { return st }}
+}
+
+func TestRun(t *testing.T) {
+	harmless := func(shard int) Action { return CreatePod{Shard: shard} }
+	cases := []struct {
+		name    string
+		chain   Chain
+		want    []Action
+		waiting string
+		blocked string
+		err     string
+	}{
+		{"harmless steps of several planners are batched",
+			Chain{fixed("a", "", Step{Actions: []Action{harmless(0)}}), fixed("b", "", Step{Actions: []Action{harmless(1)}})},
+			[]Action{harmless(0), harmless(1)}, "", "", ""},
+		{"a closed gate skips only its planner, and says why",
+			Chain{fixed("a", "node x does not answer", Step{Actions: []Action{harmless(0)}}), fixed("b", "", Step{Actions: []Action{harmless(1)}})},
+			[]Action{harmless(1)}, "node x does not answer", "", ""},
+		{"the first wait ends the pass",
+			Chain{fixed("a", "", Step{Actions: []Action{harmless(0)}, Wait: "w"}), fixed("b", "", Step{Actions: []Action{harmless(1)}})},
+			[]Action{harmless(0)}, "w", "", ""},
+		{"blocked ends the pass",
+			Chain{fixed("a", "", Step{Blocked: "bad spec"}), fixed("b", "", Step{Actions: []Action{harmless(1)}})},
+			nil, "", "bad spec", ""},
+		{"the pass ends after its disruptive step",
+			Chain{fixed("a", "", Step{Actions: []Action{harmless(0), DeletePod{Pod: "x"}}}), fixed("b", "", Step{Actions: []Action{harmless(1)}})},
+			[]Action{harmless(0), DeletePod{Pod: "x"}}, "", "", ""},
+		{"a second disruptive action is a programming error: dropped, reported",
+			Chain{fixed("a", "", Step{Actions: []Action{DeletePod{Pod: "x"}, harmless(0), Forget{NodeID: "n"}}})},
+			[]Action{DeletePod{Pod: "x"}, harmless(0)}, "", "", "broken invariant: planner a planned"},
+		{"a nil action is a programming error",
+			Chain{fixed("a", "", Step{Actions: []Action{nil, harmless(0)}})},
+			[]Action{harmless(0)}, "", "", "nil action"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := c.chain.Run(Input{State: fsm.Active})
+			if !reflect.DeepEqual(p.Actions, c.want) || p.Waiting != c.waiting || p.Blocked != c.blocked {
+				t.Fatalf("got %v %q %q", p.Actions, p.Waiting, p.Blocked)
+			}
+			if (c.err == "") != (p.Err == nil) || (p.Err != nil && !strings.Contains(p.Err.Error(), c.err)) {
+				t.Fatalf("err %v, want %q", p.Err, c.err)
+			}
+		})
+	}
+}
+
+func TestPass(t *testing.T) {
+	if p := Pass(fsm.Invalid, newSnapshot(fsm.Invalid, 3, 1, withoutPods)); !reflect.DeepEqual(p, Plan{}) {
+		t.Fatalf("invalid plans nothing: %+v", p)
+	}
+	for _, st := range []fsm.State{fsm.Forming, fsm.Active} {
+		if p := Pass(st, newSnapshot(st, 3, 1, formed)); len(p.Actions) != 0 || p.Waiting != "" || p.Blocked != "" {
+			t.Fatalf("%s: a formed cluster plans nothing: %+v", st, p)
+		}
+	}
+	if p := Pass(fsm.Bootstrapping, newSnapshot(fsm.Bootstrapping, 1, 0, withoutPods)); !reflect.DeepEqual(p.Actions, []Action{CreatePod{0}}) || p.Waiting != "waiting for pods" {
+		t.Fatalf("bootstrap: %+v", p)
+	}
+}
+
+// TestOneDisruptiveActionPerPass is the property the runner enforces and the planners respect:
+// over many randomly generated snapshots (unreachable nodes, failed, deleting and pending pods,
+// missing shards, stale and failed ids, random offsets), no pass holds two disruptive actions,
+// no planner ever needs the runner to drop one, no node id a live pod owns is ever forgotten, and
+// no replica that never synced is ever promoted.
+func TestOneDisruptiveActionPerPass(t *testing.T) {
+	const snapshots = 20000
+	rng := rand.New(rand.NewPCG(8, 2026))
+	disruptive := map[string]int{}
+	for i := range snapshots {
+		s := randomSnapshot(rng)
+		if i%3 == 0 {
+			s = perturbedFormed(rng)
+		}
+		for _, st := range []fsm.State{fsm.Bootstrapping, fsm.Forming, fsm.Active, fsm.Upgrading} {
+			p := Pass(st, s)
+			if p.Err != nil {
+				t.Fatalf("snapshot %d, %s: %v\n%s", i, st, p.Err, dump(s))
+			}
+			n := 0
+			for _, a := range p.Actions {
+				if !a.Disruptive() {
+					continue
+				}
+				n++
+				disruptive[fmt.Sprintf("%T", a)]++
+				checkSafe(t, i, st, s, a)
+			}
+			if n > 1 {
+				t.Fatalf("snapshot %d, %s: %d disruptive actions: %v\n%s", i, st, n, p.Actions, dump(s))
+			}
+		}
+	}
+	// The generator must reach every disruptive kind, or the property says little.
+	for _, kind := range []string{"plan.Forget", "plan.DeletePod", "plan.Takeover"} {
+		if disruptive[kind] == 0 {
+			t.Errorf("no generated snapshot planned a %s: %v", kind, disruptive)
+		}
+	}
+	t.Logf("disruptive actions planned: %v", disruptive)
+}
+
+func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
+	t.Helper()
+	switch a := a.(type) {
+	case Forget:
+		if s.OwnedIDs()[a.NodeID] {
+			t.Fatalf("snapshot %d, %s: forgets %s, which a live pod owns\n%s", i, st, a.NodeID, dump(s))
+		}
+		if s.AllAnswer() != "" {
+			t.Fatalf("snapshot %d, %s: forgets %s while %s\n%s", i, st, a.NodeID, s.AllAnswer(), dump(s))
+		}
+	case Takeover:
+		for _, p := range s.Pods {
+			if p.Name == a.Pod && (p.Node == nil || p.Node.ReplOffset <= 0 || p.Node.PrimaryID != a.PrimaryID) {
+				t.Fatalf("snapshot %d, %s: takeover on %s, not a synced replica of %s\n%s", i, st, a.Pod, a.PrimaryID, dump(s))
+			}
+		}
+	}
+}
+
+// randomSnapshot draws a cluster of 1-4 shards × 0-2 replicas in any condition: each pod may be
+// missing, pending, failed, deleting, running unreachable, or running with a node whose view of
+// the cluster is drawn from a small pool of ids (some of them gone), with random slots, roles,
+// `fail`/`fail?` flags, links and offsets.
+func randomSnapshot(rng *rand.Rand) fsm.Snapshot {
+	s := fsm.Snapshot{Shards: 1 + rng.IntN(4), ReplicasPerShard: rng.IntN(3), SpecHash: "h"}
+	pool := []string{"id-a", "id-b", "id-c", "id-d", "id-e", "id-f", "id-g", "id-h", "id-x", "id-y"}
+	spread := slot.EvenSpread(s.Shards)
+	randomSlots := func() slot.Set {
+		switch rng.IntN(4) {
+		case 0:
+			return slot.Set{spread[rng.IntN(len(spread))]}
+		case 1:
+			a := rng.IntN(slot.Count)
+			return slot.Set{{Start: a, End: min(slot.Count-1, a+rng.IntN(2000))}}
+		default:
+			return nil
+		}
+	}
+	n := 0
+	for sh := range s.Shards {
+		if rng.IntN(8) == 0 {
+			continue // a missing shard
+		}
+		for range rng.IntN(s.ReplicasPerShard + 3) {
+			n++
+			p := fsm.Pod{Name: fmt.Sprintf("p%d-%d", sh, n), Shard: sh, Phase: fsm.PodRunning, IP: fmt.Sprintf("10.0.%d.%d", sh, n), SpecHash: "h"}
+			switch rng.IntN(10) {
+			case 0:
+				p.Phase, p.IP = fsm.PodPending, ""
+			case 1:
+				p.Phase, p.StartFailure, p.Failure = fsm.PodFailed, rng.IntN(2) == 0, "Error, exit code 1"
+				p.Node = &fsm.Node{Err: "connection refused"}
+			case 2:
+				p.Deleting = true
+			case 3:
+				p.Node = &fsm.Node{Err: "i/o timeout"}
+			case 4:
+				p.Phase = fsm.PodUnknown
+			}
+			if p.Phase == fsm.PodRunning && p.Node == nil && !p.Deleting {
+				p.Node = randomNode(rng, pool, randomSlots)
+			}
+			s.Pods = append(s.Pods, p)
+		}
+	}
+	// Node ids are unique per live pod: a repeat draw becomes an unreachable node.
+	seen := map[string]bool{}
+	for i := range s.Pods {
+		if nd := s.Pods[i].Node; nd != nil && nd.ID != "" {
+			if seen[nd.ID] {
+				s.Pods[i].Node = &fsm.Node{Err: "duplicate"}
+			}
+			seen[nd.ID] = true
+		}
+	}
+	for i := range s.Pods {
+		if nd := s.Pods[i].Node; nd != nil && nd.Reachable && rng.IntN(2) == 0 {
+			nd.ClusterStateOK, nd.SlotsAssigned = true, slot.Count
+		}
+	}
+	sortPods(s.Pods)
+	return s
+}
+
+// perturbedFormed starts from a formed, synced cluster and breaks some of it: dead pods left
+// behind (Failed, deleting), pods lost or cut off, ids flagged `fail` or `fail?`, stale ids, lost
+// offsets. It reaches the states in which cleanup and quorum act.
+func perturbedFormed(rng *rand.Rand) fsm.Snapshot {
+	s := newSnapshot(fsm.Active, 1+rng.IntN(4), rng.IntN(3), formed)
+	var opts []opt
+	for _, p := range s.Pods {
+		switch rng.IntN(8) {
+		case 0:
+			opts = append(opts, withFailed(p.Name))
+		case 1:
+			opts = append(opts, withCut(p.Name))
+		case 2:
+			opts = append(opts, withFailFlag(p.Node.ID))
+		case 3:
+			opts = append(opts, withSuspectFlag(p.Node.ID))
+		case 4:
+			opts = append(opts, withOffsets(map[string]int64{p.Name: 0}))
+		}
+	}
+	for _, o := range opts {
+		o(&s)
+	}
+	for range rng.IntN(3) { // dead pods of earlier incarnations
+		s.Pods = append(s.Pods, fsm.Pod{Name: fmt.Sprintf("p%d-dead%d", rng.IntN(s.Shards), rng.IntN(100)), Shard: rng.IntN(s.Shards), Phase: fsm.PodFailed})
+	}
+	if rng.IntN(2) == 0 { // a stale id every node flags failed
+		for i := range s.Pods {
+			if n := s.Pods[i].Node; n != nil && n.Reachable {
+				n.Known["id-stale"] = nil
+				if n.Failed == nil {
+					n.Failed = map[string]bool{}
+				}
+				n.Failed["id-stale"] = true
+			}
+		}
+	}
+	sortPods(s.Pods)
+	return s
+}
+
+func randomNode(rng *rand.Rand, pool []string, randomSlots func() slot.Set) *fsm.Node {
+	nd := &fsm.Node{Reachable: true, ID: pool[rng.IntN(len(pool))], Known: map[string]slot.Set{}, Failed: map[string]bool{}, Suspected: map[string]bool{}}
+	nd.Known[nd.ID] = nil
+	if rng.IntN(2) == 0 {
+		nd.Primary = true
+		nd.MySlots = randomSlots()
+		nd.Known[nd.ID] = nd.MySlots
+	} else {
+		nd.PrimaryID = pool[rng.IntN(len(pool))]
+		nd.LinkUp = rng.IntN(2) == 0
+		nd.ReplOffset = int64(rng.IntN(3) * 100)
+	}
+	for _, id := range pool {
+		if id == nd.ID || rng.IntN(3) == 0 {
+			continue
+		}
+		nd.Known[id] = randomSlots()
+		switch rng.IntN(4) {
+		case 0:
+			nd.Failed[id] = true
+		case 1:
+			nd.Suspected[id] = true
+		}
+	}
+	return nd
+}
+
+func sortPods(pods []fsm.Pod) {
+	for i := 1; i < len(pods); i++ {
+		for j := i; j > 0 && pods[j].Name < pods[j-1].Name; j-- {
+			pods[j], pods[j-1] = pods[j-1], pods[j]
+		}
+	}
+}
+
+func dump(s fsm.Snapshot) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d×%d\n", s.Shards, s.ReplicasPerShard)
+	for _, p := range s.Pods {
+		fmt.Fprintf(&b, "  %s shard %d %s deleting=%v node=%+v\n", p.Name, p.Shard, p.Phase, p.Deleting, p.Node)
+	}
+	return b.String()
+}

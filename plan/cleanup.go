@@ -1,0 +1,101 @@
+package plan
+
+// The cleanup planner removes what is gone for good. Both of its actions are disruptive, so it
+// plans at most one per pass. Its rules, in order:
+//
+//  1. Gate: only a cluster formed once (Forming, Active, Upgrading), and only when every live pod
+//     runs and its node answered with its id. Forgetting needs every id that live pods own:
+//     unknown is not absent, and a node that merely does not answer is never forgotten.
+//  2. FORGET, on every live node that knows it, one node id (the first by id) that no live pod
+//     owns, that every live node knowing it flags `fail`, and that no live replica follows
+//     (while one does, Valkey's own failover or the quorum planner must promote it first:
+//     forgetting the primary would leave its slots without an owner).
+//  3. Once the cluster is formed and every replica synced, delete one Failed pod (by name) whose
+//     shard is whole again.
+
+import (
+	"sort"
+
+	"github.com/gomomento/valkey-operator/fsm"
+)
+
+var cleanup = Planner{Name: "cleanup", Gate: gateCleanup, Plan: planCleanup}
+
+func gateCleanup(in Input) string {
+	if !formedOnce(in.State) {
+		return "waiting for the cluster to form before cleaning up"
+	}
+	return in.Snapshot.AllAnswer()
+}
+
+func planCleanup(in Input) Step {
+	s := in.Snapshot
+	if f, ok := planForget(s); ok {
+		return Step{Actions: []Action{f}}
+	}
+	if s.Formed() && s.Synced() {
+		if d, ok := planDeleteFailed(s); ok {
+			return Step{Actions: []Action{d}}
+		}
+	}
+	return Step{}
+}
+
+// planForget picks one node id that rule 2 allows to forget.
+func planForget(s fsm.Snapshot) (Forget, bool) {
+	live := s.LivePods()
+	owned := s.OwnedIDs()
+	followed := map[string]bool{}
+	for _, pod := range live {
+		followed[pod.Node.PrimaryID] = true
+	}
+	var gone []string
+	seen := map[string]bool{}
+	for _, pod := range live {
+		for id := range pod.Node.Known {
+			if owned[id] || followed[id] || seen[id] {
+				continue
+			}
+			seen[id] = true
+			if flaggedByAllThatKnow(live, id) {
+				gone = append(gone, id)
+			}
+		}
+	}
+	if len(gone) == 0 {
+		return Forget{}, false
+	}
+	sort.Strings(gone)
+	f := Forget{NodeID: gone[0]}
+	for _, pod := range live {
+		if _, ok := pod.Node.Known[f.NodeID]; ok {
+			f.Pods = append(f.Pods, pod.Name)
+		}
+	}
+	return f, true
+}
+
+func flaggedByAllThatKnow(live []fsm.Pod, id string) bool {
+	for _, pod := range live {
+		if _, knows := pod.Node.Known[id]; knows && !pod.Node.Failed[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// planDeleteFailed picks the first Failed (or Succeeded) pod by name whose shard has all its
+// pods live again.
+func planDeleteFailed(s fsm.Snapshot) (DeletePod, bool) {
+	shardPods := s.ShardPods()
+	for _, pod := range s.Pods { // sorted by name
+		if pod.Deleting || (pod.Phase != fsm.PodFailed && pod.Phase != fsm.PodSucceeded) {
+			continue
+		}
+		if pod.Shard >= 0 && pod.Shard < len(shardPods) && len(shardPods[pod.Shard]) < s.ReplicasPerShard+1 {
+			continue
+		}
+		return DeletePod{Pod: pod.Name}, true
+	}
+	return DeletePod{}, false
+}

@@ -1,0 +1,120 @@
+package plan
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/slot"
+)
+
+func TestCleanupHealsInOrder(t *testing.T) {
+	// A dead replica is replaced; until the nodes agree it failed it is not forgotten.
+	s := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p1-1"))
+	if p := Pass(fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{1}}) {
+		t.Fatal(p.Actions)
+	}
+	// The replacement runs and has joined as a replica of p1-0; the dead id is still known and
+	// every node flags it failed: forget it on every node, in one step.
+	s = newSnapshot(fsm.Active, 3, 1, formed)
+	s.Pods[3].Name, s.Pods[3].Node.ID = "p1-9", "id-p1-9"
+	for i := range s.Pods {
+		s.Pods[i].Node.Known["id-p1-9"] = nil
+		s.Pods[i].Node.Failed = map[string]bool{"id-p1-1": true}
+	}
+	s.Pods = append(s.Pods, fsm.Pod{Name: "p1-1", Shard: 1, Phase: fsm.PodFailed})
+	p := Pass(fsm.Active, s)
+	want := Forget{NodeID: "id-p1-1", Pods: []string{"p0-0", "p0-1", "p1-0", "p1-9", "p2-0", "p2-1"}}
+	if !reflect.DeepEqual(p.Actions, []Action{want}) {
+		t.Fatal(p.Actions)
+	}
+	// Forgotten: the failed pod is deleted.
+	for i := range s.Pods {
+		if s.Pods[i].Node != nil {
+			delete(s.Pods[i].Node.Known, "id-p1-1")
+		}
+	}
+	if p := Pass(fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{DeletePod{Pod: "p1-1"}}) {
+		t.Fatal(p.Actions)
+	}
+	// Two failed pods: one deletion per pass, the first by name.
+	s.Pods = append(s.Pods, fsm.Pod{Name: "p2-7", Shard: 2, Phase: fsm.PodFailed})
+	if p := Pass(fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{DeletePod{Pod: "p1-1"}}) {
+		t.Fatal(p.Actions)
+	}
+}
+
+// A dead primary with a live replica is never forgotten, even when the node that happens to be
+// first by name (a fresh replacement) sees it without slots: that was a whole-cluster outage. The
+// pass plans nothing and waits for Valkey's failover to promote p1-1.
+func TestNoForgetOfAPrimaryAReplicaStillFollows(t *testing.T) {
+	s := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p1-0"), withFailFlag("id-p1-0"))
+	// The replacement "a-new" sorts first; it learnt the dead primary from gossip, slot-less.
+	s.Pods = append(s.Pods, fsm.Pod{Name: "a-new", Shard: 1, Phase: fsm.PodRunning, IP: "10.244.9.9",
+		Node: &fsm.Node{Reachable: true, ID: "id-new", Primary: true, Known: map[string]slot.Set{}, Failed: map[string]bool{"id-p1-0": true}}})
+	for i := range s.Pods {
+		if n := s.Pods[i].Node; n != nil && n.Reachable {
+			for j := range s.Pods {
+				if m := s.Pods[j].Node; m != nil && m.ID != "" {
+					if _, ok := n.Known[m.ID]; !ok {
+						n.Known[m.ID] = nil
+					}
+				}
+			}
+			n.Known["id-new"] = nil
+		}
+	}
+	s.Pods[len(s.Pods)-1].Node.Known["id-p1-0"] = nil
+	s.Pods = append(s.Pods[len(s.Pods)-1:], s.Pods[:len(s.Pods)-1]...) // sorted by name
+	p := Pass(fsm.Active, s)
+	if len(p.Actions) != 0 || p.Waiting != "waiting for the cluster to agree" || p.Err != nil {
+		t.Fatalf("got %v %q %v; want nothing while p1-1 still follows the dead primary", p.Actions, p.Waiting, p.Err)
+	}
+	if got := s.AwaitingFailover(); !reflect.DeepEqual(got, []fsm.FailoverWait{{Shard: 1, Replica: "p1-1", PrimaryID: "id-p1-0"}}) {
+		t.Fatalf("awaiting failover: %+v", got)
+	}
+}
+
+// A shard that lost its only node is served again, empty: its dead primary is forgotten once
+// every node flags it failed, and its slots go to the replacement.
+func TestLostSoleNodeShardIsServedAgain(t *testing.T) {
+	s := newSnapshot(fsm.Active, 3, 0, formed, withFailed("p1-0"), withFailFlag("id-p1-0"))
+	s.Pods = append(s.Pods, fsm.Pod{Name: "p1-9", Shard: 1, Phase: fsm.PodRunning, IP: "10.244.9.9",
+		Node: &fsm.Node{Reachable: true, ID: "id-p1-9", Primary: true, Known: map[string]slot.Set{}, Failed: map[string]bool{"id-p1-0": true}}})
+	for i := range s.Pods {
+		if n := s.Pods[i].Node; n != nil && n.Reachable {
+			for j := range s.Pods {
+				if m := s.Pods[j].Node; m != nil && m.ID != "" {
+					n.Known[m.ID] = m.MySlots
+				}
+			}
+			n.Known["id-p1-0"] = slot.EvenSpread(3)[1:2]
+		}
+	}
+	p := Pass(fsm.Active, s)
+	if !reflect.DeepEqual(p.Actions, []Action{Forget{NodeID: "id-p1-0", Pods: []string{"p0-0", "p1-9", "p2-0"}}}) {
+		t.Fatalf("want forget of the dead sole primary, got %v", p.Actions)
+	}
+	for i := range s.Pods {
+		if n := s.Pods[i].Node; n != nil && n.Reachable {
+			delete(n.Known, "id-p1-0")
+		}
+	}
+	p = Pass(fsm.Active, s)
+	if !reflect.DeepEqual(p.Actions, []Action{AddSlots{Pod: "p1-9", Slots: slot.EvenSpread(3)[1:2]}}) {
+		t.Fatalf("want the shard's slots on the replacement, got %v", p.Actions)
+	}
+}
+
+// Unknown is not absent: a node whose pod runs but does not answer is never forgotten, even when
+// every reachable node flags it failed.
+func TestNoForgetOfAnUnreachableNode(t *testing.T) {
+	s := newSnapshot(fsm.Active, 3, 1, formed, withCut("p1-1"), withFailFlag("id-p1-1"))
+	p := Pass(fsm.Active, s)
+	if len(p.Actions) != 0 || p.Waiting != "waiting for node p1-1 to answer: i/o timeout" {
+		t.Fatalf("%v %q", p.Actions, p.Waiting)
+	}
+	if p := run(cleanup, fsm.Active, s); len(p.Actions) != 0 || p.Waiting != "waiting for node p1-1 to answer: i/o timeout" {
+		t.Fatalf("cleanup gate: %v %q", p.Actions, p.Waiting)
+	}
+}

@@ -1,0 +1,132 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/slot"
+)
+
+// Fixtures: snapshots built from small options, as in package fsm's tests.
+
+type opt func(*fsm.Snapshot)
+
+// newSnapshot builds shards×(replicas+1) running pods named p<shard>-<i>, each node answering,
+// a primary knowing only itself.
+func newSnapshot(state fsm.State, shards, replicas int, opts ...opt) fsm.Snapshot {
+	s := fsm.Snapshot{State: state, Shards: shards, ReplicasPerShard: replicas}
+	for sh := range shards {
+		for i := range replicas + 1 {
+			name := fmt.Sprintf("p%d-%d", sh, i)
+			s.Pods = append(s.Pods, fsm.Pod{Name: name, Shard: sh, Phase: fsm.PodRunning, IP: fmt.Sprintf("10.244.%d.%d", sh, i+2), Ready: true,
+				Node: &fsm.Node{Reachable: true, ID: "id-" + name, Primary: true, Known: map[string]slot.Set{"id-" + name: nil}}})
+		}
+	}
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// meshed: every node knows every node.
+func meshed(s *fsm.Snapshot) {
+	for i := range s.Pods {
+		for j := range s.Pods {
+			s.Pods[i].Node.Known[s.Pods[j].Node.ID] = nil
+		}
+	}
+}
+
+// formed: meshed, slots spread over the first pod of each shard, the others replicate it, synced
+// (link up, a replication offset), cluster_state ok.
+func formed(s *fsm.Snapshot) {
+	meshed(s)
+	spread := slot.EvenSpread(s.Shards)
+	for i := range s.Pods {
+		p := &s.Pods[i]
+		primary := fmt.Sprintf("id-p%d-0", p.Shard)
+		if p.Node.ID == primary {
+			p.Node.MySlots = slot.Set{spread[p.Shard]}
+		} else {
+			p.Node.Primary, p.Node.PrimaryID, p.Node.LinkUp, p.Node.ReplOffset = false, primary, true, 1000
+		}
+		p.Node.ClusterStateOK, p.Node.SlotsAssigned = true, slot.Count
+	}
+	for i := range s.Pods {
+		for j := range s.Pods {
+			s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+		}
+	}
+}
+
+func withoutPods(s *fsm.Snapshot) { s.Pods = nil }
+
+func withPod(name string, f func(*fsm.Pod)) opt {
+	return func(s *fsm.Snapshot) {
+		for i := range s.Pods {
+			if s.Pods[i].Name == name {
+				f(&s.Pods[i])
+			}
+		}
+	}
+}
+
+// withFailed: the pod's container is dead (pod Failed), its node unreachable.
+func withFailed(name string) opt {
+	return withPod(name, func(p *fsm.Pod) {
+		p.Phase = fsm.PodFailed
+		p.Node = &fsm.Node{Reachable: false, Err: "connection refused"}
+	})
+}
+
+// withCut: the pod still runs but its network is cut: the operator cannot reach its node.
+func withCut(name string) opt {
+	return withPod(name, func(p *fsm.Pod) {
+		p.Node = &fsm.Node{Reachable: false, Err: "i/o timeout"}
+	})
+}
+
+// withFailFlag makes every reachable node's view flag id `fail`.
+func withFailFlag(id string) opt {
+	return func(s *fsm.Snapshot) {
+		for i := range s.Pods {
+			if n := s.Pods[i].Node; n != nil && n.Reachable {
+				if n.Failed == nil {
+					n.Failed = map[string]bool{}
+				}
+				n.Failed[id] = true
+			}
+		}
+	}
+}
+
+// withSuspectFlag makes every reachable node's view flag id `fail?`: too few primaries are left to
+// agree on `fail`.
+func withSuspectFlag(id string) opt {
+	return func(s *fsm.Snapshot) {
+		for i := range s.Pods {
+			if n := s.Pods[i].Node; n != nil && n.Reachable {
+				if n.Suspected == nil {
+					n.Suspected = map[string]bool{}
+				}
+				n.Suspected[id] = true
+			}
+		}
+	}
+}
+
+// withOffsets sets replication offsets by pod name.
+func withOffsets(offsets map[string]int64) opt {
+	return func(s *fsm.Snapshot) {
+		for i := range s.Pods {
+			if o, ok := offsets[s.Pods[i].Name]; ok && s.Pods[i].Node != nil {
+				s.Pods[i].Node.ReplOffset = o
+			}
+		}
+	}
+}
+
+// run runs one planner as the chain would, gate included.
+func run(p Planner, st fsm.State, s fsm.Snapshot) Plan {
+	return Chain{p}.Run(Input{State: st, Snapshot: s})
+}

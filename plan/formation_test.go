@@ -1,0 +1,112 @@
+package plan
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/slot"
+)
+
+func TestFormation(t *testing.T) {
+	ip := func(s fsm.Snapshot, name string) string {
+		for _, p := range s.Pods {
+			if p.Name == name {
+				return p.IP
+			}
+		}
+		return ""
+	}
+	t.Run("forming meets every node from the seed", func(t *testing.T) {
+		s := newSnapshot(fsm.Forming, 3, 1)
+		p := run(formation, fsm.Forming, s)
+		var want []Action
+		for _, name := range []string{"p0-1", "p1-0", "p1-1", "p2-0", "p2-1"} {
+			want = append(want, Meet{Pod: "p0-0", IP: ip(s, name), NodeID: "id-" + name})
+		}
+		if !reflect.DeepEqual(p.Actions, want) || p.Waiting != "waiting for nodes to meet" {
+			t.Fatalf("%v %q", p.Actions, p.Waiting)
+		}
+	})
+	t.Run("seed knows all: nodes meet the ones they miss", func(t *testing.T) {
+		s := newSnapshot(fsm.Forming, 3, 1, meshed)
+		delete(s.Pods[2].Node.Known, "id-p2-1") // p1-0 has not heard of p2-1 yet
+		p := run(formation, fsm.Forming, s)
+		if !reflect.DeepEqual(p.Actions, []Action{Meet{Pod: "p1-0", IP: s.Pods[5].IP, NodeID: "id-p2-1", Mesh: true}}) {
+			t.Fatal(p.Actions)
+		}
+	})
+	t.Run("a replacement is introduced once, by a member, even when it sorts first", func(t *testing.T) {
+		s := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p1-1"))
+		s.Pods = append([]fsm.Pod{{Name: "a-new", Shard: 1, Phase: fsm.PodRunning, IP: "10.244.9.9",
+			Node: &fsm.Node{Reachable: true, ID: "id-new", Primary: true, Known: map[string]slot.Set{"id-new": nil}}}}, s.Pods...)
+		p := run(formation, fsm.Active, s)
+		if !reflect.DeepEqual(p.Actions, []Action{Meet{Pod: "p0-0", IP: "10.244.9.9", NodeID: "id-new"}}) {
+			t.Fatal(p.Actions)
+		}
+	})
+	t.Run("meshed: slots to one pod per shard", func(t *testing.T) {
+		p := run(formation, fsm.Forming, newSnapshot(fsm.Forming, 3, 1, meshed))
+		want := []Action{
+			AddSlots{Pod: "p0-0", Slots: slot.Set{{Start: 0, End: 5461}}},
+			AddSlots{Pod: "p1-0", Slots: slot.Set{{Start: 5462, End: 10922}}},
+			AddSlots{Pod: "p2-0", Slots: slot.Set{{Start: 10923, End: 16383}}},
+		}
+		if !reflect.DeepEqual(p.Actions, want) || p.Waiting != "waiting for slot assignment to propagate" {
+			t.Fatalf("%v", p.Actions)
+		}
+	})
+	t.Run("restart mid-assignment never assigns a slot twice", func(t *testing.T) {
+		s := newSnapshot(fsm.Forming, 3, 1, meshed)
+		// p1-0 got its slots, but only p1-0 itself knows yet; p0-0 claimed part of its range on
+		// another node's view (a stale gossip of an earlier attempt).
+		s.Pods[2].Node.MySlots = slot.Set{{Start: 5462, End: 10922}}
+		s.Pods[2].Node.Known["id-p1-0"] = slot.Set{{Start: 5462, End: 10922}}
+		s.Pods[4].Node.Known["id-p0-0"] = slot.Set{{Start: 0, End: 99}}
+		p := run(formation, fsm.Forming, s)
+		want := []Action{
+			AddSlots{Pod: "p0-0", Slots: slot.Set{{Start: 100, End: 5461}}},
+			AddSlots{Pod: "p2-0", Slots: slot.Set{{Start: 10923, End: 16383}}},
+		}
+		if !reflect.DeepEqual(p.Actions, want) {
+			t.Fatalf("%v", p.Actions)
+		}
+	})
+	t.Run("slots held: replicas attach", func(t *testing.T) {
+		s := newSnapshot(fsm.Forming, 2, 2, meshed)
+		spread := slot.EvenSpread(2)
+		for i := range s.Pods {
+			if s.Pods[i].Name == "p0-0" || s.Pods[i].Name == "p1-0" {
+				s.Pods[i].Node.MySlots = slot.Set{spread[s.Pods[i].Shard]}
+			}
+		}
+		p := run(formation, fsm.Forming, s)
+		want := []Action{
+			Replicate{Pod: "p0-1", PrimaryID: "id-p0-0"}, Replicate{Pod: "p0-2", PrimaryID: "id-p0-0"},
+			Replicate{Pod: "p1-1", PrimaryID: "id-p1-0"}, Replicate{Pod: "p1-2", PrimaryID: "id-p1-0"},
+		}
+		if !reflect.DeepEqual(p.Actions, want) || p.Waiting != "waiting for replicas to attach" {
+			t.Fatal(p.Actions)
+		}
+	})
+	t.Run("unreachable node closes the gate: wait, no valkey step", func(t *testing.T) {
+		s := newSnapshot(fsm.Forming, 3, 1)
+		s.Pods[3].Node = &fsm.Node{Reachable: false, Err: "timeout"}
+		p := run(formation, fsm.Forming, s)
+		if len(p.Actions) != 0 || p.Waiting != "waiting for node p1-1 to answer: timeout" {
+			t.Fatal(p)
+		}
+	})
+	t.Run("pending pod closes the gate", func(t *testing.T) {
+		s := newSnapshot(fsm.Bootstrapping, 1, 1, withPod("p0-1", func(p *fsm.Pod) { p.Phase, p.IP, p.Node = fsm.PodPending, "", nil }))
+		p := run(formation, fsm.Bootstrapping, s)
+		if len(p.Actions) != 0 || p.Waiting != "waiting for pod p0-1 to run" {
+			t.Fatal(p)
+		}
+	})
+	t.Run("formed cluster: nothing to form", func(t *testing.T) {
+		if p := run(formation, fsm.Active, newSnapshot(fsm.Active, 3, 1, formed)); len(p.Actions) != 0 || p.Waiting != "" {
+			t.Fatal(p)
+		}
+	})
+}

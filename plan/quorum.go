@@ -1,0 +1,111 @@
+package plan
+
+// The quorum planner (stability) saves a cluster whose slot-holding primaries lost their
+// majority: Valkey then cannot elect a replacement for a lost primary by itself, and the shard
+// stays down however long one waits. Its rules, in order:
+//
+//  1. Only a cluster formed once (Forming, Active, Upgrading). There is no gate on nodes
+//     answering: nodes that do not answer are the very case this planner exists for. Every
+//     judgement below is made from the views of the nodes that did answer.
+//  2. The slot holders are the nodes that hold slots in any reachable node's view. When those
+//     that the snapshot finds alive (owned by a live pod that reported its id) are a majority,
+//     do nothing: Valkey's own failover promotes a replica.
+//  3. Otherwise take the first shard (by shard index) awaiting failover: its primary is owned by
+//     no live pod while a reachable replica follows it. Judge that primary gone from what the
+//     reachable nodes say, not from pod existence alone: some reachable node flags it `fail` or
+//     `fail?`, or every live pod that ever ran reported its id (so none of them is it). A primary
+//     that only the operator cannot reach, while its replicas still can, is not gone.
+//  4. CLUSTER FAILOVER TAKEOVER on the most up-to-date replica of that primary (largest
+//     replication offset, then by name) among those that had synced (offset > 0): a replica that
+//     never finished its sync holds no data and is never promoted. One takeover per pass; the
+//     pass then waits for it.
+
+import (
+	"fmt"
+
+	"github.com/gomomento/valkey-operator/fsm"
+)
+
+var quorum = Planner{Name: "quorum", Plan: planQuorum}
+
+func planQuorum(in Input) Step {
+	s := in.Snapshot
+	if !formedOnce(in.State) {
+		return Step{}
+	}
+	live := reachable(s)
+	owned := s.OwnedIDs()
+	holders := map[string]bool{}
+	for _, p := range live {
+		for id, slots := range p.Node.Known {
+			if len(slots) > 0 {
+				holders[id] = true
+			}
+		}
+	}
+	alive := 0
+	for id := range holders {
+		if owned[id] {
+			alive++
+		}
+	}
+	if len(holders) == 0 || alive > len(holders)/2 {
+		return Step{} // a majority can still elect: Valkey's own failover will do it
+	}
+	for _, w := range s.AwaitingFailover() {
+		if !gone(s, live, w.PrimaryID) {
+			continue
+		}
+		if best := mostUpToDate(live, w.PrimaryID); best != nil {
+			return Step{
+				Actions: []Action{Takeover{Pod: best.Name, PrimaryID: w.PrimaryID, Shard: w.Shard}},
+				Wait:    fmt.Sprintf("waiting for the takeover of shard %d", w.Shard),
+			}
+		}
+	}
+	return Step{}
+}
+
+// reachable are the live pods whose node answered, by name.
+func reachable(s fsm.Snapshot) []fsm.Pod {
+	var out []fsm.Pod
+	for _, p := range s.LivePods() {
+		if p.Node != nil && p.Node.Reachable && p.Node.ID != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// gone reports whether the reachable views say that primary id is down, or whether every live
+// pod that ran reported its id (so no live pod can be that primary). Pending pods never ran a
+// server: a pod is never restarted in place, so they cannot hold an older id.
+func gone(s fsm.Snapshot, live []fsm.Pod, id string) bool {
+	for _, p := range live {
+		if p.Node.Failed[id] || p.Node.Suspected[id] {
+			return true
+		}
+	}
+	for _, p := range s.LivePods() {
+		if p.Phase != fsm.PodPending && (p.Node == nil || p.Node.ID == "") {
+			return false
+		}
+	}
+	return true
+}
+
+// mostUpToDate is the reachable replica of primary with the largest replication offset among
+// those that synced, nil when none did.
+func mostUpToDate(live []fsm.Pod, primary string) *fsm.Pod {
+	var best *fsm.Pod
+	for i, p := range live {
+		n := p.Node
+		if n.Primary || n.PrimaryID != primary || n.ReplOffset <= 0 {
+			continue
+		}
+		if best == nil || n.ReplOffset > best.Node.ReplOffset {
+			best = &live[i]
+		}
+	}
+	return best
+}
