@@ -119,18 +119,18 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 
 func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 	t.Helper()
-	switch a := a.(type) {
-	case Forget:
-		if s.OwnedIDs()[a.NodeID] {
-			t.Fatalf("snapshot %d, %s: forgets %s, which a live pod owns\n%s", i, st, a.NodeID, dump(s))
+	if f, ok := a.(Forget); ok {
+		if s.OwnedIDs()[f.NodeID] {
+			t.Fatalf("snapshot %d, %s: forgets %s, which a live pod owns\n%s", i, st, f.NodeID, dump(s))
 		}
 		if s.AllAnswer() != "" {
-			t.Fatalf("snapshot %d, %s: forgets %s while %s\n%s", i, st, a.NodeID, s.AllAnswer(), dump(s))
+			t.Fatalf("snapshot %d, %s: forgets %s while %s\n%s", i, st, f.NodeID, s.AllAnswer(), dump(s))
 		}
-	case Takeover:
+	}
+	if to, ok := a.(Takeover); ok {
 		for _, p := range s.Pods {
-			if p.Name == a.Pod && (p.Node == nil || p.Node.ReplOffset <= 0 || p.Node.PrimaryID != a.PrimaryID) {
-				t.Fatalf("snapshot %d, %s: takeover on %s, not a synced replica of %s\n%s", i, st, a.Pod, a.PrimaryID, dump(s))
+			if p.Name == to.Pod && (p.Node == nil || p.Node.ReplOffset <= 0 || p.Node.PrimaryID != to.PrimaryID) {
+				t.Fatalf("snapshot %d, %s: takeover on %s, not a synced replica of %s\n%s", i, st, to.Pod, to.PrimaryID, dump(s))
 			}
 		}
 	}
