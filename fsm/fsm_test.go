@@ -184,3 +184,26 @@ func TestAwaitingFailover(t *testing.T) {
 		t.Fatalf("a lost replica is not a failover: %+v", got)
 	}
 }
+
+// OwnedIDs is the one definition of the ids live pods own: a dead or deleting pod owns none, and a
+// live pod whose node did not answer owns one the snapshot cannot name (AllAnswer says so).
+func TestOwnedIDsAndAllAnswer(t *testing.T) {
+	s := newSnapshot(Active, 2, 1, formed, withFailed("p0-0"))
+	s.Pods[1].Deleting = true                                    // p0-1
+	s.Pods[2].Node = &Node{Reachable: false, Err: "i/o timeout"} // p1-0
+	if got, want := s.OwnedIDs(), map[string]bool{"id-p1-1": true}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("OwnedIDs = %v, want %v", got, want)
+	}
+	if got := s.AllAnswer(); got != "waiting for node p1-0 to answer: i/o timeout" {
+		t.Fatalf("AllAnswer = %q", got)
+	}
+	if got := newSnapshot(Active, 2, 1, formed).AllAnswer(); got != "" {
+		t.Fatalf("formed: AllAnswer = %q", got)
+	}
+	if got := newSnapshot(Bootstrapping, 2, 1, withPending("p1-1")).AllAnswer(); got != "waiting for pod p1-1 to run" {
+		t.Fatalf("pending: AllAnswer = %q", got)
+	}
+	if got := newSnapshot(Bootstrapping, 2, 1, withoutPods).AllAnswer(); got != "waiting for pods" {
+		t.Fatalf("no pods: AllAnswer = %q", got)
+	}
+}

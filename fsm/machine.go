@@ -1,9 +1,10 @@
 // Package fsm holds the ValkeyCluster state machine: its states, events, the transition table
 // (github.com/looplab/fsm), the pure decision of which event fires on an observed snapshot, and
-// the pure planners that turn a snapshot into an ordered list of actions.
+// the snapshot queries (live pods, shard primary, owned node ids, …) that the decision and the
+// planners of package plan share.
 //
 // Nothing here does I/O or imports the Kubernetes client or valkey-go: the controller observes
-// the world into a Snapshot, asks Decide and Plan, and executes the actions. The machine is
+// the world into a Snapshot, asks Decide and plan.Pass, and executes the actions. The machine is
 // rebuilt on every reconcile from the persisted status.state; it is never the operator's memory.
 package fsm
 
