@@ -176,6 +176,7 @@ func TestLogContract(t *testing.T) {
 	}
 	catalogue["transitioning to Bootstrapping"] = "INFO"
 	seen := map[string]map[string]bool{"log-a": {}, "log-b": {}}
+	meets := map[string]int{}
 	for _, l := range lines {
 		if l.Level == "DEBUG" || l.Level == "TRACE" {
 			t.Fatalf("RUST_LOG=info printed %s: %s", l.Level, l.raw)
@@ -201,6 +202,9 @@ func TestLogContract(t *testing.T) {
 			for ns := range seen {
 				if l.ref() == "ValkeyCluster.v1alpha1.valkey.gomomento.com/my-cluster."+ns {
 					seen[ns][l.message()] = true
+					if l.message() == "cluster meet issued" {
+						meets[ns]++
+					}
 				}
 			}
 		}
@@ -211,6 +215,14 @@ func TestLogContract(t *testing.T) {
 			if !msgs[m] {
 				t.Errorf("%s/my-cluster: no %q line", ns, m)
 			}
+		}
+		// Forming→Active is one line, not `cluster formed` then `transitioning to Active`.
+		if msgs["transitioning to Active"] {
+			t.Errorf("%s/my-cluster: Forming→Active logged %q besides the contract's one line", ns, "transitioning to Active")
+		}
+		// One `cluster meet issued` per node introduced (1x1: one), not one per pair.
+		if meets[ns] > 1 {
+			t.Errorf("%s/my-cluster: %d %q lines for the one node introduced", ns, meets[ns], "cluster meet issued")
 		}
 	}
 
