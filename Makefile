@@ -61,7 +61,7 @@ install-test: deps
 
 # The packages that need no local cluster (the valkey package starts valkey-server processes).
 unit-test:
-	go test -count=1 -short ./apis/... ./fsm/... ./controllers/... ./logging/... ./valkey/...
+	go test -count=1 -short ./apis/... ./fsm/... ./plan/... ./slot/... ./controllers/... ./logging/... ./valkey/...
 
 # Built, then run: `go run` would turn the demo's clean exit on Ctrl-C into exit status 1.
 demo: deps
