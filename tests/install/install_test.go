@@ -92,9 +92,9 @@ func TestKubectlApplyInstall(t *testing.T) {
 	lines := operatorLog(t, c)
 	checkLog(t, lines)
 	if !slices.ContainsFunc(lines, func(l logLine) bool {
-		return l.Fields["message"] == "cluster formed" && l.Fields["cluster_name"] == "my-cluster"
+		return l.Fields["message"] == "cluster formed, transitioning to Active" && l.Fields["cluster_name"] == "my-cluster"
 	}) {
-		t.Errorf("no `cluster formed` line for my-cluster in the operator's log")
+		t.Errorf("no `cluster formed, transitioning to Active` line for my-cluster in the operator's log")
 	}
 	// The contract's query, verbatim.
 	out := user(t, c, `kubectl -n valkey-operator logs deployment/valkey-operator | jq -c 'select(.fields.cluster_name == "my-cluster")'`)
