@@ -123,6 +123,12 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.Failed = map[string]bool{}
 	n.Suspected = map[string]bool{}
 	for _, e := range v.Nodes {
+		if e.Handshake && e.IP != "" {
+			if n.Meeting == nil {
+				n.Meeting = map[string]bool{}
+			}
+			n.Meeting[e.IP] = true
+		}
 		if e.Handshake || e.NoAddr {
 			continue
 		}

@@ -81,6 +81,9 @@ type Node struct {
 	// Known are the node ids in this node's CLUSTER NODES (itself included) that completed the
 	// handshake, with their slots as this node sees them.
 	Known map[string]slot.Set
+	// Meeting are the IPs of the nodes this node is in the handshake with: a MEET it was sent is
+	// under way, and sending it again would only log a second `cluster meet issued`.
+	Meeting map[string]bool
 	// Failed are the ids this node flags `fail` (the cluster agreed they are down).
 	Failed map[string]bool
 	// Suspected are the ids this node flags `fail?`: it cannot reach them, but too few primaries

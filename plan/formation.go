@@ -6,9 +6,10 @@ package plan
 //
 //  1. Gate: every live pod runs with an IP and its node answers. Meet and slot assignment need
 //     the whole picture: an unreachable node is unknown, not gone.
-//  2. MEET from the seed every node the seed does not know yet. The seed is the node that knows
-//     the most nodes (then the first by name): on a new cluster the first pod, when a
-//     replacement joins a formed cluster an old member, so each node is introduced once.
+//  2. MEET from the seed every node the seed does not know yet and is not already in the
+//     handshake with. The seed is the node that knows the most nodes (then the first by name):
+//     on a new cluster the first pod, when a replacement joins a formed cluster an old member,
+//     so each node is introduced once.
 //  3. Until every node knows every other node, MEET from each node the nodes it does not know
 //     yet (harmless; gossip alone took 8 s for 20 nodes). These mesh meets only speed things up.
 //  4. ADDSLOTSRANGE the shard's even share of the 16384 slots to the primary of each shard that
@@ -30,7 +31,7 @@ func gateFormation(in Input) string { return in.Snapshot.AllAnswer() }
 func planFormation(in Input) Step {
 	s := in.Snapshot
 	live := s.LivePods()
-	if meets := planMeets(live); len(meets) > 0 {
+	if meets, underway := planMeets(live); len(meets) > 0 || underway {
 		return Step{Actions: meets, Wait: "waiting for nodes to meet"}
 	}
 	if mesh := planMeshMeets(live); len(mesh) > 0 {
@@ -57,16 +58,21 @@ func seed(live []fsm.Pod) fsm.Pod {
 	return best
 }
 
-// planMeets: MEET from the seed every node whose id the seed does not know.
-func planMeets(live []fsm.Pod) []Action {
+// planMeets: MEET from the seed every node whose id the seed does not know, unless a MEET to it
+// is already under way (the seed is in the handshake with its address); underway reports those.
+func planMeets(live []fsm.Pod) (out []Action, underway bool) {
 	from := seed(live)
-	var out []Action
 	for _, pod := range live {
-		if _, ok := from.Node.Known[pod.Node.ID]; !ok && pod.Name != from.Name {
-			out = append(out, Meet{Pod: from.Name, IP: pod.IP, NodeID: pod.Node.ID})
+		if _, ok := from.Node.Known[pod.Node.ID]; ok || pod.Name == from.Name {
+			continue
 		}
+		if from.Node.Meeting[pod.IP] {
+			underway = true
+			continue
+		}
+		out = append(out, Meet{Pod: from.Name, IP: pod.IP, NodeID: pod.Node.ID})
 	}
-	return out
+	return out, underway
 }
 
 // planMeshMeets: every node MEETs the nodes it does not know yet.

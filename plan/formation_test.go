@@ -28,6 +28,14 @@ func TestFormation(t *testing.T) {
 			t.Fatalf("%v %q", p.Actions, p.Waiting)
 		}
 	})
+	t.Run("a meet under way is not sent again", func(t *testing.T) {
+		s := newSnapshot(fsm.Forming, 2, 0)
+		s.Pods[0].Node.Meeting = map[string]bool{ip(s, "p1-0"): true}
+		p := run(formation, fsm.Forming, s)
+		if len(p.Actions) != 0 || p.Waiting != "waiting for nodes to meet" {
+			t.Fatalf("%v %q", p.Actions, p.Waiting)
+		}
+	})
 	t.Run("seed knows all: nodes meet the ones they miss", func(t *testing.T) {
 		s := newSnapshot(fsm.Forming, 3, 1, meshed)
 		delete(s.Pods[2].Node.Known, "id-p2-1") // p1-0 has not heard of p2-1 yet
