@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,12 +53,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		var err error
 		switch a.Kind {
 		case fsm.ActCreatePod:
-			name := newPodName(vc)
-			log.Info(logging.MsgCreatingPod, logging.Pod(name), zap.Int(logging.FieldShard, a.Shard))
-			pod := buildPod(vc, rc, name, a.Shard, obs.snapshot.SpecHash, r.DefaultZoneSpread)
-			if err = r.Create(ctx, pod); apierrors.IsAlreadyExists(err) {
-				err = nil
-			}
+			err = r.createNode(ctx, log, vc, rc, obs, a.Shard)
 		case fsm.ActMeet:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
@@ -98,10 +92,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				err = c.Forget(ctx, a.NodeID)
 			}
 		case fsm.ActDeletePod:
-			log.Info(logging.MsgDeletingFailedPod, logging.Pod(a.Pod))
-			if p, ok := obs.pods[a.Pod]; ok {
-				err = client.IgnoreNotFound(r.Delete(ctx, p, client.Preconditions{UID: &p.UID}))
-			}
+			err = r.retireNode(ctx, log, obs, a.Pod)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", a, err)
@@ -256,20 +247,23 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	return nil
 }
 
-// SetupWithManager registers the reconciler: it owns the cluster's Pods, Services,
-// ConfigMaps and Secrets, and follows the cluster-scoped ValkeyConfig / ValkeyImage /
-// ValkeyRole objects the clusters reference. Every handler goes through the reason tracker,
+// SetupWithManager registers the reconciler: it owns the cluster's ValkeyNodes, Services and
+// Secrets, follows the pods and ConfigMaps of its ValkeyNodes (by the cluster label, see
+// clusterOf), and follows the cluster-scoped ValkeyConfig / ValkeyImage / ValkeyRole objects
+// the clusters reference. Every handler goes through the reason tracker,
 // so each reconcile's span says why it ran; log is the operator's root logger.
 func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) error {
 	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
 	owned := t.Owned(&v1.ValkeyCluster{}, mgr.GetRESTMapper())
 	all := t.Related(handler.EnqueueRequestsFromMapFunc(r.allClusters))
+	byNode := t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster").
 		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&corev1.Pod{}, owned).
+		Watches(&v1.ValkeyNode{}, owned).
+		Watches(&corev1.Pod{}, byNode).
 		Watches(&corev1.Service{}, owned).
-		Watches(&corev1.ConfigMap{}, owned).
+		Watches(&corev1.ConfigMap{}, byNode).
 		Watches(&corev1.Secret{}, owned).
 		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyImage{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
