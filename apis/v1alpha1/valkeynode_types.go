@@ -25,8 +25,9 @@ const (
 // lifecycle changes afterwards, and a node whose desired spec changed is replaced by a new
 // ValkeyNode, never edited.
 //
-// The CEL rule below keeps every field but lifecycle as it was created, so that the pod and the
-// config file of a node always match its record.
+// The CEL rules below keep every field but lifecycle as it was created, so that the pod and the
+// config file of a node always match its record. Its deepcopy is hand-written (deepcopy.go):
+// controller-gen's generator mishandles the DirectiveValue alias.
 // +kubebuilder:validation:XValidation:rule="self.clusterName == oldSelf.clusterName && self.image == oldSelf.image && self.shardIndex == oldSelf.shardIndex",message="ValkeyNode spec is immutable except lifecycle: clusterName, image and shardIndex cannot change"
 // +kubebuilder:validation:XValidation:rule="has(self.cpu) == has(oldSelf.cpu) && (!has(self.cpu) || self.cpu == oldSelf.cpu) && has(self.memory) == has(oldSelf.memory) && (!has(self.memory) || self.memory == oldSelf.memory)",message="ValkeyNode spec is immutable except lifecycle: cpu and memory cannot change"
 // +kubebuilder:validation:XValidation:rule="has(self.tlsSecret) == has(oldSelf.tlsSecret) && (!has(self.tlsSecret) || self.tlsSecret == oldSelf.tlsSecret)",message="ValkeyNode spec is immutable except lifecycle: tlsSecret cannot change"
