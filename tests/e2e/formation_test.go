@@ -47,6 +47,7 @@ func TestFormation(t *testing.T) {
 			if int(got.Status.ReadyNodes) != n || len(got.Status.Nodes) != n || got.Status.Shards != c.shards {
 				t.Fatalf("status: ready %d, nodes %d, shards %d", got.Status.ReadyNodes, len(got.Status.Nodes), got.Status.Shards)
 			}
+			waitNodesActive(t, got, n, nil)
 			out, err := harness.Kubectl(cluster, nil, "get", "valkeycluster", "-n", c.ns)
 			if err != nil || !strings.Contains(string(out), "Active") || !strings.Contains(string(out), "STATE") {
 				t.Fatalf("kubectl get valkeycluster: %v\n%s", err, out)
