@@ -48,10 +48,10 @@ const (
 	clusterNodeTimeoutMS = 5000
 )
 
-// Names of the objects the operator creates for a cluster.
-func configMapName(vc *v1.ValkeyCluster) string  { return vc.Name + "-config" }
+// Names of the objects the operator creates for a cluster (the documented ones are in
+// apis/v1alpha1/names.go).
 func secretName(vc *v1.ValkeyCluster) string     { return vc.Name + "-acl" }
-func credentialName(vc *v1.ValkeyCluster) string { return vc.Name + "-operator-credentials" }
+func credentialName(vc *v1.ValkeyCluster) string { return v1.OperatorAuthSecretName(vc.Name) }
 func serviceName(vc *v1.ValkeyCluster) string    { return vc.Name }
 
 // clusterLabels are on every object the operator creates for vc.
@@ -101,6 +101,24 @@ func buildService(vc *v1.ValkeyCluster) *corev1.Service {
 func renderValkeyConf(rc *ResolvedConfig) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Rendered by valkey-operator from ValkeyConfig %s. Do not edit.\n", strings.Join(rc.Chain, " <- "))
+	for _, kv := range confDirectives(rc) {
+		fmt.Fprintf(&b, "%s %s\n", kv[0], kv[1])
+	}
+	return b.String()
+}
+
+// valkeySettings are the directives of renderValkeyConf as a map, for a ValkeyNode's spec.
+func valkeySettings(rc *ResolvedConfig) map[string]string {
+	out := map[string]string{}
+	for _, kv := range confDirectives(rc) {
+		out[kv[0]] = kv[1]
+	}
+	return out
+}
+
+// confDirectives are the lines of valkey.conf in order: the operator's own directives, its
+// overridable defaults, then the merged ValkeyConfig directives sorted by name.
+func confDirectives(rc *ResolvedConfig) [][2]string {
 	owned := [][2]string{
 		{"port", strconv.Itoa(ClientPort)},
 		{"bind", "0.0.0.0"},
@@ -115,25 +133,61 @@ func renderValkeyConf(rc *ResolvedConfig) string {
 		{"aclfile", secretMountPath + "/" + aclFileName},
 		{"include", secretMountPath + "/" + authFileName},
 	}
-	for _, kv := range owned {
-		fmt.Fprintf(&b, "%s %s\n", kv[0], kv[1])
-	}
+	out := owned
 	// Tunables with an operator default that a ValkeyConfig may override: a replaced pod is a
 	// new node that resyncs from its primary, so nothing needs to be on disk by default.
 	for _, kv := range [][2]string{{"appendonly", "no"}, {"save", `""`}} {
 		if _, set := rc.Valkey[kv[0]]; !set {
-			fmt.Fprintf(&b, "%s %s\n", kv[0], kv[1])
+			out = append(out, kv)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(rc.Valkey)) {
-		fmt.Fprintf(&b, "%s %s\n", k, rc.Valkey[k])
+		out = append(out, [2]string{k, rc.Valkey[k]})
 	}
-	return b.String()
+	return out
 }
 
-// buildConfigMap holds the rendered valkey.conf.
-func buildConfigMap(vc *v1.ValkeyCluster, conf string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: objectMeta(vc, configMapName(vc)), Data: map[string]string{configFileName: conf}}
+// buildNodeConfigMap holds the node's rendered valkey.conf, owned by its ValkeyNode. It is
+// created with the node and never updated: a node whose config is out of date is replaced.
+func buildNodeConfigMap(vc *v1.ValkeyCluster, vn *v1.ValkeyNode, conf string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: nodeObjectMeta(vc, vn, v1.NodeConfigMapName(vn.Name)), Data: map[string]string{configFileName: conf}}
+}
+
+// buildValkeyNode returns the record of a new node of shard, named name, in lifecycle Joining.
+// joinType is the valkey.gomomento.com/join-type label ("" for a founding member).
+func buildValkeyNode(vc *v1.ValkeyCluster, rc *ResolvedConfig, name string, shard int, joinType v1.JoinType) *v1.ValkeyNode {
+	meta := objectMeta(vc, name)
+	if joinType != "" {
+		meta.Labels[v1.LabelJoinType] = string(joinType)
+	}
+	vn := &v1.ValkeyNode{
+		ObjectMeta: meta,
+		Spec: v1.ValkeyNodeSpec{
+			ClusterName:    vc.Name,
+			Image:          rc.Image.Image(),
+			CPU:            quantity(rc.Resources.CPU),
+			Memory:         quantity(rc.Resources.Memory),
+			ValkeySettings: valkeySettings(rc),
+			ShardIndex:     int32(shard),
+			Placement:      vc.Spec.Placement.DeepCopy(),
+			Lifecycle:      v1.LifecycleJoining,
+		},
+	}
+	if vc.Spec.TLS != nil {
+		vn.Spec.TLSSecret = vc.Spec.TLS.SecretRef
+	}
+	return vn
+}
+
+// nodeObjectMeta is the metadata of an object owned by the ValkeyNode vn: the cluster's labels
+// (so that watches and selectors find the cluster) and vn as controller.
+func nodeObjectMeta(vc *v1.ValkeyCluster, vn *v1.ValkeyNode, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       vc.Namespace,
+		Labels:          clusterLabels(vc),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vn, v1.GroupVersion.WithKind("ValkeyNode"))},
+	}
 }
 
 // renderACL renders the ACL file: the operator's user (by SHA-256 of its password), then the
@@ -247,17 +301,19 @@ func quantity(q *resource.Quantity) string {
 	return q.String()
 }
 
-// newPodName returns {cluster}-{5 random hex}.
+// newPodName returns {cluster}-{5 random hex}, the name of a new ValkeyNode and its pod.
 func newPodName(vc *v1.ValkeyCluster) string {
 	buf := make([]byte, 3)
 	_, _ = rand.Read(buf)
 	return vc.Name + "-" + hex.EncodeToString(buf)[:5]
 }
 
-// buildPod returns the pod for one Valkey node of shard. The pod is never restarted
-// (restartPolicy Never): a failed node is replaced by a new pod with a new name.
-func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, name string, shard int, hash string, defaultSpread v1.ZoneSpread) *corev1.Pod {
-	meta := objectMeta(vc, name)
+// buildPod returns the pod of the ValkeyNode vn: same name, owned by vn, running its own
+// {node}-config ConfigMap. The pod is never restarted (restartPolicy Never): a failed node is
+// replaced by a new ValkeyNode with a new name.
+func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash string, defaultSpread v1.ZoneSpread) *corev1.Pod {
+	name, shard := vn.Name, int(vn.Spec.ShardIndex)
+	meta := nodeObjectMeta(vc, vn, name)
 	meta.Labels[v1.LabelShard] = strconv.Itoa(shard)
 	meta.Annotations = map[string]string{}
 	maps.Copy(meta.Annotations, vc.Spec.PodAnnotations)
@@ -291,8 +347,8 @@ func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, name string, shard int, 
 				Image:   rc.Image.Image(),
 				Command: []string{"valkey-server", configMountPath + "/" + configFileName},
 				Ports: []corev1.ContainerPort{
-					{Name: "client", ContainerPort: ClientPort},
-					{Name: "bus", ContainerPort: BusPort},
+					{Name: "valkey", ContainerPort: ClientPort},
+					{Name: "valkey-bus", ContainerPort: BusPort},
 				},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ClientPort)}},
@@ -313,7 +369,7 @@ func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, name string, shard int, 
 			}},
 			Volumes: []corev1.Volume{
 				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: configMapName(vc)}}}},
+					LocalObjectReference: corev1.LocalObjectReference{Name: v1.NodeConfigMapName(name)}}}},
 				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: secretName(vc), DefaultMode: ptr.To[int32](0o440)}}},
 				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},

@@ -64,13 +64,101 @@ func newResolved() *ResolvedConfig {
 func TestBuildPodGolden(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
 	conf := renderValkeyConf(rc)
-	pod := buildPod(vc, rc, "my-cluster-8c04d", 2, podSpecHash(vc, rc, conf), v1.ZoneSpreadBestEffort)
-	out, err := yaml.Marshal(pod)
+	vn := newTestNode(vc, rc)
+	pod := buildPod(vc, rc, vn, podSpecHash(vc, rc, conf), v1.ZoneSpreadBestEffort)
+	golden(t, "pod.yaml", marshal(t, pod))
+	golden(t, "valkey.conf", []byte(conf))
+}
+
+// newTestNode is the ValkeyNode my-cluster-8c04d of shard 2, as the API server returns it
+// after creation (with a UID, which the pod's owner reference carries).
+func newTestNode(vc *v1.ValkeyCluster, rc *ResolvedConfig) *v1.ValkeyNode {
+	vn := buildValkeyNode(vc, rc, "my-cluster-8c04d", 2, v1.JoinTypeReplica)
+	vn.UID = "0d7a3f3c-0000-4000-8000-000000000002"
+	return vn
+}
+
+func marshal(t *testing.T, obj any) []byte {
+	t.Helper()
+	out, err := yaml.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "pod.yaml", out)
-	golden(t, "valkey.conf", []byte(conf))
+	return out
+}
+
+// The ValkeyNode and its ConfigMap are pinned like the pod: the node records exactly what its
+// pod runs, and the ConfigMap is the valkey.conf the pod reads.
+func TestBuildValkeyNodeAndConfigMapGolden(t *testing.T) {
+	vc, rc := newTestCluster(), newResolved()
+	vn := newTestNode(vc, rc)
+	golden(t, "valkeynode.yaml", marshal(t, vn))
+	golden(t, "node-configmap.yaml", marshal(t, buildNodeConfigMap(vc, vn, renderValkeyConf(rc))))
+}
+
+// The ownership chain that garbage collection follows: cluster -> ValkeyNode -> pod and
+// ConfigMap, each a controller reference, and the names and labels of the reference docs.
+func TestNodeOwnershipNamesAndLabels(t *testing.T) {
+	vc, rc := newTestCluster(), newResolved()
+	vn := newTestNode(vc, rc)
+	pod := buildPod(vc, rc, vn, "hash", v1.ZoneSpreadBestEffort)
+	cm := buildNodeConfigMap(vc, vn, renderValkeyConf(rc))
+
+	if !metav1.IsControlledBy(vn, vc) {
+		t.Errorf("ValkeyNode owner references %+v, want the cluster as controller", vn.OwnerReferences)
+	}
+	for _, obj := range []metav1.Object{pod, cm} {
+		if !metav1.IsControlledBy(obj, vn) || metav1.IsControlledBy(obj, vc) {
+			t.Errorf("%s owner references %+v, want the ValkeyNode as controller", obj.GetName(), obj.GetOwnerReferences())
+		}
+		if obj.GetLabels()[v1.LabelCluster] != vc.Name || obj.GetLabels()["app.kubernetes.io/instance"] != vc.Name {
+			t.Errorf("%s labels %v lack the cluster", obj.GetName(), obj.GetLabels())
+		}
+		if _, ok := obj.GetLabels()[v1.LabelJoinType]; ok {
+			t.Errorf("%s carries the join-type label, which is on ValkeyNodes only", obj.GetName())
+		}
+	}
+	if pod.Name != vn.Name || cm.Name != vn.Name+"-config" {
+		t.Errorf("names: node %s, pod %s, ConfigMap %s", vn.Name, pod.Name, cm.Name)
+	}
+	if pod.Labels[v1.LabelShard] != "2" || vn.Labels[v1.LabelJoinType] != "replica" {
+		t.Errorf("pod labels %v, node labels %v", pod.Labels, vn.Labels)
+	}
+	if _, ok := vn.Labels[v1.LabelShard]; ok {
+		t.Errorf("the ValkeyNode carries the shard-index label; its spec.shardIndex says it")
+	}
+	if got := pod.Spec.Volumes[0].ConfigMap; got == nil || got.Name != cm.Name {
+		t.Errorf("the pod mounts %+v, want its own ConfigMap %s", got, cm.Name)
+	}
+	var ports []string
+	for _, p := range pod.Spec.Containers[0].Ports {
+		ports = append(ports, p.Name)
+	}
+	if strings.Join(ports, ",") != "valkey,valkey-bus" {
+		t.Errorf("container port names %v", ports)
+	}
+	if founding := buildValkeyNode(vc, rc, "my-cluster-00000", 0, ""); founding.Labels[v1.LabelJoinType] != "" {
+		t.Errorf("a founding node carries join-type %q", founding.Labels[v1.LabelJoinType])
+	}
+}
+
+// spec.valkeySettings are exactly the directives of the node's valkey.conf.
+func TestValkeySettingsAreTheRenderedConf(t *testing.T) {
+	rc := newResolved()
+	settings := valkeySettings(rc)
+	lines := strings.Split(strings.TrimSpace(renderValkeyConf(rc)), "\n")[1:] // after the header comment
+	if len(lines) != len(settings) {
+		t.Fatalf("%d conf lines, %d settings", len(lines), len(settings))
+	}
+	for _, l := range lines {
+		k, v, _ := strings.Cut(l, " ")
+		if settings[k] != v {
+			t.Errorf("conf line %q, setting %q=%q", l, k, settings[k])
+		}
+	}
+	if settings["cluster-enabled"] != "yes" || settings["maxmemory"] != "1500mb" {
+		t.Errorf("forced or configured settings missing: %v", settings)
+	}
 }
 
 func TestSpecHash(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,12 +56,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		// fails the lint when a kind is missing, so default is only reached by a nil action.
 		switch a := a.(type) {
 		case plan.CreatePod:
-			name := newPodName(vc)
-			log.Info(logging.MsgCreatingPod, logging.Pod(name), zap.Int(logging.FieldShard, a.Shard))
-			pod := buildPod(vc, rc, name, a.Shard, obs.snapshot.SpecHash, r.DefaultZoneSpread)
-			if err = r.Create(ctx, pod); apierrors.IsAlreadyExists(err) {
-				err = nil
-			}
+			err = r.createNode(ctx, log, vc, rc, obs, a.Shard)
 		case plan.Meet:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
@@ -107,10 +101,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				}
 			}
 		case plan.DeletePod:
-			log.Info(logging.MsgDeletingFailedPod, logging.Pod(a.Pod))
-			if p, ok := obs.pods[a.Pod]; ok {
-				err = client.IgnoreNotFound(r.Delete(ctx, p, client.Preconditions{UID: &p.UID}))
-			}
+			err = r.retireNode(ctx, log, obs, a.Pod)
 		default:
 			err = fmt.Errorf("broken invariant: no executor for action %T", a)
 		}
@@ -267,20 +258,23 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	return nil
 }
 
-// SetupWithManager registers the reconciler: it owns the cluster's Pods, Services,
-// ConfigMaps and Secrets, and follows the cluster-scoped ValkeyConfig / ValkeyImage /
-// ValkeyRole objects the clusters reference. Every handler goes through the reason tracker,
+// SetupWithManager registers the reconciler: it owns the cluster's ValkeyNodes, Services and
+// Secrets, follows the pods and ConfigMaps of its ValkeyNodes (by the cluster label, see
+// clusterOf), and follows the cluster-scoped ValkeyConfig / ValkeyImage / ValkeyRole objects
+// the clusters reference. Every handler goes through the reason tracker,
 // so each reconcile's span says why it ran; log is the operator's root logger.
 func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) error {
 	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
 	owned := t.Owned(&v1.ValkeyCluster{}, mgr.GetRESTMapper())
 	all := t.Related(handler.EnqueueRequestsFromMapFunc(r.allClusters))
+	byNode := t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster").
 		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&corev1.Pod{}, owned).
+		Watches(&v1.ValkeyNode{}, owned).
+		Watches(&corev1.Pod{}, byNode).
 		Watches(&corev1.Service{}, owned).
-		Watches(&corev1.ConfigMap{}, owned).
+		Watches(&corev1.ConfigMap{}, byNode).
 		Watches(&corev1.Secret{}, owned).
 		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyImage{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

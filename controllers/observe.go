@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -17,25 +16,32 @@ import (
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
-// observation is one read-only look at a cluster: its pods (by name) and the snapshot the
-// pure decision works on.
+// observation is one read-only look at a cluster: its ValkeyNodes and pods (by name) and the
+// snapshot the pure decision works on.
 type observation struct {
+	nodes    map[string]*v1.ValkeyNode
 	pods     map[string]*corev1.Pod
 	snapshot fsm.Snapshot
 }
 
-// observe lists the cluster's pods and asks every running pod's node for CLUSTER NODES,
-// CLUSTER INFO and INFO replication (valkey.Observe, concurrently). A node that does not
-// answer is kept, marked unreachable.
+// observe lists the cluster's ValkeyNodes and their pods and asks every running pod's node for
+// CLUSTER NODES, CLUSTER INFO and INFO replication (valkey.Observe, concurrently). A node that
+// does not answer is kept, marked unreachable. A ValkeyNode without a pod is a lost node (see
+// lostNode); a pod whose ValkeyNode is gone or being deleted is on its way out (Deleting): the
+// garbage collector removes it.
 //
-// Pods are listed from the API server, not the cache: a pod created on the previous pass may
-// not be in the cache yet, and deciding on a stale list would create it again.
+// Both are listed from the API server, not the cache: an object created on the previous pass
+// may not be in the cache yet, and deciding on a stale list would create it again.
 func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyCluster, problem, specHash string, creds valkey.Credentials) (*observation, error) {
+	nodes, err := r.observeNodes(ctx, vc)
+	if err != nil {
+		return nil, err
+	}
 	var list corev1.PodList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	o := &observation{pods: map[string]*corev1.Pod{}}
+	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}}
 	o.snapshot = fsm.Snapshot{
 		State:            vc.Status.State,
 		SpecProblem:      problem,
@@ -47,16 +53,27 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	var queried []int
 	for i := range list.Items {
 		pod := &list.Items[i]
-		if !metav1.IsControlledBy(pod, vc) {
+		vn, byNode := nodeOf(pod, nodes)
+		if !byNode {
 			continue
 		}
 		o.pods[pod.Name] = pod
 		p := podView(pod)
+		if vn == nil || vn.DeletionTimestamp != nil {
+			p.Deleting = true
+		} else {
+			p.Lifecycle = string(vn.Spec.Lifecycle)
+		}
 		if p.Phase == fsm.PodRunning && p.IP != "" && !p.Deleting && problem == "" {
 			addrs = append(addrs, net.JoinHostPort(p.IP, strconv.Itoa(ClientPort)))
 			queried = append(queried, len(o.snapshot.Pods))
 		}
 		o.snapshot.Pods = append(o.snapshot.Pods, p)
+	}
+	for name, vn := range nodes {
+		if _, ok := o.pods[name]; !ok && vn.DeletionTimestamp == nil {
+			o.snapshot.Pods = append(o.snapshot.Pods, lostNode(vn))
+		}
 	}
 	if len(addrs) > 0 {
 		views := valkey.Observe(ctx, addrs, creds)

@@ -46,15 +46,19 @@ type ValkeyClusterReconciler struct {
 	ticks tickLog
 }
 
-// Least privilege: exactly the calls the operator makes. It never writes a spec (status only,
-// by merge patch), never deletes what owner references delete, updates only the ConfigMap and
-// Secrets it renders, and competes for one Lease (get / create / update).
+// Least privilege: exactly the calls the operator makes. It never writes a cluster's spec
+// (status only, by merge patch); of a ValkeyNode it writes only spec.lifecycle (and the
+// join-type label), and it deletes ValkeyNodes, never what owner references delete (their pods
+// and ConfigMaps, the cluster's Service and Secrets). It creates per-node ConfigMaps once,
+// updates only the Secrets it renders, and competes for one Lease (get / create / update).
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
 // Reconcile is one level-triggered pass: load → observe → decide → transition → plan →
@@ -112,6 +116,7 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	// A broken invariant of the planners (pass.Err) dropped its offending actions; the rest of
 	// the pass is safe to run, and the error is returned with the pass's outcome.
 	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, obs, pass), pass.Err)
+	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
 
 	if err := r.writeStatus(ctx, &vc, state, problem, obs, pass); err != nil {
@@ -155,8 +160,8 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 }
 
 // ensureObjects creates what the pods need before they start: the operator's credential
-// Secret (once), the headless Service, the rendered valkey.conf and the ACL Secret (kept up
-// to date). It returns the operator's credentials and the rendered config.
+// Secret (once), the headless Service and the ACL Secret (kept up to date). It returns the
+// operator's credentials and the rendered config.
 func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, roles map[string]v1.ValkeyRoleSpec) (valkey.Credentials, string, error) {
 	password, err := r.ensureCredential(ctx, log, vc)
 	if err != nil {
@@ -175,10 +180,8 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 		return creds, "", fmt.Errorf("get service: %w", err)
 	}
 
+	// valkey.conf is rendered per node, into the node's own ConfigMap when it is created.
 	conf := renderValkeyConf(rc)
-	if err := r.apply(ctx, buildConfigMap(vc, conf)); err != nil {
-		return creds, "", err
-	}
 	if err := r.apply(ctx, buildSecret(vc, renderACL(vc, roles, password), password)); err != nil {
 		return creds, "", err
 	}
@@ -218,7 +221,8 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, log *zap
 	return pw, nil
 }
 
-// apply creates obj, or updates its data when it differs. Only ConfigMaps and Secrets.
+// apply creates obj, or updates its data when it differs. Only ConfigMaps and Secrets (the
+// operator's RBAC lets it update Secrets only).
 func (r *ValkeyClusterReconciler) apply(ctx context.Context, obj client.Object) error {
 	existing := obj.DeepCopyObject().(client.Object)
 	err := r.Get(ctx, client.ObjectKeyFromObject(obj), existing)

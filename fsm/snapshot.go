@@ -57,6 +57,9 @@ type Pod struct {
 	StartFailure bool
 	// Node is the Valkey view of the node in this pod; nil when it was not queried (no IP).
 	Node *Node
+	// Lifecycle is the spec.lifecycle of the pod's ValkeyNode (Joining, Active, Leaving). A
+	// ValkeyNode whose pod is missing is listed as a Failed pod of that name.
+	Lifecycle string
 }
 
 // Node is what one Valkey node said about the cluster (CLUSTER NODES, CLUSTER INFO, INFO

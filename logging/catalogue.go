@@ -109,6 +109,10 @@ const (
 	MsgForgettingNode = "forgetting node"
 	// MsgDeletingFailedPod (INFO, TargetCluster): cluster_name, pod.
 	MsgDeletingFailedPod = "deleting failed Pod"
+	// MsgCompletedJoin (INFO, TargetCluster): cluster_name, pod. A new node became a full
+	// member (a primary serving slots, a replica synced) and its ValkeyNode went Active. The
+	// original's string (operations/failure-modes.md).
+	MsgCompletedJoin = "completed join"
 
 	// MsgCredentialMissing (WARN, TargetCluster): cluster_name, secret, key. The operator's
 	// credential Secret of a cluster that already has nodes was missing and a new password was
@@ -175,6 +179,7 @@ var Catalogue = []Entry{
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
+	{MsgCompletedJoin, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgReconcilePass, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldState, FieldEvent, FieldActions, FieldWaiting}},

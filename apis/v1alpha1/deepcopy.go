@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Hand-written deepcopy for the two types whose maps have alias-typed values (DirectiveValue,
+// Hand-written deepcopy for the types whose maps have alias-typed values (DirectiveValue,
 // LabelValue, both aliases of string that exist to carry a CRD schema for map values).
 // controller-gen's deepcopy generator emits an empty copy loop for such maps, so these types
 // opt out of generation; TestDeepCopyIsDeep checks that the copies share no memory.
@@ -46,6 +46,23 @@ func (in *ValkeyConfigSpec) DeepCopy() *ValkeyConfigSpec {
 		return nil
 	}
 	out := new(ValkeyConfigSpec)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyInto copies the receiver into out; in must be non-nil.
+func (in *ValkeyNodeSpec) DeepCopyInto(out *ValkeyNodeSpec) {
+	*out = *in
+	out.ValkeySettings = maps.Clone(in.ValkeySettings)
+	out.Placement = in.Placement.DeepCopy()
+}
+
+// DeepCopy returns a deep copy of the receiver, or nil for a nil receiver.
+func (in *ValkeyNodeSpec) DeepCopy() *ValkeyNodeSpec {
+	if in == nil {
+		return nil
+	}
+	out := new(ValkeyNodeSpec)
 	in.DeepCopyInto(out)
 	return out
 }

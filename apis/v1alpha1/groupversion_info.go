@@ -1,7 +1,7 @@
 // Package v1alpha1 holds the API of the valkey-operator, group valkey.gomomento.com, version
-// v1alpha1: the four custom resources (ValkeyImage, ValkeyConfig, ValkeyRole, ValkeyCluster),
-// the label and annotation keys the operator puts on what it creates, and small pure helpers
-// over them.
+// v1alpha1: the five custom resources (ValkeyImage, ValkeyConfig, ValkeyRole, ValkeyCluster, and
+// ValkeyNode, the operator's record of one node), the label and annotation keys the operator
+// puts on what it creates, and small pure helpers over them.
 //
 // The API is that of the original (Rust) operator, field for field, so that manifests written
 // for it apply unchanged. Every rule that can be checked on one object is in the CRD schema
@@ -52,6 +52,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ValkeyConfig{}, &ValkeyConfigList{},
 		&ValkeyRole{}, &ValkeyRoleList{},
 		&ValkeyCluster{}, &ValkeyClusterList{},
+		&ValkeyNode{}, &ValkeyNodeList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

@@ -14,16 +14,48 @@ const (
 	// cluster's pods use it.
 	LabelCluster = KeyPrefix + "cluster"
 
-	// LabelShard is the label on every Pod with the index of the shard it serves, in decimal,
-	// counted from 0. A pod keeps its shard for life: a pod moved to another shard is a new
-	// pod.
-	LabelShard = KeyPrefix + "shard"
+	// LabelShard (valkey.gomomento.com/shard-index) is the label on every Pod with the index
+	// of the shard it was created for, in decimal, counted from 0: its ValkeyNode's
+	// spec.shardIndex. A pod keeps its shard for life: a node moved to another shard is a new
+	// node. The per-shard topology spread constraints select on it.
+	LabelShard = KeyPrefix + "shard-index"
+
+	// LabelJoinType is on ValkeyNodes (not Pods) created to replace a lost node or to add a
+	// shard: how the node joined, one of the JoinType values. The nodes a cluster is first
+	// formed with do not carry it. JoinTypeShard is removed once the node is Active; the
+	// other values stay.
+	LabelJoinType = KeyPrefix + "join-type"
 
 	// AnnotationSpecHash is the annotation on every Pod with the hash of its desired spec
 	// (image, resources, rendered config, hard placement). A pod whose hash differs from the
 	// one the operator computes now is out of date and is replaced during Upgrading.
 	AnnotationSpecHash = KeyPrefix + "spec-hash"
 )
+
+// JoinType is the value of LabelJoinType.
+type JoinType string
+
+// The join types.
+const (
+	// JoinTypeReplica: the node replaces a lost node of a shard whose primary was serving.
+	JoinTypeReplica JoinType = "replica"
+	// JoinTypePrimary: the node replaces a lost node of a shard that had no serving primary
+	// left when the node was created (its primary died).
+	JoinTypePrimary JoinType = "primary"
+	// JoinTypeShard: the node is a member of a shard the cluster did not have yet.
+	JoinTypeShard JoinType = "shard"
+)
+
+// Names of the objects the operator creates for a cluster and its nodes.
+
+// OperatorAuthSecretName is the name of the Secret holding the operator's generated
+// credentials for the ValkeyCluster named cluster: {cluster}-operator-auth. It is generated
+// once; the nodes' ACL and replication settings derive from it.
+func OperatorAuthSecretName(cluster string) string { return cluster + "-operator-auth" }
+
+// NodeConfigMapName is the name of the ConfigMap holding the rendered valkey.conf of the
+// ValkeyNode (and pod) named node: {node}-config.
+func NodeConfigMapName(node string) string { return node + "-config" }
 
 // IsReservedKey reports whether a label or annotation key is under KeyPrefix, the operator's
 // own prefix.

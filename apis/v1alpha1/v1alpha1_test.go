@@ -214,9 +214,16 @@ func TestHelpers(t *testing.T) {
 		v1alpha1.IsReservedKey("prometheus.io/scrape") || v1alpha1.IsReservedKey("valkey.gomomento.com") {
 		t.Error("IsReservedKey: wrong answer")
 	}
-	if v1alpha1.LabelCluster != "valkey.gomomento.com/cluster" || v1alpha1.LabelShard != "valkey.gomomento.com/shard" ||
-		v1alpha1.AnnotationSpecHash != "valkey.gomomento.com/spec-hash" {
+	// The documented keys (reference/labels-annotations.md) and our own.
+	if v1alpha1.LabelCluster != "valkey.gomomento.com/cluster" || v1alpha1.LabelShard != "valkey.gomomento.com/shard-index" ||
+		v1alpha1.LabelJoinType != "valkey.gomomento.com/join-type" || v1alpha1.AnnotationSpecHash != "valkey.gomomento.com/spec-hash" {
 		t.Error("label and annotation keys changed: they are on every live pod")
+	}
+	if got := v1alpha1.OperatorAuthSecretName("my-cluster"); got != "my-cluster-operator-auth" {
+		t.Errorf("OperatorAuthSecretName = %q", got)
+	}
+	if got := v1alpha1.NodeConfigMapName("my-cluster-1a4f2"); got != "my-cluster-1a4f2-config" {
+		t.Errorf("NodeConfigMapName = %q", got)
 	}
 	states := v1alpha1.States()
 	if want := []v1alpha1.State{"Bootstrapping", "Forming", "Active", "Upgrading", "Invalid"}; !slices.Equal(states, want) {
@@ -317,5 +324,22 @@ func TestCRDBoundsMatchConstants(t *testing.T) {
 		if !strings.Contains(c.where, c.want) {
 			t.Errorf("CRD rules\n%s\ndo not contain %q", c.where, c.want)
 		}
+	}
+}
+
+func TestNodeDeepCopyIsDeep(t *testing.T) {
+	orig := &v1alpha1.ValkeyNode{Spec: v1alpha1.ValkeyNodeSpec{
+		ValkeySettings: map[string]string{"maxmemory": "1gb"},
+		Placement:      &v1alpha1.Placement{Zones: []string{"z1"}, NodeSelector: map[string]string{"pool": "a"}},
+	}}
+	cp := orig.DeepCopy()
+	if !reflect.DeepEqual(orig, cp) {
+		t.Fatalf("copy differs: %+v", cp)
+	}
+	cp.Spec.ValkeySettings["maxmemory"] = "2gb"
+	cp.Spec.Placement.Zones[0] = "z2"
+	cp.Spec.Placement.NodeSelector["pool"] = "b"
+	if orig.Spec.ValkeySettings["maxmemory"] != "1gb" || orig.Spec.Placement.Zones[0] != "z1" || orig.Spec.Placement.NodeSelector["pool"] != "a" {
+		t.Errorf("DeepCopy shares memory with the original: %+v", orig.Spec)
 	}
 }

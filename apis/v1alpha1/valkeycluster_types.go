@@ -161,8 +161,8 @@ const (
 type NodeStatus struct {
 	// pod is the pod's name, such as my-cluster-8c04d.
 	Pod string `json:"pod"`
-	// shard is the index of the pod's shard, counted from 0 (the valkey.gomomento.com/shard
-	// label).
+	// shard is the index of the pod's shard, counted from 0 (the
+	// valkey.gomomento.com/shard-index label).
 	Shard int32 `json:"shard"`
 	// role is primary or replica; empty while the node has not joined the cluster.
 	// +optional

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,6 +47,7 @@ func TestFormation(t *testing.T) {
 			if int(got.Status.ReadyNodes) != n || len(got.Status.Nodes) != n || got.Status.Shards != c.shards {
 				t.Fatalf("status: ready %d, nodes %d, shards %d", got.Status.ReadyNodes, len(got.Status.Nodes), got.Status.Shards)
 			}
+			waitNodesActive(t, got, n, nil)
 			out, err := harness.Kubectl(cluster, nil, "get", "valkeycluster", "-n", c.ns)
 			if err != nil || !strings.Contains(string(out), "Active") || !strings.Contains(string(out), "STATE") {
 				t.Fatalf("kubectl get valkeycluster: %v\n%s", err, out)
@@ -121,36 +123,38 @@ func podNames(t *testing.T, vc *v1.ValkeyCluster) []string {
 }
 
 // TestDeleteRemovesEverything: owner references let the real garbage collector remove the
-// pods, Service, ConfigMap and Secrets once the ValkeyCluster is deleted.
+// ValkeyNodes and, through them, the pods and their ConfigMaps, and the Service and Secrets,
+// once the ValkeyCluster is deleted. Each kind is checked to exist before the delete.
 func TestDeleteRemovesEverything(t *testing.T) {
 	ns := "delete"
 	vc := activeCluster(t, ns, 1, 0)
+	count := func() map[string]int {
+		left := map[string]int{}
+		for kind, list := range map[string]client.ObjectList{"ValkeyNode": &v1.ValkeyNodeList{}, "Pod": &corev1.PodList{},
+			"Service": &corev1.ServiceList{}, "ConfigMap": &corev1.ConfigMapList{}, "Secret": &corev1.SecretList{}} {
+			if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: "vc"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := meta.LenList(list); n > 0 {
+				left[kind] = n
+			}
+		}
+		return left
+	}
+	if before := count(); len(before) != 5 {
+		t.Fatalf("before the delete, the cluster's objects are %v: every kind should be there", before)
+	}
 	if err := k8s.Delete(context.Background(), vc, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		left := 0
-		for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}} {
-			if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: "vc"}); err != nil {
-				t.Fatal(err)
-			}
-			switch l := list.(type) {
-			case *corev1.PodList:
-				left += len(l.Items)
-			case *corev1.ServiceList:
-				left += len(l.Items)
-			case *corev1.ConfigMapList:
-				left += len(l.Items)
-			case *corev1.SecretList:
-				left += len(l.Items)
-			}
-		}
-		if left == 0 {
+		left := count()
+		if len(left) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d owned objects left after deleting the ValkeyCluster", left)
+			t.Fatalf("owned objects left after deleting the ValkeyCluster: %v", left)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

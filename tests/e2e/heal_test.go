@@ -18,9 +18,9 @@ import (
 )
 
 // TestActiveHealsFailedPods kills a replica, then a primary, of an Active 3x1 cluster: each
-// time the operator replaces the failed pod with a new one, joins it to its shard, forgets the
-// dead node and deletes the Failed pod; keys acknowledged by a replica before the primary died
-// are all still readable afterwards.
+// time the operator replaces the failed node with a new one, joins it to its shard, forgets the
+// dead node and deletes its ValkeyNode and Failed pod; keys acknowledged by a replica before the
+// primary died are all still readable afterwards, and every ValkeyNode ends Active.
 func TestActiveHealsFailedPods(t *testing.T) {
 	ns := "heal"
 	vc := activeCluster(t, ns, 3, 1)
@@ -36,6 +36,12 @@ func TestActiveHealsFailedPods(t *testing.T) {
 			healed := waitHealed(t, vc, victim, 6)
 			verifyValkey(t, healed, 3, 1)
 			readBack(t, healed, keys)
+			// The dead node's record is gone and its replacement finished joining.
+			for _, n := range waitNodesActive(t, vc, 6, nil) {
+				if n.Name == victim {
+					t.Fatalf("the ValkeyNode of the killed pod %s is still there", victim)
+				}
+			}
 		})
 	}
 	if role := string(v1.NodeRolePrimary); !logged(t, "primary unhealthy but replicas exist, waiting for auto-failover", ns) {

@@ -144,7 +144,7 @@ func secrets(t *testing.T) []string {
 	}
 	var out []string
 	for _, s := range list.Items {
-		if pw := string(s.Data["password"]); strings.HasSuffix(s.Name, "-operator-credentials") && pw != "" {
+		if pw := string(s.Data["password"]); strings.HasSuffix(s.Name, "-operator-auth") && pw != "" {
 			out = append(out, pw)
 		}
 	}
@@ -375,14 +375,14 @@ func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
 	ns := "cred"
 	vc := activeCluster(t, ns, 1, 0)
 	old := operatorCreds(t, vc).Password
-	if err := k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vc-operator-credentials"}}); err != nil {
+	if err := k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vc-operator-auth"}}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		for _, l := range parseLog(t, operator.Logs()) {
 			if l.message() == logging.MsgCredentialMissing && l.ref() == "ValkeyCluster.v1alpha1.valkey.gomomento.com/vc."+ns {
-				if l.Level != "WARN" || l.Fields["secret"] != "vc-operator-credentials" || l.Fields["key"] != "password" {
+				if l.Level != "WARN" || l.Fields["secret"] != "vc-operator-auth" || l.Fields["key"] != "password" {
 					t.Fatalf("line: %s", l.raw)
 				}
 				fresh := operatorCreds(t, vc).Password

@@ -119,7 +119,7 @@ func addr(p corev1.Pod) string { return net.JoinHostPort(p.Status.PodIP, "6379")
 func operatorCreds(t *testing.T, vc *v1.ValkeyCluster) valkey.Credentials {
 	t.Helper()
 	var s corev1.Secret
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: vc.Namespace, Name: vc.Name + "-operator-credentials"}, &s); err != nil {
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: vc.Namespace, Name: vc.Name + "-operator-auth"}, &s); err != nil {
 		t.Fatal(err)
 	}
 	return valkey.Credentials{Username: "_momento_operator", Password: string(s.Data["password"])}

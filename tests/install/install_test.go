@@ -176,11 +176,13 @@ func TestHelmInstallUpgrade(t *testing.T) {
 type grant struct{ group, resource, verbs string }
 
 // wantGrants is everything the operator may do, cluster-wide. Nothing else: no Events (it
-// writes none), no Nodes, no deletion of its own kinds, Services, ConfigMaps or Secrets (owner
-// references and the garbage collector remove them), no Deployments or StatefulSets.
+// writes none), no Nodes, no deletion of Pods, Services, ConfigMaps or Secrets, nor of its
+// users' kinds (owner references and the garbage collector remove them; the one kind it
+// deletes is its own ValkeyNode, whose pod and ConfigMap go with it), no Deployments or
+// StatefulSets.
 var wantGrants = []grant{
-	{"", "configmaps", "create,get,list,update,watch"},
-	{"", "pods", "create,delete,get,list,watch"},
+	{"", "configmaps", "create,get,list,watch"},
+	{"", "pods", "create,get,list,watch"},
 	{"", "secrets", "create,get,list,update,watch"},
 	{"", "services", "create,get,list,watch"},
 	{"coordination.k8s.io", "leases", "create,get,update"},
@@ -188,6 +190,7 @@ var wantGrants = []grant{
 	{"valkey.gomomento.com", "valkeyclusters/status", "patch"},
 	{"valkey.gomomento.com", "valkeyconfigs", "get,list,watch"},
 	{"valkey.gomomento.com", "valkeyimages", "get,list,watch"},
+	{"valkey.gomomento.com", "valkeynodes", "create,delete,get,list,update,watch"},
 	{"valkey.gomomento.com", "valkeyroles", "get,list,watch"},
 }
 
@@ -259,6 +262,8 @@ func checkLeastPrivilege(t *testing.T, c *localcluster.Cluster, k8s client.Clien
 		{"patch valkeyclusters.valkey.gomomento.com --subresource=status -n my-app", "yes"},
 		{"patch valkeyclusters.valkey.gomomento.com -n my-app", "no"},
 		{"patch pods -n my-app", "no"},
+		{"delete pods -n my-app", "no"},
+		{"delete valkeynodes.valkey.gomomento.com -n my-app", "yes"},
 		{"create leases.coordination.k8s.io -n valkey-operator", "yes"},
 		{"create events -n valkey-operator", "no"},
 		{"create events.events.k8s.io -n my-app", "no"},
@@ -349,7 +354,7 @@ func user(t *testing.T, c *localcluster.Cluster, line string) string {
 // formSample waits for the CRDs, applies the sample and waits for the cluster to be Active.
 func formSample(t *testing.T, c *localcluster.Cluster, k8s client.Client) {
 	t.Helper()
-	user(t, c, `kubectl wait --for condition=established --timeout=2m crd/valkeyclusters.valkey.gomomento.com crd/valkeyconfigs.valkey.gomomento.com crd/valkeyimages.valkey.gomomento.com crd/valkeyroles.valkey.gomomento.com`)
+	user(t, c, `kubectl wait --for condition=established --timeout=2m crd/valkeyclusters.valkey.gomomento.com crd/valkeyconfigs.valkey.gomomento.com crd/valkeyimages.valkey.gomomento.com crd/valkeyroles.valkey.gomomento.com crd/valkeynodes.valkey.gomomento.com`)
 	if _, err := harness.Kubectl(c, []byte(sample), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}

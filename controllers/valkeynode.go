@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
+)
+
+// A Valkey node is three objects: its ValkeyNode (owned by the cluster), and the pod and the
+// {node}-config ConfigMap of the same name (owned by the ValkeyNode). Deleting the cluster
+// deletes the ValkeyNodes, and the garbage collector deletes their pods and ConfigMaps.
+
+// createNode creates a new node for shard: its ValkeyNode (Joining), its ConfigMap, then its
+// pod. An interrupted creation leaves a ValkeyNode without a pod, which the next pass counts
+// as a lost node and replaces; it is never half-created twice under one name.
+func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, obs *observation, shard int) error {
+	vn := buildValkeyNode(vc, rc, newPodName(vc), shard, fsm.JoinType(obs.snapshot, shard))
+	log.Info(logging.MsgCreatingPod, logging.Pod(vn.Name), zap.Int(logging.FieldShard, shard))
+	// The name is random: AlreadyExists here is a collision with another node, not a retry of
+	// this one, so it is an error and the next pass draws a new name.
+	if err := r.Create(ctx, vn); err != nil {
+		return fmt.Errorf("create ValkeyNode %s: %w", vn.Name, err)
+	}
+	if err := r.Create(ctx, buildNodeConfigMap(vc, vn, renderValkeyConf(rc))); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ConfigMap of %s: %w", vn.Name, err)
+	}
+	pod := buildPod(vc, rc, vn, obs.snapshot.SpecHash, r.DefaultZoneSpread)
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create pod %s: %w", vn.Name, err)
+	}
+	return nil
+}
+
+// retireNode removes the node named name: it first records the intent (lifecycle Leaving), so
+// that an operator restarted in between sees a node on its way out, then deletes the
+// ValkeyNode; the garbage collector deletes its pod and ConfigMap. A node that is already gone
+// is retired.
+func (r *ValkeyClusterReconciler) retireNode(ctx context.Context, log *zap.Logger, obs *observation, name string) error {
+	vn, ok := obs.nodes[name]
+	if !ok {
+		return nil
+	}
+	log.Info(logging.MsgDeletingFailedPod, logging.Pod(name))
+	if vn.Spec.Lifecycle != v1.LifecycleLeaving {
+		vn = vn.DeepCopy()
+		vn.Spec.Lifecycle = v1.LifecycleLeaving
+		if err := r.Update(ctx, vn); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("mark ValkeyNode %s Leaving: %w", name, err)
+		}
+	}
+	err := r.Delete(ctx, vn, client.Preconditions{UID: &vn.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err = client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("delete ValkeyNode %s: %w", name, err)
+	}
+	return nil
+}
+
+// completeJoins moves to Active every Joining node that is now a full member
+// (fsm.CompletedJoins), logging `completed join` for each. A scale-out node's join-type label
+// (shard) is removed at the same time; the other join types stay, as in the original.
+func (r *ValkeyClusterReconciler) completeJoins(ctx context.Context, log *zap.Logger, obs *observation) error {
+	var errs []error
+	for _, name := range fsm.CompletedJoins(obs.snapshot) {
+		vn, ok := obs.nodes[name]
+		if !ok {
+			continue
+		}
+		vn = vn.DeepCopy()
+		vn.Spec.Lifecycle = v1.LifecycleActive
+		if vn.Labels[v1.LabelJoinType] == string(v1.JoinTypeShard) {
+			delete(vn.Labels, v1.LabelJoinType)
+		}
+		if err := r.Update(ctx, vn); err != nil {
+			errs = append(errs, fmt.Errorf("mark ValkeyNode %s Active: %w", name, err))
+			continue
+		}
+		log.Info(logging.MsgCompletedJoin, logging.Pod(name))
+	}
+	return errors.Join(errs...)
+}
+
+// observeNodes lists the cluster's ValkeyNodes from the API server (not the cache: a node
+// created on the previous pass must be seen, or it would be created again), by name.
+func (r *ValkeyClusterReconciler) observeNodes(ctx context.Context, vc *v1.ValkeyCluster) (map[string]*v1.ValkeyNode, error) {
+	var list v1.ValkeyNodeList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+		return nil, fmt.Errorf("list ValkeyNodes: %w", err)
+	}
+	nodes := map[string]*v1.ValkeyNode{}
+	for i := range list.Items {
+		if vn := &list.Items[i]; metav1.IsControlledBy(vn, vc) {
+			nodes[vn.Name] = vn
+		}
+	}
+	return nodes, nil
+}
+
+// nodeOf returns the ValkeyNode that controls pod among nodes, and whether pod is controlled
+// by a ValkeyNode at all (one that may be gone).
+func nodeOf(pod *corev1.Pod, nodes map[string]*v1.ValkeyNode) (vn *v1.ValkeyNode, byNode bool) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "ValkeyNode" || ref.APIVersion != v1.GroupVersion.String() {
+		return nil, false
+	}
+	if vn, ok := nodes[ref.Name]; ok && vn.UID == ref.UID {
+		return vn, true
+	}
+	return nil, true
+}
+
+// lostNode is the view of a ValkeyNode whose pod does not exist (deleted, evicted, never
+// created): a Failed pod of that name, so that the planners replace it and, once its shard is
+// whole again, retire it like any dead node.
+func lostNode(vn *v1.ValkeyNode) fsm.Pod {
+	return fsm.Pod{
+		Name:      vn.Name,
+		Shard:     int(vn.Spec.ShardIndex),
+		Phase:     fsm.PodFailed,
+		Failure:   "pod missing",
+		Lifecycle: string(vn.Spec.Lifecycle),
+	}
+}
+
+// clusterOf maps a pod or ConfigMap of a Valkey node (controlled by a ValkeyNode, or by a
+// ValkeyCluster) to its cluster, named by the cluster label: the owner chain ends there.
+func clusterOf(_ context.Context, obj client.Object) []reconcile.Request {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.APIVersion != v1.GroupVersion.String() || (ref.Kind != "ValkeyNode" && ref.Kind != "ValkeyCluster") {
+		return nil
+	}
+	name := obj.GetLabels()[v1.LabelCluster]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+}

@@ -1,0 +1,93 @@
+package fsm
+
+import (
+	"slices"
+	"testing"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/slot"
+)
+
+// lcPod is a running pod of shard with a ValkeyNode in lifecycle lc and the given node view.
+func lcPod(name string, shard int, lc v1.NodeLifecycle, n *Node) Pod {
+	return Pod{Name: name, Shard: shard, Phase: PodRunning, IP: "10.0.0.1", Lifecycle: string(lc), Node: n}
+}
+
+func primaryNode(id string, slots bool) *Node {
+	n := &Node{Reachable: true, ID: id, ClusterStateOK: true, Primary: true}
+	if slots {
+		n.MySlots = slot.Set{{Start: 0, End: 100}}
+	}
+	return n
+}
+
+func replicaNode(id, primary string, linkUp bool) *Node {
+	return &Node{Reachable: true, ID: id, ClusterStateOK: true, PrimaryID: primary, LinkUp: linkUp}
+}
+
+func TestCompletedJoins(t *testing.T) {
+	down := replicaNode("r", "p", true)
+	down.ClusterStateOK = false
+	failed := lcPod("failed", 0, v1.LifecycleJoining, replicaNode("f", "p", true))
+	failed.Phase = PodFailed
+	deleting := lcPod("deleting", 0, v1.LifecycleJoining, replicaNode("d", "p", true))
+	deleting.Deleting = true
+	tests := []struct {
+		name string
+		pod  Pod
+		want bool
+	}{
+		{"a primary serving slots", lcPod("a", 0, v1.LifecycleJoining, primaryNode("a", true)), true},
+		{"a primary without slots yet", lcPod("a", 0, v1.LifecycleJoining, primaryNode("a", false)), false},
+		{"a replica whose link is up", lcPod("a", 0, v1.LifecycleJoining, replicaNode("a", "p", true)), true},
+		{"a replica still syncing", lcPod("a", 0, v1.LifecycleJoining, replicaNode("a", "p", false)), false},
+		{"a node not attached to anything", lcPod("a", 0, v1.LifecycleJoining, &Node{Reachable: true, ID: "a", ClusterStateOK: true}), false},
+		{"a node that does not answer", lcPod("a", 0, v1.LifecycleJoining, &Node{Reachable: false}), false},
+		{"a node not queried", lcPod("a", 0, v1.LifecycleJoining, nil), false},
+		{"a node whose cluster is down", lcPod("a", 0, v1.LifecycleJoining, down), false},
+		{"already Active", lcPod("a", 0, v1.LifecycleActive, primaryNode("a", true)), false},
+		{"Leaving", lcPod("a", 0, v1.LifecycleLeaving, primaryNode("a", true)), false},
+		{"a pod without a ValkeyNode", lcPod("a", 0, "", primaryNode("a", true)), false},
+		{"a Failed pod", failed, false},
+		{"a deleting pod", deleting, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CompletedJoins(Snapshot{Shards: 1, ReplicasPerShard: 1, Pods: []Pod{tc.pod}})
+			if want := map[bool][]string{true: {tc.pod.Name}}[tc.want]; !slices.Equal(got, want) {
+				t.Fatalf("CompletedJoins = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestJoinType(t *testing.T) {
+	primary := lcPod("p", 0, v1.LifecycleActive, primaryNode("p", true))
+	lost := Pod{Name: "lost", Shard: 0, Phase: PodFailed}
+	orphanReplica := lcPod("r", 0, v1.LifecycleActive, replicaNode("r", "gone", true))
+	other := lcPod("o", 1, v1.LifecycleActive, primaryNode("o", true))
+	tests := []struct {
+		name  string
+		state State
+		pods  []Pod
+		shard int
+		want  v1.JoinType
+	}{
+		{"a new cluster's nodes are founding members", Initial, nil, 0, ""},
+		{"a pod lost while bootstrapping is replaced by a founding member", Bootstrapping, []Pod{lost}, 0, ""},
+		{"still Forming", Forming, []Pod{primary, lost}, 0, ""},
+		{"a replica lost beside a serving primary", Active, []Pod{primary, lost, other}, 0, v1.JoinTypeReplica},
+		{"a primary lost, its replica not yet promoted", Active, []Pod{orphanReplica, lost, other}, 0, v1.JoinTypePrimary},
+		{"every node of the shard lost", Active, []Pod{lost, other}, 0, v1.JoinTypePrimary},
+		{"a shard the cluster never had", Active, []Pod{primary, other}, 2, v1.JoinTypeShard},
+		{"while Upgrading", Upgrading, []Pod{primary, lost, other}, 0, v1.JoinTypeReplica},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{State: tc.state, Shards: 3, ReplicasPerShard: 1, Pods: tc.pods}
+			if got := JoinType(s, tc.shard); got != tc.want {
+				t.Fatalf("JoinType = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
