@@ -58,7 +58,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		o.snapshot.Pods = append(o.snapshot.Pods, p)
 	}
 	if len(addrs) > 0 {
-		views := valkey.Observe(ctx, addrs, creds)
+		views := r.conns.Observe(ctx, clusterKey(vc), addrs, creds)
 		for i, v := range views {
 			o.snapshot.Pods[queried[i]].Node = nodeView(v)
 		}

@@ -43,11 +43,14 @@ type ValkeyClusterReconciler struct {
 	DefaultZoneSpread v1.ZoneSpread
 
 	ticks tickLog
+	// conns keeps each node's Valkey connection open across passes (see connections.go).
+	conns valkey.Pool
 }
 
 // Least privilege: exactly the calls the operator makes. It never writes a spec (status only,
 // by merge patch), never deletes what owner references delete, updates only the ConfigMap and
-// Secrets it renders, and competes for one Lease (get / create / update).
+// Secrets it renders, competes for one Lease (get / create / update), and gets a cluster's
+// Namespace to leave alone the clusters of one being deleted (get only: no namespace informer).
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=get;list;watch
@@ -55,19 +58,32 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
-// Reconcile is one level-triggered pass: load → observe → decide → transition → plan →
-// execute → one status write.
-func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// reconcilePass is one level-triggered pass: load → observe → decide → transition → plan →
+// execute → one status write. Reconcile (pass.go) runs it under the pass budget.
+func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
 	// Read from the API server, not the cache: the status written by the previous pass must be
 	// the one this pass decides from, or a transition would be decided (and logged) twice.
 	var vc v1.ValkeyCluster
 	if err := r.APIReader.Get(ctx, req.NamespacedName, &vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.conns.Forget(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if vc.DeletionTimestamp != nil {
+		r.conns.Forget(req.String())
 		return ctrl.Result{}, nil // owner references and the garbage collector remove the rest
+	}
+	// A cluster whose namespace is being deleted is left alone: pods re-created there would be
+	// refused, and its Secrets going first must not read as a credential to regenerate.
+	if gone, err := r.namespaceGoingAway(ctx, vc.Namespace); err != nil || gone {
+		if gone {
+			r.conns.Forget(req.String())
+		}
+		return ctrl.Result{}, err
 	}
 
 	rc, roles, problem, err := r.load(ctx, &vc)
@@ -86,6 +102,7 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.retainConnections(&vc, obs)
 
 	state := vc.Status.State
 	decision := fsm.Decide(obs.snapshot)

@@ -177,9 +177,11 @@ type grant struct{ group, resource, verbs string }
 
 // wantGrants is everything the operator may do, cluster-wide. Nothing else: no Events (it
 // writes none), no Nodes, no deletion of its own kinds, Services, ConfigMaps or Secrets (owner
-// references and the garbage collector remove them), no Deployments or StatefulSets.
+// references and the garbage collector remove them), no Deployments or StatefulSets. Namespaces:
+// get only, to leave alone the clusters of a namespace being deleted.
 var wantGrants = []grant{
 	{"", "configmaps", "create,get,list,update,watch"},
+	{"", "namespaces", "get"},
 	{"", "pods", "create,delete,get,list,watch"},
 	{"", "secrets", "create,get,list,update,watch"},
 	{"", "services", "create,get,list,watch"},
@@ -263,6 +265,9 @@ func checkLeastPrivilege(t *testing.T, c *localcluster.Cluster, k8s client.Clien
 		{"create events -n valkey-operator", "no"},
 		{"create events.events.k8s.io -n my-app", "no"},
 		{"get nodes", "no"},
+		{"get namespaces", "yes"},
+		{"list namespaces", "no"},
+		{"delete namespaces", "no"},
 		{"delete valkeyclusters.valkey.gomomento.com -n my-app", "no"},
 		{"delete secrets -n my-app", "no"},
 		{"create deployments.apps -n my-app", "no"},
