@@ -94,6 +94,9 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	var conf, hash string
 	if problem == "" {
 		if creds, conf, err = r.ensureObjects(ctx, log, &vc, rc, roles); err != nil {
+			if missing := (*credentialMissing)(nil); errors.As(err, &missing) {
+				return r.holdWithoutCredential(ctx, log, &vc, missing)
+			}
 			return ctrl.Result{}, err
 		}
 		hash = podSpecHash(&vc, rc, conf)
@@ -170,7 +173,7 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 // Secret (once), the headless Service, the rendered valkey.conf and the ACL Secret (kept up
 // to date). It returns the operator's credentials and the rendered config.
 func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, roles map[string]v1.ValkeyRoleSpec) (valkey.Credentials, string, error) {
-	password, err := r.ensureCredential(ctx, log, vc)
+	password, err := r.ensureCredential(ctx, vc)
 	if err != nil {
 		return valkey.Credentials{}, "", err
 	}
@@ -197,14 +200,20 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	return creds, conf, nil
 }
 
-// ensureCredential returns the operator's password for vc, generating its Secret once.
-func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster) (string, error) {
+// ensureCredential returns the operator's password for vc, generating its Secret once, for a
+// cluster that has no pod yet. Missing under a cluster that has pods, it is a
+// *credentialMissing: never regenerated (see credential.go).
+func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (string, error) {
 	var s corev1.Secret
 	key := types.NamespacedName{Namespace: vc.Namespace, Name: credentialName(vc)}
 	err := r.APIReader.Get(ctx, key, &s)
 	if apierrors.IsNotFound(err) {
-		if len(vc.Status.Nodes) > 0 {
-			log.Warn(logging.MsgCredentialMissing, zap.String(logging.FieldSecret, key.Name), zap.String(logging.FieldKey, operatorPasswordKey))
+		live, err := r.hasPods(ctx, vc)
+		if err != nil {
+			return "", err
+		}
+		if live {
+			return "", &credentialMissing{Secret: key.Name, Key: operatorPasswordKey, ACLSecret: secretName(vc)}
 		}
 		fresh, err := buildCredentialSecret(vc)
 		if err != nil {
