@@ -20,19 +20,23 @@ const (
 	// nearly all its time waiting on the API server and on Valkey nodes, so more workers than
 	// cores is right; 10 lets 50 clusters that lost a node at once heal in a few passes each.
 	MaxConcurrentReconciles = 10
-	// PassBudget bounds one pass: observing every node (each command is itself bounded by
+	// DefaultPassBudget bounds one pass: observing every node (each command is itself bounded by
 	// valkey.CommandTimeout), executing the plan and writing status. A pass that runs out is a
 	// transient failure: it returns the error and the rate limiter requeues it.
-	PassBudget = 10 * time.Second
+	DefaultPassBudget = 10 * time.Second
 )
 
-// errPassBudget marks a pass that ran out of PassBudget.
-var errPassBudget = fmt.Errorf("pass exceeded its %s budget", PassBudget)
+// errPassBudget marks a pass that ran out of its budget.
+var errPassBudget = errors.New("pass exceeded its time budget")
 
-// Reconcile runs one pass over the cluster named by req under PassBudget. Its objects going
+// Reconcile runs one pass over the cluster named by req under the pass budget. Its objects going
 // away (the namespace is being deleted) is not an error: nothing is retried or logged at WARN.
 func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	pctx, cancel := context.WithTimeout(ctx, PassBudget)
+	budget := r.PassBudget
+	if budget <= 0 {
+		budget = DefaultPassBudget
+	}
+	pctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	res, err := r.reconcilePass(pctx, req)
 	switch {
@@ -44,7 +48,7 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		r.conns.Forget(req.String())
 		return ctrl.Result{}, nil
 	case errors.Is(err, context.DeadlineExceeded) && pctx.Err() != nil && ctx.Err() == nil:
-		return ctrl.Result{}, fmt.Errorf("%w: %w", errPassBudget, err)
+		return ctrl.Result{}, fmt.Errorf("%w (%s): %w", errPassBudget, budget, err)
 	default:
 		return res, err
 	}

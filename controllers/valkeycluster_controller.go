@@ -41,6 +41,8 @@ type ValkeyClusterReconciler struct {
 	APIReader client.Reader
 	// DefaultZoneSpread comes from the operator's ConfigMap (defaultZoneSpread).
 	DefaultZoneSpread v1.ZoneSpread
+	// PassBudget bounds one pass; zero means DefaultPassBudget.
+	PassBudget time.Duration
 
 	ticks tickLog
 	// conns keeps each node's Valkey connection open across passes (see connections.go).
