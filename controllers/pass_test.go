@@ -71,12 +71,12 @@ func (f *passFixture) build(t *testing.T) (*ValkeyClusterReconciler, client.Clie
 	return &ValkeyClusterReconciler{Client: c, APIReader: c, DefaultZoneSpread: v1.ZoneSpreadBestEffort}, c
 }
 
-func reconcileOnce(t *testing.T, r *ValkeyClusterReconciler) (ctrl.Result, error, *observer.ObservedLogs) {
+func reconcileOnce(t *testing.T, r *ValkeyClusterReconciler) (ctrl.Result, *observer.ObservedLogs, error) {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	ctx := logging.IntoContext(t.Context(), zap.New(core))
 	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "vc"}})
-	return res, err, logs
+	return res, logs, err
 }
 
 func podCount(t *testing.T, c client.Client) int {
@@ -92,7 +92,7 @@ func podCount(t *testing.T, c client.Client) int {
 // changes nothing, logs the WARN naming Secret and key, and says why in status.
 func TestCredentialNotRegeneratedUnderPods(t *testing.T) {
 	r, c := newPassFixture().withPod("vc-aaaaa", "10.1.0.1").build(t)
-	res, err, logs := reconcileOnce(t, r)
+	res, logs, err := reconcileOnce(t, r)
 	if err != nil || res.RequeueAfter != TickInterval {
 		t.Fatalf("result %+v, %v; want a requeue on the tick and no error", res, err)
 	}
@@ -119,7 +119,7 @@ func TestCredentialNotRegeneratedUnderPods(t *testing.T) {
 		t.Fatalf("status: message %q, conditions %+v", vc.Status.Message, vc.Status.Conditions)
 	}
 	// A second pass in the same tick: no second WARN.
-	if _, _, logs = reconcileOnce(t, r); logs.FilterMessage(logging.MsgCredentialMissing).Len() != 0 {
+	if _, logs, _ = reconcileOnce(t, r); logs.FilterMessage(logging.MsgCredentialMissing).Len() != 0 {
 		t.Fatal("the WARN is repeated within a tick")
 	}
 }
@@ -127,7 +127,7 @@ func TestCredentialNotRegeneratedUnderPods(t *testing.T) {
 // A brand-new cluster (no pod yet) gets its credential generated, silently.
 func TestCredentialGeneratedForNewCluster(t *testing.T) {
 	r, c := newPassFixture().build(t)
-	if _, err, logs := reconcileOnce(t, r); err != nil || logs.FilterMessage(logging.MsgCredentialMissing).Len() != 0 {
+	if _, logs, err := reconcileOnce(t, r); err != nil || logs.FilterMessage(logging.MsgCredentialMissing).Len() != 0 {
 		t.Fatalf("%v, %+v", err, logs.All())
 	}
 	var s corev1.Secret
@@ -144,7 +144,7 @@ func TestTerminatingNamespaceLeftAlone(t *testing.T) {
 	f := newPassFixture()
 	f.objects[1].(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating
 	r, c := f.build(t)
-	res, err, logs := reconcileOnce(t, r)
+	res, logs, err := reconcileOnce(t, r)
 	if err != nil || res != (ctrl.Result{}) {
 		t.Fatalf("result %+v, %v; want nothing", res, err)
 	}
@@ -166,7 +166,7 @@ func TestCreateRefusedInTerminatingNamespaceIsNoError(t *testing.T) {
 		return err
 	}
 	r, _ := f.build(t)
-	if res, err, _ := reconcileOnce(t, r); err != nil || res != (ctrl.Result{}) {
+	if res, _, err := reconcileOnce(t, r); err != nil || res != (ctrl.Result{}) {
 		t.Fatalf("result %+v, %v; want nothing", res, err)
 	}
 	// Any other refusal is still an error.
@@ -174,7 +174,7 @@ func TestCreateRefusedInTerminatingNamespaceIsNoError(t *testing.T) {
 		return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, obj.GetName(), errors.New("quota"))
 	}
 	r, _ = f.build(t)
-	if _, err, _ := reconcileOnce(t, r); !apierrors.IsForbidden(err) {
+	if _, _, err := reconcileOnce(t, r); !apierrors.IsForbidden(err) {
 		t.Fatalf("a plain Forbidden was swallowed: %v", err)
 	}
 }
@@ -195,7 +195,7 @@ func TestPassBudget(t *testing.T) {
 		r, _ := f.build(t)
 		r.PassBudget = 300 * time.Millisecond
 		start := time.Now()
-		_, err, _ := reconcileOnce(t, r)
+		_, _, err := reconcileOnce(t, r)
 		if !errors.Is(err, errPassBudget) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err %v; want the pass budget exceeded", err)
 		}
