@@ -350,12 +350,8 @@ func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 					{Name: "valkey", ContainerPort: ClientPort},
 					{Name: "valkey-bus", ContainerPort: BusPort},
 				},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ClientPort)}},
-					PeriodSeconds:    2,
-					FailureThreshold: 3,
-				},
-				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
+				LivenessProbe: livenessProbe(vc),
+				Resources:     corev1.ResourceRequirements{Requests: res, Limits: res},
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
 					ReadOnlyRootFilesystem:   ptr.To(true),

@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -29,27 +28,7 @@ import (
 // execute carries out the plan in order: a thin switch over action types. It stops at the
 // first failing step; the next pass observes again and plans what is left.
 func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, creds valkey.Credentials, obs *observation, pl plan.Plan) error {
-	clients := map[string]*valkey.Client{}
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	node := func(pod string) (*valkey.Client, error) {
-		if c, ok := clients[pod]; ok {
-			return c, nil
-		}
-		p, ok := obs.pods[pod]
-		if !ok || p.Status.PodIP == "" {
-			return nil, fmt.Errorf("pod %s has no IP", pod)
-		}
-		c, err := valkey.NewClient(net.JoinHostPort(p.Status.PodIP, strconv.Itoa(ClientPort)), creds)
-		if err != nil {
-			return nil, err
-		}
-		clients[pod] = c
-		return c, nil
-	}
+	node := func(pod string) (*valkey.Client, error) { return r.nodeClient(vc, obs, pod, creds) }
 	for _, a := range pl.Actions {
 		var err error
 		// One exhaustive switch over the closed set of actions: gochecksumtype (.golangci.yml)
@@ -270,6 +249,7 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 	byNode := t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster").
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
 		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1.ValkeyNode{}, owned).
 		Watches(&corev1.Pod{}, byNode).

@@ -76,7 +76,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		}
 	}
 	if len(addrs) > 0 {
-		views := valkey.Observe(ctx, addrs, creds)
+		views := r.conns.Observe(ctx, clusterKey(vc), addrs, creds)
 		for i, v := range views {
 			o.snapshot.Pods[queried[i]].Node = nodeView(v)
 		}

@@ -42,15 +42,21 @@ type ValkeyClusterReconciler struct {
 	APIReader client.Reader
 	// DefaultZoneSpread comes from the operator's ConfigMap (defaultZoneSpread).
 	DefaultZoneSpread v1.ZoneSpread
+	// PassBudget bounds one pass; zero means DefaultPassBudget.
+	PassBudget time.Duration
 
 	ticks tickLog
+	// conns keeps each node's Valkey connection open across passes (see connections.go).
+	conns valkey.Pool
 }
 
 // Least privilege: exactly the calls the operator makes. It never writes a cluster's spec
 // (status only, by merge patch); of a ValkeyNode it writes only spec.lifecycle (and the
 // join-type label), and it deletes ValkeyNodes, never what owner references delete (their pods
 // and ConfigMaps, the cluster's Service and Secrets). It creates per-node ConfigMaps once,
-// updates only the Secrets it renders, and competes for one Lease (get / create / update).
+// updates only the Secrets it renders, competes for one Lease (get / create / update), and gets
+// a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
+// namespace informer).
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;update;delete
@@ -60,19 +66,32 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
-// Reconcile is one level-triggered pass: load → observe → decide → transition → plan →
-// execute → one status write.
-func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// reconcilePass is one level-triggered pass: load → observe → decide → transition → plan →
+// execute → one status write. Reconcile (pass.go) runs it under the pass budget.
+func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
 	// Read from the API server, not the cache: the status written by the previous pass must be
 	// the one this pass decides from, or a transition would be decided (and logged) twice.
 	var vc v1.ValkeyCluster
 	if err := r.APIReader.Get(ctx, req.NamespacedName, &vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.conns.Forget(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if vc.DeletionTimestamp != nil {
+		r.conns.Forget(req.String())
 		return ctrl.Result{}, nil // owner references and the garbage collector remove the rest
+	}
+	// A cluster whose namespace is being deleted is left alone: pods re-created there would be
+	// refused, and its Secrets going first must not read as a credential to regenerate.
+	if gone, err := r.namespaceGoingAway(ctx, vc.Namespace); err != nil || gone {
+		if gone {
+			r.conns.Forget(req.String())
+		}
+		return ctrl.Result{}, err
 	}
 
 	rc, roles, problem, err := r.load(ctx, &vc)
@@ -83,6 +102,9 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	var conf, hash string
 	if problem == "" {
 		if creds, conf, err = r.ensureObjects(ctx, log, &vc, rc, roles); err != nil {
+			if missing := (*credentialMissing)(nil); errors.As(err, &missing) {
+				return r.holdWithoutCredential(ctx, log, &vc, missing)
+			}
 			return ctrl.Result{}, err
 		}
 		hash = podSpecHash(&vc, rc, conf)
@@ -91,6 +113,7 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.retainConnections(&vc, obs)
 
 	state := vc.Status.State
 	decision := fsm.Decide(obs.snapshot)
@@ -163,7 +186,7 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 // Secret (once), the headless Service and the ACL Secret (kept up to date). It returns the
 // operator's credentials and the rendered config.
 func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, roles map[string]v1.ValkeyRoleSpec) (valkey.Credentials, string, error) {
-	password, err := r.ensureCredential(ctx, log, vc)
+	password, err := r.ensureCredential(ctx, vc)
 	if err != nil {
 		return valkey.Credentials{}, "", err
 	}
@@ -188,14 +211,20 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	return creds, conf, nil
 }
 
-// ensureCredential returns the operator's password for vc, generating its Secret once.
-func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster) (string, error) {
+// ensureCredential returns the operator's password for vc, generating its Secret once, for a
+// cluster that has no pod yet. Missing under a cluster that has pods, it is a
+// *credentialMissing: never regenerated (see credential.go).
+func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (string, error) {
 	var s corev1.Secret
 	key := types.NamespacedName{Namespace: vc.Namespace, Name: credentialName(vc)}
 	err := r.APIReader.Get(ctx, key, &s)
 	if apierrors.IsNotFound(err) {
-		if len(vc.Status.Nodes) > 0 {
-			log.Warn(logging.MsgCredentialMissing, zap.String(logging.FieldSecret, key.Name), zap.String(logging.FieldKey, operatorPasswordKey))
+		live, err := r.hasPods(ctx, vc)
+		if err != nil {
+			return "", err
+		}
+		if live {
+			return "", &credentialMissing{Secret: key.Name, Key: operatorPasswordKey, ACLSecret: secretName(vc)}
 		}
 		fresh, err := buildCredentialSecret(vc)
 		if err != nil {

@@ -115,10 +115,11 @@ const (
 	MsgCompletedJoin = "completed join"
 
 	// MsgCredentialMissing (WARN, TargetCluster): cluster_name, secret, key. The operator's
-	// credential Secret of a cluster that already has nodes was missing and a new password was
-	// generated: nodes that loaded the old ACL file refuse it until they load the new one.
-	// Names the Secret and key only, never a value.
-	MsgCredentialMissing = "operator credential missing, generated a new one"
+	// credential Secret of a cluster that already has pods is missing. It is not regenerated
+	// (the nodes accept only the original password, and nothing can rotate it): the cluster
+	// keeps serving untouched, status.message and the Degraded condition say how to recover.
+	// Once per tick while it lasts. Names the Secret and key only, never a value.
+	MsgCredentialMissing = "operator credential Secret missing, not regenerating"
 
 	// MsgPodsFailingOnStart (WARN, TargetCluster): cluster_name, reason (the same text as
 	// status.message). Pods of the current spec exit on start; no more are created until the

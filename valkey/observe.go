@@ -52,7 +52,7 @@ func (v NodeView) ReplicationOffset() (offset int64, ok bool) {
 }
 
 // Observe queries every address concurrently, each over its own short-lived
-// Client, with CLUSTER NODES, CLUSTER INFO and INFO replication, and
+// Client (Pool.Observe keeps them open across calls), with CLUSTER NODES, CLUSTER INFO and INFO replication, and
 // returns one NodeView per address in the order given. It never fails as a
 // whole: each view carries its own outcome. Duplicate addresses are
 // queried once per occurrence.
@@ -82,6 +82,13 @@ func observeNode(ctx context.Context, addr string, creds Credentials) NodeView {
 		return v
 	}
 	defer c.Close()
+	return observeWith(ctx, c, v)
+}
+
+// observeWith runs the queries of Observe over an open Client and fills v.
+func observeWith(ctx context.Context, c *Client, v NodeView) NodeView {
+	addr := v.Addr
+	var err error
 	if v.Nodes, err = c.ClusterNodes(ctx); err != nil {
 		v.Err = err
 		return v

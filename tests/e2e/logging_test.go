@@ -15,12 +15,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/tests/harness"
+	"github.com/gomomento/valkey-operator/valkey"
 )
 
 var (
@@ -369,31 +372,99 @@ func TestVerbosity(t *testing.T) {
 	}
 }
 
-// TestMissingCredentialIsLoggedByKeyName deletes the operator's credential Secret of an Active
-// cluster: the operator says so at WARN naming the Secret and key, never a password.
+// TestMissingCredentialIsLoggedByKeyName deletes the operator's credential Secret under a live
+// cluster. The operator must not generate a new password (the nodes accept only the original):
+// it logs a WARN naming the Secret and key (never a value), says so in status.message and a
+// Degraded condition, and leaves the cluster serving. Recreating the Secret with the original
+// password heals it.
 func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
 	ns := "cred"
+	ctx := context.Background()
 	vc := activeCluster(t, ns, 1, 0)
-	old := operatorCreds(t, vc).Password
-	if err := k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vc-operator-auth"}}); err != nil {
+	creds := operatorCreds(t, vc)
+	pods := clusterPods(t, vc)
+	if len(pods) != 1 {
+		t.Fatalf("%d running pods, want 1", len(pods))
+	}
+	secretKey := client.ObjectKey{Namespace: ns, Name: "vc-operator-auth"}
+	if err := k8s.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretKey.Name}}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for {
+	warned := 0
+	for warned == 0 {
 		for _, l := range parseLog(t, operator.Logs()) {
 			if l.message() == logging.MsgCredentialMissing && l.ref() == "ValkeyCluster.v1alpha1.valkey.gomomento.com/vc."+ns {
-				if l.Level != "WARN" || l.Fields["secret"] != "vc-operator-auth" || l.Fields["key"] != "password" {
+				if l.Level != "WARN" || l.Fields["secret"] != secretKey.Name || l.Fields["key"] != "password" {
 					t.Fatalf("line: %s", l.raw)
 				}
-				fresh := operatorCreds(t, vc).Password
-				if logs := operator.Logs(); bytes.Contains(logs, []byte(old)) || bytes.Contains(logs, []byte(fresh)) {
-					t.Fatal("a password appears in the log stream")
-				}
-				return
+				warned++
 			}
 		}
-		if time.Now().After(deadline) {
+		if warned == 0 && time.Now().After(deadline) {
 			t.Fatal("no WARN line for the missing credential")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	// Status says why, with Degraded True; the Secret stays missing (not regenerated).
+	var got v1.ValkeyCluster
+	for {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vc), &got); err != nil {
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDegraded)
+		if c != nil && c.Status == metav1.ConditionTrue && c.Reason == "CredentialMissing" &&
+			strings.Contains(got.Status.Message, secretKey.Name) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status does not say the credential is missing: message %q, conditions %+v", got.Status.Message, got.Status.Conditions)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if strings.Contains(got.Status.Message, creds.Password) {
+		t.Fatal("the password appears in status.message")
+	}
+	// Give the operator a few more passes to do something wrong.
+	time.Sleep(5 * time.Second)
+	if err := k8s.Get(ctx, secretKey, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the credential Secret was recreated by the operator (get: %v)", err)
+	}
+	// The cluster keeps serving: the same pod, answering the original credentials.
+	now := clusterPods(t, vc)
+	if len(now) != 1 || now[0].UID != pods[0].UID {
+		t.Fatalf("pods changed while the credential was missing: %d running pods", len(now))
+	}
+	c, err := valkey.NewClient(addr(now[0]), creds)
+	if err != nil {
+		t.Fatalf("the node refuses the original credentials: %v", err)
+	}
+	defer c.Close()
+	if info, err := c.ClusterInfo(ctx); err != nil || info["cluster_state"] != "ok" {
+		t.Fatalf("cluster info: %v %v", info, err)
+	}
+	if logs := operator.Logs(); bytes.Contains(logs, []byte(creds.Password)) {
+		t.Fatal("a password appears in the log stream")
+	}
+
+	// The user recreates the Secret with the original password: the cluster recovers.
+	restored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretKey.Name},
+		Data: map[string][]byte{"password": []byte(creds.Password)}}
+	if err := k8s.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(time.Minute) // the next tick (30 s) sees it
+	for {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(vc), &got); err != nil {
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDegraded)
+		if c != nil && c.Status == metav1.ConditionFalse && got.Status.State == v1.StateActive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not recovered after the Secret came back: message %q, conditions %+v", got.Status.Message, got.Status.Conditions)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

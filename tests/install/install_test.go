@@ -179,9 +179,10 @@ type grant struct{ group, resource, verbs string }
 // writes none), no Nodes, no deletion of Pods, Services, ConfigMaps or Secrets, nor of its
 // users' kinds (owner references and the garbage collector remove them; the one kind it
 // deletes is its own ValkeyNode, whose pod and ConfigMap go with it), no Deployments or
-// StatefulSets.
+// StatefulSets. Namespaces: get only, to leave alone the clusters of a namespace being deleted.
 var wantGrants = []grant{
 	{"", "configmaps", "create,get,list,watch"},
+	{"", "namespaces", "get"},
 	{"", "pods", "create,get,list,watch"},
 	{"", "secrets", "create,get,list,update,watch"},
 	{"", "services", "create,get,list,watch"},
@@ -268,6 +269,9 @@ func checkLeastPrivilege(t *testing.T, c *localcluster.Cluster, k8s client.Clien
 		{"create events -n valkey-operator", "no"},
 		{"create events.events.k8s.io -n my-app", "no"},
 		{"get nodes", "no"},
+		{"get namespaces", "yes"},
+		{"list namespaces", "no"},
+		{"delete namespaces", "no"},
 		{"delete valkeyclusters.valkey.gomomento.com -n my-app", "no"},
 		{"delete secrets -n my-app", "no"},
 		{"create deployments.apps -n my-app", "no"},

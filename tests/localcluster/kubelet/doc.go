@@ -22,6 +22,8 @@
 //	_ = kubelet.TeardownNetwork(net)
 //
 // Fault injection: KillPod (SIGKILL the pod's processes: the pod goes Failed),
+// FreezePod / ThawPod (SIGSTOP / SIGCONT: a hung server, which only a liveness
+// probe turns into a Failed pod),
 // StopNode / StartNode (the node "loses power": processes die, lease and
 // status stop, kube-controller-manager marks it NotReady after its
 // --node-monitor-grace-period; when it comes back its pods are reported
@@ -85,7 +87,8 @@
 // Ready. Ready follows the readiness probe (exec inside the container's
 // namespaces, tcpSocket, httpGet; initialDelay, period, timeout, success and
 // failure thresholds honoured); without one a running container is ready.
-// A failed liveness or startup probe kills the container. restartPolicy is
+// A failed liveness or startup probe kills the container (an exec probe that
+// times out is killed with its whole process group). restartPolicy is
 // always treated as Never: when every process has exited the pod is
 // Succeeded (all exit 0) or Failed (exit code, or 128+signal).
 //

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -255,6 +256,27 @@ func (k *Kubelet) KillPod(namespace, name string) error {
 		return err
 	}
 	p.kill()
+	return nil
+}
+
+// FreezePod stops (SIGSTOP) every container process of the pod: a hung
+// server, its sockets open and nothing answering. Only a liveness probe
+// turns that into a dead pod. ThawPod resumes them.
+func (k *Kubelet) FreezePod(namespace, name string) error {
+	return k.signalPod(namespace, name, syscall.SIGSTOP)
+}
+
+// ThawPod resumes (SIGCONT) the processes FreezePod stopped.
+func (k *Kubelet) ThawPod(namespace, name string) error {
+	return k.signalPod(namespace, name, syscall.SIGCONT)
+}
+
+func (k *Kubelet) signalPod(namespace, name string, sig syscall.Signal) error {
+	p, err := k.pod(namespace, name)
+	if err != nil {
+		return err
+	}
+	p.signal(sig)
 	return nil
 }
 

@@ -886,3 +886,55 @@ func TestStopNode(t *testing.T) {
 }
 
 var _ = intstr.FromInt32
+
+// TestLivenessKillsHungContainer: an exec liveness probe (an authenticated PING run inside the
+// pod, as the operator's pods carry) passes while valkey-server answers, and once the server
+// hangs (FreezePod: SIGSTOP, sockets open, no reply) the kubelet kills the container after
+// failureThreshold misses, so the pod goes Failed (restartPolicy Never).
+func TestLivenessKillsHungContainer(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createValkeyObjects(t, ns)
+	p := newValkeyPod("valkey-hung", "kt-a")
+	c := &p.Spec.Containers[0]
+	c.ReadinessProbe = nil
+	c.LivenessProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
+			"sh", "-c", `test "$(REDISCLI_AUTH="$(cat /etc/valkey-auth/password)" valkey-cli --no-auth-warning -h 127.0.0.1 PING)" = PONG`,
+		}}},
+		PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 2,
+	}
+	createPod(t, ns, p)
+	running := waitPod(t, ns, "valkey-hung", 30*time.Second, "pod running", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != ""
+	})
+	eventually(t, 10*time.Second, "valkey answers on the pod IP", func() (bool, string) {
+		out, err := valkeyDo(running.Status.PodIP, time.Second, "AUTH", "s3cret")
+		return err == nil && out == "+OK", fmt.Sprint(out, err)
+	})
+	pid(t, running) // checked for leftovers at the end
+	// A healthy server passes: several periods later (past failureThreshold) it still runs.
+	time.Sleep(4 * time.Second)
+	if got := getPod(t, ns, "valkey-hung"); got.Status.Phase != corev1.PodRunning {
+		t.Fatalf("a healthy server's pod is %s: %+v", got.Status.Phase, got.Status.ContainerStatuses)
+	}
+	if condition(getPod(t, ns, "valkey-hung"), corev1.PodReady) != corev1.ConditionTrue {
+		t.Fatal("without a readiness probe a running container is ready")
+	}
+
+	if err := kl.FreezePod(ns, "valkey-hung"); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	if _, err := valkeyDo(running.Status.PodIP, time.Second, "PING"); err == nil {
+		t.Fatal("a frozen server answered")
+	}
+	failed := waitPod(t, ns, "valkey-hung", 20*time.Second, "pod Failed by its liveness probe", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed
+	})
+	t.Logf("liveness: frozen → pod Failed in %s", time.Since(frozen).Round(time.Millisecond))
+	term := failed.Status.ContainerStatuses[0].State.Terminated
+	if term == nil || term.ExitCode != 137 || term.Message != "liveness probe failed" {
+		t.Fatalf("terminated state %+v", term)
+	}
+}

@@ -626,6 +626,17 @@ func (p *podRuntime) kill() {
 	}
 }
 
+// signal sends sig to every running container's process group.
+func (p *podRuntime) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.containers {
+		if c.proc != nil && !c.exited {
+			_ = syscall.Kill(-c.proc.Pid, sig)
+		}
+	}
+}
+
 // powerLoss kills the pod's processes as a node losing power would.
 func (p *podRuntime) powerLoss() {
 	p.mu.Lock()

@@ -52,6 +52,8 @@ func (p *podRuntime) probe(c *containerState) {
 	}
 	if spec.ReadinessProbe == nil {
 		p.setReady(c, true)
+		// Returning would cancel ctx, and with it the liveness probe.
+		<-ctx.Done()
 		return
 	}
 	p.runProbe(ctx, spec, pid, env, spec.ReadinessProbe, func(ok bool) { p.setReady(c, ok) })
@@ -151,6 +153,11 @@ func (p *podRuntime) probeOnce(ctx context.Context, spec corev1.Container, pid i
 		args := append([]string{"--target", strconv.Itoa(pid), "--net", "--mount", "--uts", "--ipc", "--"}, pr.Exec.Command...)
 		cmd := exec.CommandContext(ctx, "/usr/bin/nsenter", args...)
 		cmd.Env = env
+		// On timeout the whole probe dies, not only nsenter's exec'd shell: a client it
+		// started against a hung server would otherwise wait forever, one per period.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = time.Second
 		return cmd.Run() == nil
 	case pr.TCPSocket != nil:
 		host := pr.TCPSocket.Host

@@ -1,0 +1,84 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/logging"
+)
+
+// ReasonCredentialMissing is the Degraded condition's reason while the operator's credential
+// Secret of a cluster with nodes is missing.
+const ReasonCredentialMissing = "CredentialMissing"
+
+// credentialMissing is the operator's credential Secret gone from under a cluster that has
+// nodes. The nodes' ACL holds the hash of the original password and nothing can rotate it, so
+// a new password would lock the operator (and any node it then creates) out of the cluster:
+// the pass stops and says so instead.
+type credentialMissing struct {
+	Secret, Key string
+	// ACLSecret holds the same password in its auth.conf (masterauth), for the user's recovery.
+	ACLSecret string
+}
+
+func (e *credentialMissing) Error() string {
+	return fmt.Sprintf("operator credential Secret %s (key %q) is missing", e.Secret, e.Key)
+}
+
+// message is status.message while the Secret is missing: what happened, why the operator does
+// not fix it, and how the user does. It names Secrets and keys, never a value.
+func (e *credentialMissing) message() string {
+	return fmt.Sprintf("operator credential Secret %s (key %q) is missing and is not regenerated: the nodes only accept "+
+		"the original password. The cluster keeps serving, but the operator cannot manage it until the Secret is "+
+		"recreated with that password (the masterauth line of key %q in Secret %s holds it)",
+		e.Secret, e.Key, authFileName, e.ACLSecret)
+}
+
+// hasPods reports whether any pod of the cluster exists, whatever its phase: a pod that has
+// ever started loaded the cluster's ACL file, so the cluster is no longer brand new.
+func (r *ValkeyClusterReconciler) hasPods(ctx context.Context, vc *v1.ValkeyCluster) (bool, error) {
+	var list corev1.PodList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+		return false, fmt.Errorf("list pods: %w", err)
+	}
+	for i := range list.Items {
+		// A node's pod is controlled by its ValkeyNode (pods from before ValkeyNodes by the cluster).
+		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && (ref.UID == vc.UID || ref.Kind == "ValkeyNode") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// holdWithoutCredential ends a pass whose cluster lost its credential Secret: nothing is
+// created or deleted (the nodes keep serving as they are), the WARN line names the Secret and
+// key once per tick, and status says why with Degraded True. The Secret recreated by hand is
+// seen on the next tick (it has no owner reference, so no watch reports it).
+func (r *ValkeyClusterReconciler) holdWithoutCredential(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, missing *credentialMissing) (ctrl.Result, error) {
+	if r.ticks.due("credential/"+vc.Namespace+"/"+vc.Name, time.Now()) {
+		log.Warn(logging.MsgCredentialMissing, zap.String(logging.FieldSecret, missing.Secret), zap.String(logging.FieldKey, missing.Key))
+	}
+	st := vc.Status.DeepCopy()
+	st.Message = missing.message()
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonCredentialMissing,
+		Message: missing.Error() + "; not regenerated while the cluster has nodes", ObservedGeneration: vc.Generation,
+	})
+	if !equalStatus(&vc.Status, st) {
+		patch := client.MergeFrom(vc.DeepCopy())
+		vc.Status = *st
+		if err := r.Status().Patch(ctx, vc, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("patch status: %w", err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: TickInterval}, nil
+}

@@ -1,0 +1,54 @@
+package controllers
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+)
+
+// Liveness probe timing: a server that has not answered for about 15 s (three misses, 5 s
+// apart, each allowed 3 s) is hung, and its pod is killed. restartPolicy Never makes that a
+// Failed pod, which the operator replaces (failing over first when it was a primary). Probing
+// more often would only add load; cluster-node-timeout (5 s) lets Valkey itself react sooner.
+const (
+	livenessPeriodSeconds    = 5
+	livenessTimeoutSeconds   = 3
+	livenessFailureThreshold = 3
+)
+
+// livenessScript is an authenticated PING through valkey-cli, run inside the container. The
+// password is read from the mounted auth.conf (masterauth is the operator's password) into
+// valkey-cli's environment, never onto a command line that ps or an event would show.
+// valkey-cli exits 0 on error replies, so the reply is what counts. Alive: PONG, and the
+// replies of a server that answers but cannot serve yet (LOADING a dataset, MASTERDOWN while a
+// replica's link is down) or refuses the credentials (NOAUTH: a credential problem is the
+// operator's to report, never a reason to kill every node of a cluster at once). Not alive: no
+// reply within the timeout (hung, or stopped), a refused connection, BUSY (a script that will
+// not end), anything else.
+var livenessScript = fmt.Sprintf(`pw=$(sed -n 's/^masterauth //p' %[1]s/%[2]s)
+reply=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" valkey-cli --no-auth-warning --user %[3]s -p %[4]d PING 2>/dev/null)
+case "$reply" in PONG|LOADING*|MASTERDOWN*|NOAUTH*) exit 0 ;; esac
+echo "PING: ${reply:-no reply}"
+exit 1
+`, secretMountPath, authFileName, OperatorUser, ClientPort)
+
+// livenessProbe is the pod's only probe, as the original's pods carry (concepts/pod-management):
+// it turns a hung server into a dead pod. There is no readiness probe: clients find nodes
+// through the cluster protocol, not through Service endpoints, and a readiness gate would be a
+// second, conflicting view of a node's health. Under TLS the probe is a TCP connect, since the
+// client port speaks only TLS.
+func livenessProbe(vc *v1.ValkeyCluster) *corev1.Probe {
+	handler := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", livenessScript}}}
+	if vc.Spec.TLS != nil {
+		handler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ClientPort)}}
+	}
+	return &corev1.Probe{
+		ProbeHandler:     handler,
+		PeriodSeconds:    livenessPeriodSeconds,
+		TimeoutSeconds:   livenessTimeoutSeconds,
+		FailureThreshold: livenessFailureThreshold,
+	}
+}

@@ -1,0 +1,122 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+)
+
+// runLiveness runs the pod's liveness command as a kubelet would, with the secret directory and
+// port of a test server, and reports whether it passed within the probe's timeout.
+func runLiveness(t *testing.T, secretDir string, port int) (bool, string) {
+	t.Helper()
+	cmd := livenessProbe(&v1.ValkeyCluster{}).Exec.Command
+	script := strings.ReplaceAll(cmd[2], secretMountPath, secretDir)
+	script = strings.ReplaceAll(script, "-p "+strconv.Itoa(ClientPort), "-p "+strconv.Itoa(port))
+	ctx, cancel := context.WithTimeout(t.Context(), livenessTimeoutSeconds*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, cmd[0], cmd[1], script)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = time.Second
+	out, err := c.CombinedOutput()
+	return err == nil, string(out)
+}
+
+// TestLivenessScript runs the liveness command against a real valkey-server whose ACL is the
+// operator's: it passes while the server answers, also when the credentials are refused, and
+// fails when nothing listens and when the server is stopped (hung). The password never reaches
+// a command line.
+func TestLivenessScript(t *testing.T) {
+	bin, err := exec.LookPath("valkey-server")
+	if err != nil {
+		t.Fatalf("valkey-server not found (%v): run `make packages`", err)
+	}
+	if _, err := exec.LookPath("valkey-cli"); err != nil {
+		t.Fatalf("valkey-cli not found (%v): run `make packages`", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+
+	dir := t.TempDir()
+	const password = "0123456789abcdef-liveness"
+	sum := sha256.Sum256([]byte(password))
+	writeAuth := func(pw string) {
+		if err := os.WriteFile(filepath.Join(dir, authFileName), []byte("masteruser "+OperatorUser+"\nmasterauth "+pw+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeAuth(password)
+
+	if ok, out := runLiveness(t, dir, port); ok {
+		t.Fatalf("passed with nothing listening: %s", out)
+	}
+
+	srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--user", "default", "on", "nopass", "-@all", "--user", OperatorUser, "on", "#"+hex.EncodeToString(sum[:]), "~*", "&*", "+@all")
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, out := runLiveness(t, dir, port)
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the probe never passed against a running server: %s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Authenticated: the default user may run nothing (PING replies NOPERM), so the probe passed
+	// only because AUTH as the operator succeeded; with a wrong password it falls back to the
+	// default user and fails.
+	writeAuth("wrong")
+	if ok, out := runLiveness(t, dir, port); ok || !strings.Contains(out, "NOPERM") {
+		t.Fatalf("passed without the operator's credentials, or not for the expected reason: %q", out)
+	}
+	// A server that refuses every credential still answers: alive (NOAUTH).
+	admin := exec.Command("valkey-cli", "--no-auth-warning", "--user", OperatorUser, "-p", strconv.Itoa(port), "ACL", "SETUSER", "default", "off")
+	admin.Env = append(os.Environ(), "REDISCLI_AUTH="+password)
+	if out, err := admin.CombinedOutput(); err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("acl setuser: %v %s", err, out)
+	}
+	if ok, out := runLiveness(t, dir, port); !ok {
+		t.Fatalf("a server refusing the credentials is alive, but the probe failed: %q", out)
+	}
+	writeAuth(password)
+	if ok, out := runLiveness(t, dir, port); !ok || strings.Contains(out, password) {
+		t.Fatalf("authenticated PING failed or printed the password: %q", out)
+	}
+
+	// Hung: the socket accepts, nothing answers. The probe must fail within its timeout.
+	if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if ok, out := runLiveness(t, dir, port); ok {
+		t.Fatalf("passed against a stopped server: %q", out)
+	}
+	if d := time.Since(start); d > (livenessTimeoutSeconds+2)*time.Second {
+		t.Fatalf("the probe took %s", d)
+	}
+	_ = srv.Process.Signal(syscall.SIGCONT)
+}

@@ -1,0 +1,122 @@
+package valkey
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// connectionsReceived is the server's total_connections_received, read over c.
+func connectionsReceived(t *testing.T, c *Client) string {
+	t.Helper()
+	stats, err := c.Info(t.Context(), "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stats["total_connections_received"]
+}
+
+// TestIntegrationPoolReusesAndCloses checks, against a real server, that the pool keeps one
+// connection per node across observations and closes it when the node leaves, when the
+// credentials change and when the node stops answering.
+func TestIntegrationPoolReusesAndCloses(t *testing.T) {
+	ctx := t.Context()
+	creds := Credentials{Password: "s3cret"}
+	s := startServer(t, creds, "--requirepass", creds.Password)
+	const cluster = "ns/vc"
+	var p Pool
+
+	observe := func(ctx context.Context) NodeView {
+		t.Helper()
+		v := p.Observe(ctx, cluster, []string{s.addr}, creds)
+		if len(v) != 1 {
+			t.Fatalf("%d views", len(v))
+		}
+		return v[0]
+	}
+	if v := observe(ctx); !v.Reachable || v.ID == "" {
+		t.Fatalf("first observation: %+v", v)
+	}
+	c1, err := p.Client(cluster, s.addr, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := connectionsReceived(t, c1)
+	for range 3 {
+		if v := observe(ctx); !v.Reachable {
+			t.Fatalf("observation: %v", v.Err)
+		}
+	}
+	c2, err := p.Client(cluster, s.addr, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2 != c1 {
+		t.Fatal("a second pass dialled a new client for the same node and credentials")
+	}
+	if after := connectionsReceived(t, c1); after != before {
+		t.Fatalf("the server accepted new connections (%s, then %s): the pool did not reuse its client", before, after)
+	}
+
+	// The node leaves the cluster's live set: its client is closed.
+	p.Retain(cluster, []string{"10.0.0.1:6379"})
+	if n := p.Len(cluster); n != 0 {
+		t.Fatalf("%d clients after the node left", n)
+	}
+	if err := c1.Ping(ctx); err == nil {
+		t.Fatal("the client of a node that left still answers: it was not closed")
+	}
+
+	// Other credentials (the same password for the default user, named): a new client, the old
+	// one closed.
+	c3, err := p.Client(cluster, s.addr, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := Credentials{Username: "default", Password: creds.Password}
+	c4, err := p.Client(cluster, s.addr, named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c4 == c3 {
+		t.Fatal("changed credentials reused the client opened with the old ones")
+	}
+	if err := c3.Ping(ctx); err == nil {
+		t.Fatal("the client of the old credentials was not closed")
+	}
+	if err := c4.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A node that stops answering (SIGSTOP: the socket stays open, nothing replies) is marked
+	// unreachable within the caller's deadline and its client dropped, so the next pass dials
+	// afresh instead of queueing behind it.
+	creds = named
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.cmd.Process.Signal(syscall.SIGCONT) })
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if v := observe(short); v.Reachable || v.Err == nil {
+		t.Fatalf("a stopped node observed as reachable: %+v", v)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("observing a stopped node took %s, past the caller's deadline", d)
+	}
+	if n := p.Len(cluster); n != 0 {
+		t.Fatalf("%d clients kept for a node that stopped answering", n)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if v := observe(ctx); !v.Reachable {
+		t.Fatalf("node resumed but unreachable: %v", v.Err)
+	}
+	p.Forget(cluster)
+	if n := p.Len(cluster); n != 0 {
+		t.Fatalf("%d clients after Forget", n)
+	}
+}
