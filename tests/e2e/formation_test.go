@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,11 +87,30 @@ func TestOperatorRestartMidForming(t *testing.T) {
 	create(t, newImage("restart-image"), newConfig("restart-config", "restart-image"))
 	vc := newCluster(ns, "vc", "restart-config", withShards(3), withReplicas(1))
 	create(t, vc)
-	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateForming, formTimeout); err != nil {
-		t.Fatal(err)
+	// Poll tightly: formation takes seconds, and the kill must land inside it.
+	deadline := time.Now().Add(formTimeout)
+	for {
+		var cur v1.ValkeyCluster
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err == nil && cur.Status.State == v1.StateForming {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cluster never reached Forming")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	before := podNames(t, vc)
 	operator.Kill(syscall.SIGKILL)
+	// The operator is dead, so the state cannot move any more: if it is no longer Forming, the
+	// kill came too late and this test would prove nothing about a restart mid-Forming.
+	var died v1.ValkeyCluster
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &died); err != nil {
+		t.Fatal(err)
+	}
+	if died.Status.State != v1.StateForming {
+		t.Fatalf("the operator died with the cluster %s, not Forming: the restart was not mid-Forming", died.Status.State)
+	}
+	t.Logf("operator killed mid-Forming with %d pods (message %q)", len(before), died.Status.Message)
 	var err error
 	operator, err = harness.StartOperator(binary, cluster, workDir, "operator", "RUST_LOG=info")
 	if err != nil {
@@ -125,33 +145,49 @@ func podNames(t *testing.T, vc *v1.ValkeyCluster) []string {
 func TestDeleteRemovesEverything(t *testing.T) {
 	ns := "delete"
 	vc := activeCluster(t, ns, 1, 0)
+	// The children must exist first: if they were missing or unlabelled, the wait below would
+	// pass at once and prove nothing.
+	existing, owned := clusterChildren(t, ns)
+	for _, kind := range []string{"Pod", "Service", "ConfigMap", "Secret"} {
+		if existing[kind] == 0 || owned[kind] != existing[kind] {
+			t.Fatalf("before the delete: %v labelled as the cluster's, %v of them owned by it; want each kind, all owned", existing, owned)
+		}
+	}
 	if err := k8s.Delete(context.Background(), vc, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		left := 0
-		for _, list := range []client.ObjectList{&corev1.PodList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}} {
-			if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: "vc"}); err != nil {
-				t.Fatal(err)
-			}
-			switch l := list.(type) {
-			case *corev1.PodList:
-				left += len(l.Items)
-			case *corev1.ServiceList:
-				left += len(l.Items)
-			case *corev1.ConfigMapList:
-				left += len(l.Items)
-			case *corev1.SecretList:
-				left += len(l.Items)
-			}
-		}
-		if left == 0 {
+		left, _ := clusterChildren(t, ns)
+		if len(left) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d owned objects left after deleting the ValkeyCluster", left)
+			t.Fatalf("owned objects left after deleting the ValkeyCluster: %v", left)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// clusterChildren counts, by kind, the objects in ns labelled as the cluster vc's, and those
+// of them whose controller is a ValkeyCluster (kinds with none are absent).
+func clusterChildren(t *testing.T, ns string) (labelled, owned map[string]int) {
+	t.Helper()
+	labelled, owned = map[string]int{}, map[string]int{}
+	for kind, list := range map[string]client.ObjectList{"Pod": &corev1.PodList{}, "Service": &corev1.ServiceList{}, "ConfigMap": &corev1.ConfigMapList{}, "Secret": &corev1.SecretList{}} {
+		if err := k8s.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: "vc"}); err != nil {
+			t.Fatal(err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			labelled[kind]++
+			if ref := metav1.GetControllerOf(o.(client.Object)); ref != nil && ref.Kind == "ValkeyCluster" {
+				owned[kind]++
+			}
+		}
+	}
+	return labelled, owned
 }
