@@ -99,8 +99,9 @@ func BenchmarkApplyToActive(b *testing.B) {
 }
 
 // valkeyProgress asks the cluster's running pods: formed when every one says cluster_state:ok
-// with every slot assigned and knows all of them; synced when, besides, every replica's link is
-// up.
+// with every slot assigned and knows all of them; synced when, besides, all the replicas the
+// spec asks for are replicas with their link up (a node not yet attached is an empty primary,
+// which must not count as synced).
 func valkeyProgress(ctx context.Context, vc *v1.ValkeyCluster) (formed, synced bool) {
 	var list corev1.PodList
 	if err := k8s.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
@@ -119,16 +120,16 @@ func valkeyProgress(ctx context.Context, vc *v1.ValkeyCluster) (formed, synced b
 	creds := valkey.Credentials{Username: "_momento_operator", Password: string(s.Data["password"])}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	formed, synced = len(addrs) > 0, len(addrs) > 0
+	linked := 0
 	for _, v := range valkey.Observe(ctx, addrs, creds) {
 		if !v.Reachable || !v.ClusterStateOK() || v.ClusterInfo["cluster_slots_assigned"] != "16384" || v.ClusterInfo["cluster_known_nodes"] != strconv.Itoa(len(addrs)) {
 			return false, false
 		}
-		if me, _ := v.Myself(); me.Role == valkey.RoleReplica && !v.ReplicaLinkUp() {
-			synced = false
+		if me, _ := v.Myself(); me.Role == valkey.RoleReplica && v.ReplicaLinkUp() {
+			linked++
 		}
 	}
-	return formed, synced
+	return len(addrs) > 0, linked == int(vc.Spec.Shards*vc.Spec.ReplicasPerShard)
 }
 
 // killBench is the 3x1 cluster BenchmarkPrimaryKilled reuses: the framework calls a benchmark
