@@ -88,11 +88,30 @@ func TestOperatorRestartMidForming(t *testing.T) {
 	create(t, newImage("restart-image"), newConfig("restart-config", "restart-image"))
 	vc := newCluster(ns, "vc", "restart-config", withShards(3), withReplicas(1))
 	create(t, vc)
-	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateForming, formTimeout); err != nil {
-		t.Fatal(err)
+	// Poll tightly: formation takes seconds, and the kill must land inside it.
+	deadline := time.Now().Add(formTimeout)
+	for {
+		var cur v1.ValkeyCluster
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err == nil && cur.Status.State == v1.StateForming {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cluster never reached Forming")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	before := podNames(t, vc)
 	operator.Kill(syscall.SIGKILL)
+	// The operator is dead, so the state cannot move any more: if it is no longer Forming, the
+	// kill came too late and this test would prove nothing about a restart mid-Forming.
+	var died v1.ValkeyCluster
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &died); err != nil {
+		t.Fatal(err)
+	}
+	if died.Status.State != v1.StateForming {
+		t.Fatalf("the operator died with the cluster %s, not Forming: the restart was not mid-Forming", died.Status.State)
+	}
+	t.Logf("operator killed mid-Forming with %d pods (message %q)", len(before), died.Status.Message)
 	var err error
 	operator, err = harness.StartOperator(binary, cluster, workDir, "operator", "RUST_LOG=info")
 	if err != nil {

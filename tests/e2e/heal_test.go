@@ -50,7 +50,7 @@ func TestActiveHealsFailedPods(t *testing.T) {
 }
 
 // podWithRole returns a pod whose node has role, from status.nodes.
-func podWithRole(t *testing.T, vc *v1.ValkeyCluster, role v1.NodeRole) string {
+func podWithRole(t testing.TB, vc *v1.ValkeyCluster, role v1.NodeRole) string {
 	t.Helper()
 	var cur v1.ValkeyCluster
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {

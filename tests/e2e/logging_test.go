@@ -34,14 +34,15 @@ var (
 
 // logLine is one decoded line with its top-level keys in the order printed.
 type logLine struct {
-	raw    string
-	keys   []string
-	Level  string         `json:"level"`
-	Target string         `json:"target"`
-	Fields map[string]any `json:"fields"`
-	Span   map[string]any `json:"span"`
-	Spans  []any          `json:"spans"`
-	fields []string       // keys of fields, in order
+	raw       string
+	keys      []string
+	Timestamp string         `json:"timestamp"`
+	Level     string         `json:"level"`
+	Target    string         `json:"target"`
+	Fields    map[string]any `json:"fields"`
+	Span      map[string]any `json:"span"`
+	Spans     []any          `json:"spans"`
+	fields    []string       // keys of fields, in order
 }
 
 // orderedKeys returns the keys of the JSON object in raw, in order.
@@ -69,7 +70,7 @@ func orderedKeys(raw []byte) ([]string, error) {
 // object per line, keys timestamp, level, fields, target (then span, spans inside a
 // reconcile, and nothing else), the timestamp's exact form, level names, `::` targets,
 // `message` first in fields, and span / spans together with spans == [span].
-func parseLog(t *testing.T, data []byte) []logLine {
+func parseLog(t testing.TB, data []byte) []logLine {
 	t.Helper()
 	var out []logLine
 	sc := bufio.NewScanner(bytes.NewReader(data))

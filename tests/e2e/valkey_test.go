@@ -58,7 +58,7 @@ func ensureNS(ctx context.Context, name string) error { return harness.EnsureNam
 
 // setupNamespace creates a namespace for one test and deletes it (and so the clusters in it)
 // at the end.
-func setupNamespace(t *testing.T, name string) {
+func setupNamespace(t testing.TB, name string) {
 	t.Helper()
 	ctx := context.Background()
 	if err := harness.EnsureNamespace(ctx, k8s, name); err != nil {
@@ -71,7 +71,7 @@ func setupNamespace(t *testing.T, name string) {
 
 // activeCluster creates, in a new namespace ns, an image, a config and a cluster of the given
 // shape named vc, and waits until it is Active.
-func activeCluster(t *testing.T, ns string, shards, replicas int32) *v1.ValkeyCluster {
+func activeCluster(t testing.TB, ns string, shards, replicas int32) *v1.ValkeyCluster {
 	t.Helper()
 	setupNamespace(t, ns)
 	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"))
@@ -84,7 +84,7 @@ func activeCluster(t *testing.T, ns string, shards, replicas int32) *v1.ValkeyCl
 	return got
 }
 
-func create(t *testing.T, objs ...client.Object) {
+func create(t testing.TB, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		if err := k8s.Create(context.Background(), o); err != nil {
@@ -98,7 +98,7 @@ func create(t *testing.T, objs ...client.Object) {
 }
 
 // clusterPods returns the cluster's running pods by name.
-func clusterPods(t *testing.T, vc *v1.ValkeyCluster) []corev1.Pod {
+func clusterPods(t testing.TB, vc *v1.ValkeyCluster) []corev1.Pod {
 	t.Helper()
 	var list corev1.PodList
 	if err := k8s.List(context.Background(), &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
@@ -116,7 +116,7 @@ func clusterPods(t *testing.T, vc *v1.ValkeyCluster) []corev1.Pod {
 func addr(p corev1.Pod) string { return net.JoinHostPort(p.Status.PodIP, "6379") }
 
 // operatorCreds reads the operator's generated credentials for vc.
-func operatorCreds(t *testing.T, vc *v1.ValkeyCluster) valkey.Credentials {
+func operatorCreds(t testing.TB, vc *v1.ValkeyCluster) valkey.Credentials {
 	t.Helper()
 	var s corev1.Secret
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: vc.Namespace, Name: vc.Name + "-operator-auth"}, &s); err != nil {

@@ -107,6 +107,9 @@ func (o *Operator) Kill(sig syscall.Signal) {
 	<-o.done
 }
 
+// Pid is the operator's process id (for /proc/<pid>/stat and status in benchmarks).
+func (o *Operator) Pid() int { return o.cmd.Process.Pid }
+
 // Exited reports whether the process has exited, and its exit code.
 func (o *Operator) Exited() (bool, int) {
 	select {

@@ -1,0 +1,398 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/controllers"
+	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/valkey"
+)
+
+const (
+	// scaleClusters clusters of 1x0 share one operator in BenchmarkScale100.
+	scaleClusters = 100
+	// scaleLost of them lose their pod at the same moment in each run.
+	scaleLost = 50
+	// scaleNamespace holds them all.
+	scaleNamespace = "bench-scale"
+	// steadyTicks is how many active ticks the steady-state window spans.
+	steadyTicks = 2
+)
+
+// scaleSetup is the fleet BenchmarkScale100 builds once and reuses across the framework's
+// calls, with the steady-state numbers measured once on it.
+var scaleSetup struct {
+	names  []string
+	steady map[string]float64
+}
+
+// BenchmarkScale100 runs 100 clusters of 1x0 in one operator and reports:
+//   - s/form-all: create all 100 until all are Ready (once);
+//   - in the steady state, over steadyTicks active ticks (30 s each): the API writes the
+//     operator makes per tick (ValkeyCluster updates and creates, updates and deletes of
+//     pods, Services, ConfigMaps and Secrets in the namespace written by the operator's field
+//     manager), the operator's RSS (MB, max of the samples) and CPU (% of one core) from
+//     /proc/<pid>, and the `active tick` heartbeats' intervals (mean and max, s);
+//   - per run, s/ready-after-50-lost: 50 pods (one of every other cluster) killed at the same
+//     moment, until all 100 are Ready again with their replacement pod in status.
+//
+// Issue 8 measured on main: 0 writes, 65 MB, 4.4 % of a core, ticks 30.0-30.1 s; 17.6 s to
+// recover 50 with one reconcile worker (goal <= 5 s). Numbers are reported, never asserted.
+// Run alone: go test -run '^$' -bench Scale100 -benchtime 3x -timeout 60m ./tests/e2e/
+func BenchmarkScale100(b *testing.B) {
+	ctx := context.Background()
+	if scaleSetup.names == nil {
+		scaleSetup.steady = map[string]float64{}
+		if err := ensureNS(ctx, scaleNamespace); err != nil {
+			b.Fatal(err)
+		}
+		for _, o := range []client.Object{newImage("scale-image"), newConfig("scale-config", "scale-image")} {
+			if err := k8s.Create(ctx, o); err != nil && !isAlreadyExists(err) {
+				b.Fatal(err)
+			}
+		}
+		start := time.Now()
+		var names []string
+		for i := range scaleClusters {
+			vc := newCluster(scaleNamespace, fmt.Sprintf("vc-%03d", i), "scale-config", withShards(1), withReplicas(0))
+			if err := k8s.Create(ctx, vc); err != nil && !isAlreadyExists(err) {
+				b.Fatal(err)
+			}
+			names = append(names, vc.Name)
+		}
+		waitFleetReady(b, nil, 10*time.Minute)
+		scaleSetup.steady["s/form-all"] = time.Since(start).Seconds()
+		scaleSetup.names = names
+		measureSteady(b)
+	}
+	for unit, v := range scaleSetup.steady {
+		b.ReportMetric(v, unit)
+	}
+	var total time.Duration
+	for range b.N {
+		b.StopTimer()
+		waitFleetReady(b, nil, 5*time.Minute)
+		pods := fleetPods(b)
+		victims := map[string]string{} // cluster -> its killed pod
+		for i, name := range scaleSetup.names {
+			if i%2 == 0 && len(pods[name]) == 1 {
+				victims[name] = pods[name][0]
+			}
+		}
+		if len(victims) != scaleLost {
+			b.Fatalf("%d clusters with exactly one running pod among the even ones, want %d", len(victims), scaleLost)
+		}
+		b.StartTimer()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, pod := range victims {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := cluster.Kubelet.KillPod(scaleNamespace, pod); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		waitFleetReady(b, victims, 5*time.Minute)
+		total += time.Since(start)
+		b.StopTimer()
+		checkFleetValkey(b, victims)
+		b.StartTimer()
+	}
+	b.ReportMetric(total.Seconds()/float64(b.N), "s/ready-after-50-lost")
+}
+
+// fleetPods returns, per cluster of the scale namespace, its running pods.
+func fleetPods(b *testing.B) map[string][]string {
+	b.Helper()
+	var list corev1.PodList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(scaleNamespace)); err != nil {
+		b.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			out[p.Labels[v1.LabelCluster]] = append(out[p.Labels[v1.LabelCluster]], p.Name)
+		}
+	}
+	return out
+}
+
+// waitFleetReady waits until every cluster of the scale namespace is Ready for its current
+// generation with exactly one running pod, the one status.nodes names; for a cluster in
+// replaced, that pod must not be the one killed.
+func waitFleetReady(b *testing.B, replaced map[string]string, timeout time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var list v1.ValkeyClusterList
+		err := k8s.List(context.Background(), &list, client.InNamespace(scaleNamespace))
+		var behind []string
+		if err == nil {
+			pods := fleetPods(b)
+			for _, vc := range list.Items {
+				running := pods[vc.Name]
+				ok := meta.IsStatusConditionTrue(vc.Status.Conditions, v1.ConditionReady) &&
+					vc.Status.ObservedGeneration == vc.Generation && len(running) == 1 &&
+					len(vc.Status.Nodes) == 1 && vc.Status.Nodes[0].Pod == running[0] &&
+					running[0] != replaced[vc.Name]
+				if !ok {
+					behind = append(behind, vc.Name)
+				}
+			}
+			if len(list.Items) < scaleClusters {
+				behind = append(behind, fmt.Sprintf("(only %d clusters)", len(list.Items)))
+			}
+		}
+		if err == nil && len(behind) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("not all Ready after %s: %v %v", timeout, err, behind)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// checkFleetValkey asks the node of every cluster in clusters whether it serves all slots.
+func checkFleetValkey(b *testing.B, clusters map[string]string) {
+	b.Helper()
+	var list corev1.PodList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(scaleNamespace)); err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range list.Items {
+		name := p.Labels[v1.LabelCluster]
+		if _, ok := clusters[name]; !ok || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			continue
+		}
+		vc := &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: scaleNamespace, Name: name}}
+		v := valkey.Observe(context.Background(), []string{addr(p)}, operatorCreds(b, vc))[0]
+		if !v.ClusterStateOK() || v.ClusterInfo["cluster_slots_assigned"] != "16384" {
+			b.Errorf("%s (%s): CLUSTER INFO %v, %v", name, p.Name, v.ClusterInfo, v.Err)
+		}
+	}
+}
+
+// measureSteady watches the operator for steadyTicks ticks of a settled fleet and stores the
+// steady-state metrics.
+func measureSteady(b *testing.B) {
+	b.Helper()
+	// Let the passes that formation scheduled run out first.
+	time.Sleep(controllers.TickInterval)
+	window := time.Duration(steadyTicks)*controllers.TickInterval + 5*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), window)
+	defer cancel()
+	writes := countOperatorWrites(ctx, b)
+	pid := operator.Pid()
+	cpu0, start := procCPU(b, pid), time.Now()
+	var rssMax float64
+	for ctx.Err() == nil {
+		rssMax = max(rssMax, procRSS(b, pid))
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	elapsed := time.Since(start)
+	cpu := procCPU(b, pid) - cpu0
+	n := writes()
+	mean, worst, count := tickIntervals(b, start, start.Add(elapsed))
+	b.Logf("steady state over %s: %d operator writes, RSS max %.1f MB, CPU %.2f s; %d tick intervals, mean %.2f s, max %.2f s",
+		elapsed.Round(time.Second), n, rssMax, cpu.Seconds(), count, mean, worst)
+	ticks := elapsed.Seconds() / controllers.TickInterval.Seconds()
+	scaleSetup.steady["writes/tick"] = float64(n) / ticks
+	scaleSetup.steady["MB-rss"] = rssMax
+	scaleSetup.steady["cpu-%"] = 100 * cpu.Seconds() / elapsed.Seconds()
+	scaleSetup.steady["s/tick-interval-mean"] = mean
+	scaleSetup.steady["s/tick-interval-max"] = worst
+}
+
+// countOperatorWrites watches, until ctx ends, the ValkeyClusters and their children in the
+// scale namespace and counts the writes the operator made: every ValkeyCluster change (only
+// the operator writes them here), and creates, deletes and updates of pods, Services,
+// ConfigMaps and Secrets whose newest managedFields entry is the operator's (the kubelet's
+// pod status updates are not the operator's).
+func countOperatorWrites(ctx context.Context, b *testing.B) func() int {
+	b.Helper()
+	cs, err := kubernetes.NewForConfig(cluster.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: k8s.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	count := 0
+	var wg sync.WaitGroup
+	consume := func(w watch.Interface, operatorOnly bool) {
+		defer wg.Done()
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				obj, isObj := ev.Object.(client.Object)
+				if !isObj || ev.Type == watch.Bookmark || ev.Type == watch.Error {
+					continue
+				}
+				if ev.Type == watch.Modified && operatorOnly && !writtenByOperator(obj) {
+					continue
+				}
+				mu.Lock()
+				count++
+				mu.Unlock()
+			}
+		}
+	}
+	var vcs v1.ValkeyClusterList
+	if err := wc.List(ctx, &vcs, client.InNamespace(scaleNamespace)); err != nil {
+		b.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &v1.ValkeyClusterList{}, client.InNamespace(scaleNamespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: vcs.ResourceVersion}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wg.Add(1)
+	go consume(w, false)
+	core := cs.CoreV1()
+	type lister func(context.Context, metav1.ListOptions) (string, error)
+	rv := func(l metav1.ListInterface, err error) (string, error) {
+		if err != nil {
+			return "", err
+		}
+		return l.GetResourceVersion(), nil
+	}
+	for _, r := range []struct {
+		list  lister
+		watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	}{
+		{func(c context.Context, o metav1.ListOptions) (string, error) {
+			return rv(core.Pods(scaleNamespace).List(c, o))
+		}, core.Pods(scaleNamespace).Watch},
+		{func(c context.Context, o metav1.ListOptions) (string, error) {
+			return rv(core.Services(scaleNamespace).List(c, o))
+		}, core.Services(scaleNamespace).Watch},
+		{func(c context.Context, o metav1.ListOptions) (string, error) {
+			return rv(core.ConfigMaps(scaleNamespace).List(c, o))
+		}, core.ConfigMaps(scaleNamespace).Watch},
+		{func(c context.Context, o metav1.ListOptions) (string, error) {
+			return rv(core.Secrets(scaleNamespace).List(c, o))
+		}, core.Secrets(scaleNamespace).Watch},
+	} {
+		version, err := r.list(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := r.watch(ctx, metav1.ListOptions{ResourceVersion: version})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Add(1)
+		go consume(w, true)
+	}
+	return func() int {
+		<-ctx.Done()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return count
+	}
+}
+
+// writtenByOperator reports whether the newest managedFields entry of obj is the operator's
+// (controller-runtime names its field manager after the binary).
+func writtenByOperator(obj client.Object) bool {
+	var newest metav1.ManagedFieldsEntry
+	for _, m := range obj.GetManagedFields() {
+		if m.Time != nil && (newest.Time == nil || !m.Time.Before(newest.Time)) {
+			newest = m
+		}
+	}
+	return strings.HasPrefix(newest.Manager, "valkey-operator")
+}
+
+// procCPU is the user+system CPU time of process pid (/proc/<pid>/stat, clock ticks of 10 ms).
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// procRSS is the resident set of process pid in MB (/proc/<pid>/status VmRSS).
+func procRSS(b *testing.B, pid int) float64 {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// tickIntervals returns the mean and the largest interval between consecutive `active tick`
+// lines of one cluster of the scale namespace, for ticks within [from, to], and how many
+// intervals there were.
+func tickIntervals(b *testing.B, from, to time.Time) (mean, worst float64, n int) {
+	b.Helper()
+	ticks := map[string][]time.Time{}
+	for _, l := range parseLog(b, operator.Logs()) {
+		if l.message() != logging.MsgActiveTick || !strings.HasSuffix(l.ref(), "."+scaleNamespace) {
+			continue
+		}
+		ts, err := time.Parse(time.RFC3339Nano, l.Timestamp)
+		if err != nil || ts.Before(from) || ts.After(to) {
+			continue
+		}
+		ticks[l.ref()] = append(ticks[l.ref()], ts)
+	}
+	var sum float64
+	for _, ts := range ticks {
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		for i := 1; i < len(ts); i++ {
+			d := ts[i].Sub(ts[i-1]).Seconds()
+			sum += d
+			worst = max(worst, d)
+			n++
+		}
+	}
+	if n > 0 {
+		mean = sum / float64(n)
+	}
+	return mean, worst, n
+}

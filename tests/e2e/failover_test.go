@@ -1,0 +1,838 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/tests/harness"
+	"github.com/gomomento/valkey-operator/valkey"
+)
+
+// What the failover tests expect the operator to say, in one place: when the implementation of
+// issue 8 settles on its names, change them here.
+const (
+	// takeoverMsg is logged when the operator issues CLUSTER FAILOVER TAKEOVER.
+	takeoverMsg = logging.MsgNoQuorumTakeover
+	// dataLostCondition is the condition type that says a shard lost every copy of its data;
+	// a condition of any type with reason dataLostReason counts as well (a Degraded reason).
+	dataLostCondition = "DataLost"
+	dataLostReason    = "DataLost"
+	// dataLostWarn is a substring of the WARN line's message for a shard served again empty.
+	dataLostWarn = "lost"
+	// healTimeout bounds a wait for Ready after a fault: a safety net, not a speed claim
+	// (the benchmarks measure speed).
+	healTimeout = 4 * time.Minute
+)
+
+// failoverLine reports whether a log line's message says the operator started a failover
+// (FORCE, graceful or TAKEOVER), as opposed to waiting for Valkey's own.
+func failoverLine(msg string) bool {
+	m := strings.ToLower(msg)
+	if msg == logging.MsgPrimaryUnhealthyWaiting || strings.Contains(m, "waiting") {
+		return false
+	}
+	return strings.Contains(m, "failover") || strings.Contains(m, "takeover")
+}
+
+// TestPrimaryKilledUnderLoad: a primary's process is SIGKILLed while 16 writers write. The
+// shard serves again, the cluster is Ready with a synced replacement, and no key a replica
+// acknowledged (WAIT 1) is lost.
+func TestPrimaryKilledUnderLoad(t *testing.T) {
+	primaryLostUnderLoad(t, "kill-load", false, func(ns, pod string) error { return cluster.Kubelet.KillPod(ns, pod) })
+}
+
+// TestPrimaryPodDeletedUnderLoad: the same with `kubectl delete pod` of a primary, a planned
+// loss (a drain): the operator may hand the slots over before the process stops.
+func TestPrimaryPodDeletedUnderLoad(t *testing.T) {
+	primaryLostUnderLoad(t, "delete-load", true, func(ns, pod string) error {
+		return k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: objectMetaNS(ns, pod)})
+	})
+}
+
+// primaryLostUnderLoad loses a primary of a Ready 3x1 cluster through lose while the writer
+// writes. A planned loss (the pod deleted) must, besides, refuse no write: the operator hands
+// the slots over before the process stops.
+func primaryLostUnderLoad(t *testing.T, ns string, planned bool, lose func(ns, pod string) error) {
+	vc := activeCluster(t, ns, 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	before := valkeyNodeNames(t, ns)
+	watch := watchValkeyNodes(t, ns)
+	w, opts := startWriter(t, vc)
+	victim := podWithRole(t, vc, v1.NodeRolePrimary)
+	start := time.Now()
+	if err := lose(ns, victim); err != nil {
+		t.Fatal(err)
+	}
+	ready := waitReady(t, vc, 3, 1, map[string]bool{victim: true}, healTimeout)
+	if err := w.WaitAcked(20, time.Minute); err != nil {
+		t.Error(err)
+	}
+	r := finishWriter(t, w, vc, opts)
+	longest, slot := r.LongestRefusal()
+	t.Logf("lost primary %s: longest refusal %s (slot %d); Ready again %s after the fault",
+		victim, longest.Round(time.Millisecond), slot, ready.Sub(start).Round(time.Millisecond))
+	verifyValkey(t, currentCluster(t, vc), 3, 1)
+	if planned {
+		// Its own subtest, so the rest of the evidence stands while graceful handover is missing.
+		t.Run("a planned loss refuses no write", func(t *testing.T) {
+			// Observed before the implementation: the deleted primary's slots refused writes
+			// for 9.2 s (Valkey's own failover), every other slot for about 1 s (CLUSTERDOWN).
+			t.Skip("needs graceful handover of a deleted primary's slots: issue 8")
+			for _, s := range r.Slots {
+				if s.Failures > 0 {
+					t.Errorf("slot %d refused %d writes for up to %s (last error: %s)", s.Slot, s.Failures, s.LongestRefusal.Round(time.Millisecond), s.LastError)
+				}
+			}
+		})
+	}
+	t.Run("replacement ValkeyNode went Joining then Active", func(t *testing.T) {
+		lifecycles := watch()
+		if lifecycles == nil {
+			t.Skip("needs ValkeyNode: issue 8")
+		}
+		for name, seen := range lifecycles {
+			if before[name] {
+				continue
+			}
+			if i := slices.Index(seen, "Joining"); i >= 0 && slices.Contains(seen[i:], "Active") {
+				return
+			}
+		}
+		t.Errorf("no new ValkeyNode went Joining then Active: %v", lifecycles)
+	})
+}
+
+// TestTwoPrimariesKilled: two of three primaries killed at once leave no majority to elect
+// their replicas; the operator takes over, and the cluster is Ready again.
+func TestTwoPrimariesKilled(t *testing.T) {
+	ns := "kill-two"
+	vc := activeCluster(t, ns, 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	w, opts := startWriter(t, vc)
+	victims := primaries(t, vc)[:2]
+	start := time.Now()
+	for _, p := range victims {
+		if err := cluster.Kubelet.KillPod(ns, p.Pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := waitReady(t, vc, 3, 1, map[string]bool{victims[0].Pod: true, victims[1].Pod: true}, healTimeout)
+	if err := w.WaitAcked(20, time.Minute); err != nil {
+		t.Error(err)
+	}
+	r := finishWriter(t, w, vc, opts)
+	longest, slot := r.LongestRefusal()
+	t.Logf("killed %s and %s: longest refusal %s (slot %d); Ready again %s after the fault",
+		victims[0].Pod, victims[1].Pod, longest.Round(time.Millisecond), slot, ready.Sub(start).Round(time.Millisecond))
+	verifyValkey(t, currentCluster(t, vc), 3, 1)
+	if !logged(t, takeoverMsg, ns) {
+		t.Errorf("no %q line in the operator log", takeoverMsg)
+	}
+}
+
+// TestTwoPrimaryNodesStopped: the Kubernetes nodes of two of three primaries lose power. Their
+// pods stay Running in the API (nobody reports otherwise) but do not answer. Valkey cannot
+// elect the replicas without a majority of primaries, so the operator must take over; the
+// cluster ends Ready (on the nodes that are up) before Kubernetes evicts anything.
+func TestTwoPrimaryNodesStopped(t *testing.T) {
+	// Observed before the implementation: no TAKEOVER; after 4 minutes still not Ready,
+	// "waiting for node <pod on a stopped node> to answer" (PlanPass returns early).
+	t.Skip("needs planning that an unreachable node does not block (TAKEOVER with pods Running): issue 8")
+	ns := "stop-two"
+	vc := activeCluster(t, ns, 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	victims, stop := placeForNodeLoss(t, vc)
+	w, opts := startWriter(t, vc)
+	start := time.Now()
+	exclude := map[string]bool{}
+	for _, node := range stop {
+		for _, p := range clusterPods(t, vc) {
+			if p.Spec.NodeName == node {
+				exclude[p.Name] = true
+			}
+		}
+		if err := cluster.Kubelet.StopNode(node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, node := range stop {
+			if err := cluster.Kubelet.StartNode(node); err != nil {
+				t.Errorf("restart node %s: %v", node, err)
+			}
+		}
+	})
+	t.Logf("stopped nodes %v (primaries %v; all pods there: %v)", stop, victims, exclude)
+	ready := waitReady(t, vc, 3, 1, exclude, healTimeout)
+	for p := range exclude {
+		var pod corev1.Pod
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: p}, &pod); err == nil && pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodRunning {
+			t.Logf("pod %s on a stopped node is %s", p, pod.Status.Phase)
+		}
+	}
+	if err := w.WaitAcked(20, time.Minute); err != nil {
+		t.Error(err)
+	}
+	r := finishWriter(t, w, vc, opts)
+	longest, slot := r.LongestRefusal()
+	t.Logf("longest refusal %s (slot %d); Ready again %s after the nodes stopped", longest.Round(time.Millisecond), slot, ready.Sub(start).Round(time.Millisecond))
+	if !logged(t, takeoverMsg, ns) {
+		t.Errorf("no %q line in the operator log", takeoverMsg)
+	}
+}
+
+// placeForNodeLoss arranges a Ready 3x1 cluster so that stopping two Kubernetes nodes loses
+// exactly two primaries and no shard entirely, and returns those two primaries and nodes.
+// The scheduler's layout is whatever it is, so: pick two primaries on two different nodes X
+// and Y (promoting a replica first if every primary shares a node), cordon X and Y, then
+// until the layout fits, kill a replica of those two shards found on X or Y (its replacement
+// lands elsewhere), and move the third shard's primary off X and Y (a graceful CLUSTER
+// FAILOVER to its replica, after moving that replica off X and Y if needed).
+func placeForNodeLoss(t *testing.T, vc *v1.ValkeyCluster) (victims []string, nodes []string) {
+	t.Helper()
+	var l clusterLayout
+	var vi, vj int32
+	for attempt := 0; ; attempt++ {
+		l = layoutOf(t, vc)
+		found := false
+		for _, a := range l.shards {
+			for _, b := range l.shards {
+				if !found && a < b && l.node[l.primary[a]] != l.node[l.primary[b]] {
+					vi, vj, found = a, b, true
+				}
+			}
+		}
+		if found {
+			break
+		}
+		if attempt > 0 || len(l.replicas[l.shards[0]]) == 0 {
+			t.Fatalf("no two primaries on different nodes: %s", l)
+		}
+		// Every primary on one node: promote shard 0's replica (on another node, by spread).
+		promote(t, vc, l.replicas[l.shards[0]][0])
+	}
+	victims = []string{l.primary[vi], l.primary[vj]}
+	nodes = []string{l.node[victims[0]], l.node[victims[1]]}
+	for _, node := range nodes {
+		cordon(t, node, true)
+		t.Cleanup(func() { cordon(t, node, false) })
+	}
+	onVictimNode := func(pod string) bool { return slices.Contains(nodes, l.node[pod]) }
+	for range 4 {
+		l = layoutOf(t, vc)
+		if l.primary[vi] != victims[0] || l.primary[vj] != victims[1] {
+			t.Fatalf("the chosen primaries %v moved: %s", victims, l)
+		}
+		var kill []string
+		for _, s := range []int32{vi, vj} {
+			for _, r := range l.replicas[s] {
+				if onVictimNode(r) {
+					kill = append(kill, r)
+				}
+			}
+		}
+		var third int32
+		for _, s := range l.shards {
+			if s != vi && s != vj {
+				third = s
+			}
+		}
+		move := ""
+		if onVictimNode(l.primary[third]) {
+			for _, r := range l.replicas[third] {
+				if onVictimNode(r) {
+					kill = append(kill, r)
+				} else if move == "" {
+					move = r
+				}
+			}
+		}
+		if len(kill) == 0 && move == "" {
+			t.Logf("layout for the node loss: %s", l)
+			return victims, nodes
+		}
+		exclude := map[string]bool{}
+		for _, p := range kill {
+			exclude[p] = true
+			if err := cluster.Kubelet.KillPod(vc.Namespace, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(kill) > 0 {
+			waitReady(t, vc, 3, 1, exclude, healTimeout)
+		} else {
+			promote(t, vc, move)
+		}
+	}
+	t.Fatalf("could not arrange the layout: %s", layoutOf(t, vc))
+	return nil, nil
+}
+
+// clusterLayout is where a cluster's pods run and what they are, from status.nodes.
+type clusterLayout struct {
+	shards   []int32
+	primary  map[int32]string   // shard -> primary pod
+	replicas map[int32][]string // shard -> replica pods
+	node     map[string]string  // pod -> Kubernetes node
+}
+
+func (l clusterLayout) String() string {
+	var b strings.Builder
+	for _, s := range l.shards {
+		fmt.Fprintf(&b, "shard %d: primary %s@%s", s, l.primary[s], l.node[l.primary[s]])
+		for _, r := range l.replicas[s] {
+			fmt.Fprintf(&b, ", replica %s@%s", r, l.node[r])
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
+}
+
+func layoutOf(t *testing.T, vc *v1.ValkeyCluster) clusterLayout {
+	t.Helper()
+	l := clusterLayout{primary: map[int32]string{}, replicas: map[int32][]string{}, node: map[string]string{}}
+	for _, p := range clusterPods(t, vc) {
+		l.node[p.Name] = p.Spec.NodeName
+	}
+	for _, n := range currentCluster(t, vc).Status.Nodes {
+		if _, ok := l.node[n.Pod]; !ok {
+			continue
+		}
+		if !slices.Contains(l.shards, n.Shard) {
+			l.shards = append(l.shards, n.Shard)
+		}
+		if n.Role == v1.NodeRolePrimary {
+			l.primary[n.Shard] = n.Pod
+		} else {
+			l.replicas[n.Shard] = append(l.replicas[n.Shard], n.Pod)
+		}
+	}
+	slices.Sort(l.shards)
+	if len(l.shards) != 3 || len(l.primary) != 3 {
+		t.Fatalf("not a 3-shard layout: %s", l)
+	}
+	return l
+}
+
+// promote makes the replica in pod its shard's primary with a graceful CLUSTER FAILOVER (no
+// write lost) and waits until status and Valkey agree.
+func promote(t *testing.T, vc *v1.ValkeyCluster, pod string) {
+	t.Helper()
+	for _, p := range clusterPods(t, vc) {
+		if p.Name != pod {
+			continue
+		}
+		c, err := valkey.NewClient(addr(p), operatorCreds(t, vc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Failover(context.Background(), valkey.FailoverCoordinated)
+		c.Close()
+		if err != nil {
+			t.Fatalf("CLUSTER FAILOVER on %s: %v", pod, err)
+		}
+		waitPrimaries(t, vc, []v1.NodeStatus{{Pod: pod}})
+		waitReady(t, vc, 3, 1, nil, formTimeout)
+		t.Logf("promoted %s on %s", pod, p.Spec.NodeName)
+		return
+	}
+	t.Fatalf("no running pod %s", pod)
+}
+
+// waitPrimaries waits until each pod of want is a primary in status.nodes.
+func waitPrimaries(t *testing.T, vc *v1.ValkeyCluster, want []v1.NodeStatus) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cur := currentCluster(t, vc)
+		ok := 0
+		for _, n := range cur.Status.Nodes {
+			for _, w := range want {
+				if n.Pod == w.Pod && n.Role == v1.NodeRolePrimary {
+					ok++
+				}
+			}
+		}
+		if ok == len(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("primaries not moved: %+v", cur.Status.Nodes)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func cordon(t *testing.T, node string, unschedulable bool) {
+	t.Helper()
+	var n corev1.Node
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Spec.Unschedulable = unschedulable
+	if err := k8s.Patch(context.Background(), &n, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEveryPodKilled: every pod of a 3x1 cluster killed at once. The cluster forms again,
+// empty, and says so: a WARN line and a condition name the shards whose data was lost.
+func TestEveryPodKilled(t *testing.T) {
+	// Observed before the implementation: re-formed Ready 7.2 s after, every key gone, and no
+	// WARN line and no condition said so.
+	t.Skip("needs data-loss reporting (WARN line and condition naming the shards): issue 8")
+	ns := "kill-all"
+	vc := activeCluster(t, ns, 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	w, opts := startWriter(t, vc)
+	if err := w.WaitAcked(50, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	exclude := map[string]bool{}
+	start := time.Now()
+	for _, p := range clusterPods(t, vc) {
+		exclude[p.Name] = true
+		if err := cluster.Kubelet.KillPod(ns, p.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := waitReady(t, vc, 3, 1, exclude, healTimeout)
+	t.Logf("every pod killed: Ready again %s after", ready.Sub(start).Round(time.Millisecond))
+	verifyValkey(t, currentCluster(t, vc), 3, 1)
+	r, err := w.Report(context.Background(), writerOptions(t, vc, opts.Prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r.String())
+	if r.LostReplicated+r.LostUnreplicated != r.Acked {
+		t.Errorf("%d of %d keys survived the loss of every pod: was the data really gone?", r.Acked-r.LostReplicated-r.LostUnreplicated, r.Acked)
+	}
+	var warned bool
+	for _, l := range parseLog(t, operator.Logs()) {
+		if l.Level == "WARN" && strings.HasSuffix(l.ref(), "."+ns) && strings.Contains(strings.ToLower(l.message()), dataLostWarn) {
+			_, one := l.Fields[logging.FieldShard]
+			_, many := l.Fields[logging.FieldShards]
+			if !one && !many {
+				t.Errorf("data-loss WARN line names no shard: %s", l.raw)
+			}
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no WARN line with %q for %s", dataLostWarn, ns)
+	}
+	cur := currentCluster(t, vc)
+	var found *string
+	for _, c := range cur.Status.Conditions {
+		if c.Type == dataLostCondition || c.Reason == dataLostReason {
+			found = &c.Message
+		}
+	}
+	switch {
+	case found == nil:
+		t.Errorf("no %s condition (or reason) in %+v", dataLostCondition, cur.Status.Conditions)
+	case !strings.Contains(strings.ToLower(*found), "shard"):
+		t.Errorf("the data-loss condition does not name the shards: %q", *found)
+	}
+}
+
+// TestOperatorKilledWhileHealing: a primary is killed, then the operator is SIGKILLed at
+// random moments (seeded; the seed is logged) three times while it heals, and restarted each
+// time. The cluster converges to Ready, and the shard failed over once: no second failover
+// (from the log, and from Valkey: the distinct primaries seen for the shard's slots).
+func TestOperatorKilledWhileHealing(t *testing.T) {
+	ns := "kill-operator"
+	vc := activeCluster(t, ns, 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	w, opts := startWriter(t, vc)
+	victim := podWithRole(t, vc, v1.NodeRolePrimary)
+	slot := slotOf(t, vc, victim)
+	epochBefore := maxEpoch(t, vc)
+	logBefore := bytes.LastIndexByte(operator.Logs(), '\n') + 1
+	owners, stopWatch := watchSlotOwners(t, vc, slot)
+	start := time.Now()
+	if err := cluster.Kubelet.KillPod(ns, victim); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		d := time.Duration(rng.Int63n(int64(4 * time.Second)))
+		time.Sleep(d)
+		cur := currentCluster(t, vc)
+		t.Logf("kill %d of the operator %s later (state %s, message %q)", i+1, d.Round(time.Millisecond), cur.Status.State, cur.Status.Message)
+		restartOperator(t)
+	}
+	ready := waitReady(t, vc, 3, 1, map[string]bool{victim: true}, healTimeout)
+	stopWatch()
+	if err := w.WaitAcked(20, time.Minute); err != nil {
+		t.Error(err)
+	}
+	r := finishWriter(t, w, vc, opts)
+	longest, lslot := r.LongestRefusal()
+	t.Logf("longest refusal %s (slot %d); Ready %s after the fault; cluster_current_epoch %d -> %d",
+		longest.Round(time.Millisecond), lslot, ready.Sub(start).Round(time.Millisecond), epochBefore, maxEpoch(t, vc))
+	verifyValkey(t, currentCluster(t, vc), 3, 1)
+	var failovers []string
+	for _, l := range parseLog(t, operator.Logs()[logBefore:]) {
+		if strings.HasSuffix(l.ref(), "."+ns) && failoverLine(l.message()) {
+			failovers = append(failovers, l.raw)
+		}
+	}
+	if len(failovers) > 1 {
+		t.Errorf("%d failovers logged for one lost primary:\n%s", len(failovers), strings.Join(failovers, "\n"))
+	}
+	if seen := owners(); len(seen) > 2 {
+		t.Errorf("slot %d had %d primaries (one failover is 2): %v", slot, len(seen), seen)
+	}
+}
+
+// restartOperator SIGKILLs the operator and starts a new one, appending to the same log.
+func restartOperator(t *testing.T) {
+	t.Helper()
+	operator.Kill(syscall.SIGKILL)
+	var err error
+	if operator, err = harness.StartOperator(binary, cluster, workDir, "operator", "RUST_LOG=info"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Helpers: the writer, readiness as Kubernetes and Valkey both see it.
+
+// startWriter starts a harness.Writer on vc's pods; it is closed at the end of the test.
+func startWriter(t testing.TB, vc *v1.ValkeyCluster) (*harness.Writer, harness.WriterOptions) {
+	t.Helper()
+	opts := writerOptions(t, vc, vc.Namespace+":")
+	w, err := harness.StartWriter(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	if err := w.WaitAcked(20, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return w, opts
+}
+
+// writerOptions seeds a cluster client with vc's running pods. The default user is as Valkey
+// ships it (no spec.acl), as roundTripKeys uses it.
+func writerOptions(t testing.TB, vc *v1.ValkeyCluster, prefix string) harness.WriterOptions {
+	t.Helper()
+	var addrs []string
+	for _, p := range clusterPods(t, vc) {
+		addrs = append(addrs, addr(p))
+	}
+	return harness.WriterOptions{Addrs: addrs, Prefix: prefix}
+}
+
+// finishWriter stops w, reads back every acknowledged key through the cluster's current pods,
+// logs the report and fails the test if a key that a replica acknowledged is gone or a slot
+// does not answer. Unreplicated losses are logged, not failures.
+func finishWriter(t testing.TB, w *harness.Writer, vc *v1.ValkeyCluster, opts harness.WriterOptions) harness.Report {
+	t.Helper()
+	r, err := w.Report(context.Background(), writerOptions(t, vc, opts.Prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r.String())
+	if r.LostReplicated > 0 {
+		t.Errorf("%d keys acknowledged by WAIT 1 were lost", r.LostReplicated)
+	}
+	if r.ReadErrors > 0 {
+		t.Errorf("%d acknowledged keys could not be read back", r.ReadErrors)
+	}
+	if r.LostUnreplicated > 0 {
+		t.Logf("%d keys acknowledged by the primary alone were lost (allowed in a crash failover)", r.LostUnreplicated)
+	}
+	return r
+}
+
+func currentCluster(t testing.TB, vc *v1.ValkeyCluster) *v1.ValkeyCluster {
+	t.Helper()
+	var cur v1.ValkeyCluster
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
+		t.Fatal(err)
+	}
+	return &cur
+}
+
+// waitReady waits until the Ready condition is True for the current generation and Valkey
+// agrees (valkeyHealthy), ignoring the pods in exclude (lost ones), and returns when.
+func waitReady(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, exclude map[string]bool, timeout time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var problem string
+	for {
+		var cur v1.ValkeyCluster
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur)
+		switch {
+		case err != nil:
+			problem = err.Error()
+		case !meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady):
+			problem = fmt.Sprintf("not Ready: state %s, message %q", cur.Status.State, cur.Status.Message)
+		case cur.Status.ObservedGeneration != cur.Generation:
+			problem = fmt.Sprintf("observedGeneration %d, generation %d", cur.Status.ObservedGeneration, cur.Generation)
+		default:
+			if problem = valkeyHealthy(t, vc, shards, replicas, exclude); problem == "" {
+				return time.Now()
+			}
+			problem = "Ready, but Valkey disagrees: " + problem
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/%s not Ready within %s: %s", vc.Namespace, vc.Name, timeout, problem)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// valkeyHealthy returns "" when Valkey itself says the cluster is whole, else what is wrong:
+// the expected number of running pods (not in exclude) all answer, each says cluster_state:ok
+// with 16384 slots assigned and knows exactly those nodes; there are `shards` primaries owning
+// every slot once, each with `replicas` replicas whose link is up.
+func valkeyHealthy(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, exclude map[string]bool) string {
+	t.Helper()
+	var addrs []string
+	for _, p := range clusterPods(t, vc) {
+		if !exclude[p.Name] {
+			addrs = append(addrs, addr(p))
+		}
+	}
+	if want := shards * (replicas + 1); len(addrs) != want {
+		return fmt.Sprintf("%d running pods, want %d", len(addrs), want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	views := valkey.Observe(ctx, addrs, operatorCreds(t, vc))
+	owners := make([]int, valkey.SlotCount)
+	primaryOf := map[string]string{} // replica id -> primary id
+	linked := map[string]int{}       // primary id -> replicas with link up
+	nPrimaries := 0
+	for _, v := range views {
+		if !v.Reachable {
+			return fmt.Sprintf("%s unreachable: %v", v.Addr, v.Err)
+		}
+		if !v.ClusterStateOK() || v.ClusterInfo["cluster_slots_assigned"] != "16384" || v.ClusterInfo["cluster_known_nodes"] != strconv.Itoa(len(addrs)) {
+			return fmt.Sprintf("%s: cluster_state %s, slots assigned %s, known nodes %s", v.Addr,
+				v.ClusterInfo["cluster_state"], v.ClusterInfo["cluster_slots_assigned"], v.ClusterInfo["cluster_known_nodes"])
+		}
+		me, _ := v.Myself()
+		switch me.Role {
+		case valkey.RolePrimary:
+			nPrimaries++
+			for _, r := range me.Slots {
+				for s := r.Start; s <= r.End; s++ {
+					owners[s]++
+				}
+			}
+		case valkey.RoleReplica:
+			primaryOf[me.ID] = me.PrimaryID
+			if !v.ReplicaLinkUp() {
+				return fmt.Sprintf("replica %s: master_link_status %s", v.Addr, v.Replication["master_link_status"])
+			}
+			linked[me.PrimaryID]++
+		}
+	}
+	if nPrimaries != shards {
+		return fmt.Sprintf("%d primaries, want %d", nPrimaries, shards)
+	}
+	for s, n := range owners {
+		if n != 1 {
+			return fmt.Sprintf("slot %d has %d owners", s, n)
+		}
+	}
+	if replicas > 0 && len(linked) != shards {
+		return fmt.Sprintf("replicas follow %d primaries, want %d", len(linked), shards)
+	}
+	for id, n := range linked {
+		if n != replicas {
+			return fmt.Sprintf("primary %s has %d synced replicas, want %d", id, n, replicas)
+		}
+	}
+	return ""
+}
+
+// primaries returns the primaries of status.nodes, by pod name.
+func primaries(t *testing.T, vc *v1.ValkeyCluster) []v1.NodeStatus {
+	t.Helper()
+	var out []v1.NodeStatus
+	for _, n := range currentCluster(t, vc).Status.Nodes {
+		if n.Role == v1.NodeRolePrimary {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	if len(out) < 2 {
+		t.Fatalf("%d primaries in status.nodes", len(out))
+	}
+	return out
+}
+
+// slotOf returns the first slot the primary in pod serves.
+func slotOf(t *testing.T, vc *v1.ValkeyCluster, pod string) int {
+	t.Helper()
+	for _, p := range clusterPods(t, vc) {
+		if p.Name != pod {
+			continue
+		}
+		v := valkey.Observe(context.Background(), []string{addr(p)}, operatorCreds(t, vc))[0]
+		if me, ok := v.Myself(); ok && len(me.Slots) > 0 {
+			return me.Slots[0].Start
+		}
+		t.Fatalf("%s serves no slot: %v", pod, v.Err)
+	}
+	t.Fatalf("no running pod %s", pod)
+	return -1
+}
+
+// maxEpoch is the highest cluster_current_epoch among vc's running pods.
+func maxEpoch(t *testing.T, vc *v1.ValkeyCluster) int {
+	t.Helper()
+	var addrs []string
+	for _, p := range clusterPods(t, vc) {
+		addrs = append(addrs, addr(p))
+	}
+	best := 0
+	for _, v := range valkey.Observe(context.Background(), addrs, operatorCreds(t, vc)) {
+		if e, err := strconv.Atoi(v.ClusterInfo["cluster_current_epoch"]); err == nil && e > best {
+			best = e
+		}
+	}
+	return best
+}
+
+// watchSlotOwners records, every 200 ms until stopped, which node id every answering node
+// says owns slot. It returns the distinct owners in the order first seen.
+func watchSlotOwners(t *testing.T, vc *v1.ValkeyCluster, slot int) (owners func() []string, stop func()) {
+	t.Helper()
+	creds := operatorCreds(t, vc)
+	var mu sync.Mutex
+	var seen []string
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			var list corev1.PodList
+			if err := k8s.List(context.Background(), &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err == nil {
+				var addrs []string
+				for _, p := range list.Items {
+					if p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+						addrs = append(addrs, addr(p))
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				for _, v := range valkey.Observe(ctx, addrs, creds) {
+					for _, n := range v.Nodes {
+						if n.Role == valkey.RolePrimary && !n.Fail && n.Slots.Contains(slot) {
+							mu.Lock()
+							if !slices.Contains(seen, n.ID) {
+								seen = append(seen, n.ID)
+							}
+							mu.Unlock()
+						}
+					}
+				}
+				cancel()
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done); <-finished }) }
+	t.Cleanup(stop)
+	return func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(seen) }, stop
+}
+
+// valkeyNodeGVK is the per-node record of reference/api/valkeynode.md.
+var valkeyNodeGVK = schema.GroupVersionKind{Group: "valkey.gomomento.com", Version: "v1alpha1", Kind: "ValkeyNodeList"}
+
+// valkeyNodeNames returns the ValkeyNodes in ns now (empty if the kind is not served).
+func valkeyNodeNames(t *testing.T, ns string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(valkeyNodeGVK)
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err == nil {
+		for _, o := range list.Items {
+			out[o.GetName()] = true
+		}
+	}
+	return out
+}
+
+// watchValkeyNodes polls the ValkeyNodes of ns every 200 ms, as `kubectl get valkeynodes -w`
+// would show them, and returns a function that stops and gives, per node, the distinct
+// .spec.lifecycle values seen in order; nil when the kind is not served.
+func watchValkeyNodes(t *testing.T, ns string) func() map[string][]string {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	served := true
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			var list unstructured.UnstructuredList
+			list.SetGroupVersionKind(valkeyNodeGVK)
+			err := k8s.List(context.Background(), &list, client.InNamespace(ns))
+			mu.Lock()
+			if meta.IsNoMatchError(err) {
+				served = false
+			}
+			for _, o := range list.Items {
+				l, _, _ := unstructured.NestedString(o.Object, "spec", "lifecycle")
+				if s := seen[o.GetName()]; len(s) == 0 || s[len(s)-1] != l {
+					seen[o.GetName()] = append(s, l)
+				}
+			}
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	var once sync.Once
+	stop := func() { once.Do(func() { close(done); <-finished }) }
+	t.Cleanup(stop)
+	return func() map[string][]string {
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if !served {
+			return nil
+		}
+		return seen
+	}
+}
+
+func objectMetaNS(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}
