@@ -109,10 +109,13 @@ func podView(pod *corev1.Pod) fsm.Pod {
 	if p.Phase == "" {
 		p.Phase = fsm.PodPending
 	}
+	containersReady := false
 	for _, c := range pod.Status.Conditions {
 		switch {
 		case c.Type == corev1.PodReady:
 			p.Ready = c.Status == corev1.ConditionTrue
+		case c.Type == corev1.ContainersReady:
+			containersReady = c.Status == corev1.ConditionTrue
 		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse:
 			p.Unschedulable = c.Message
 			if p.Unschedulable == "" {
@@ -120,6 +123,7 @@ func podView(pod *corev1.Pod) fsm.Pod {
 			}
 		}
 	}
+	p.NodeLost = p.Phase == fsm.PodRunning && !p.Ready && containersReady
 	return p
 }
 

@@ -43,6 +43,11 @@ type Pod struct {
 	IP string
 	// Ready is the pod's Ready condition.
 	Ready bool
+	// NodeLost is true when the pod runs in the API but its Kubernetes node stopped reporting:
+	// the node lifecycle controller turned the pod's Ready condition False while ContainersReady,
+	// which only the kubelet writes, still says True. Pods carry no readiness probe, so nothing
+	// else produces that pair.
+	NodeLost bool
 	// Deleting is true once the pod has a deletion timestamp.
 	Deleting bool
 	// Unschedulable is the scheduler's own message when PodScheduled is False.
@@ -106,13 +111,22 @@ func (s Snapshot) DesiredNodes() int { return s.Shards * (s.ReplicasPerShard + 1
 func (s Snapshot) LivePods() []Pod {
 	var out []Pod
 	for _, p := range s.Pods {
-		if p.Deleting || p.Phase == PodFailed || p.Phase == PodSucceeded {
+		if p.Deleting || p.Phase == PodFailed || p.Phase == PodSucceeded || p.Lost() {
 			continue
 		}
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Lost reports whether Kubernetes says the pod's node is gone (NodeLost) and its Valkey node does
+// not answer either. Such a pod is treated as a dead one: its shard gets a replacement at once
+// instead of after the eviction timeout, and it is retired once the shard is whole again. A pod
+// on a NotReady node that still answers is alive (only the control plane lost it), and its id
+// is still forgotten only when Valkey itself flags it `fail`.
+func (p Pod) Lost() bool {
+	return p.NodeLost && !p.Deleting && (p.Node == nil || !p.Node.Reachable)
 }
 
 // ShardPods returns the live pods of each shard 0..Shards-1.

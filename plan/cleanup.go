@@ -10,8 +10,8 @@ package plan
 //     owns, that every live node knowing it flags `fail`, and that no live replica follows
 //     (while one does, Valkey's own failover or the quorum planner must promote it first:
 //     forgetting the primary would leave its slots without an owner).
-//  3. Once the cluster is formed and every replica synced, delete one Failed pod (by name) whose
-//     shard is whole again.
+//  3. Once the cluster is formed and every replica synced, delete one Failed pod, or one pod
+//     lost with its Kubernetes node (fsm.Pod.Lost), by name, whose shard is whole again.
 
 import (
 	"sort"
@@ -84,12 +84,12 @@ func flaggedByAllThatKnow(live []fsm.Pod, id string) bool {
 	return true
 }
 
-// planDeleteFailed picks the first Failed (or Succeeded) pod by name whose shard has all its
+// planDeleteFailed picks the first Failed (or Succeeded, or lost) pod by name whose shard has all its
 // pods live again.
 func planDeleteFailed(s fsm.Snapshot) (DeletePod, bool) {
 	shardPods := s.ShardPods()
 	for _, pod := range s.Pods { // sorted by name
-		if pod.Deleting || (pod.Phase != fsm.PodFailed && pod.Phase != fsm.PodSucceeded) {
+		if pod.Deleting || (pod.Phase != fsm.PodFailed && pod.Phase != fsm.PodSucceeded && !pod.Lost()) {
 			continue
 		}
 		if pod.Shard >= 0 && pod.Shard < len(shardPods) && len(shardPods[pod.Shard]) < s.ReplicasPerShard+1 {

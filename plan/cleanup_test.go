@@ -118,3 +118,41 @@ func TestNoForgetOfAnUnreachableNode(t *testing.T) {
 		t.Fatalf("cleanup gate: %v %q", p.Actions, p.Waiting)
 	}
 }
+
+// A replica whose Kubernetes node stopped (pod Running, NodeLost, node unreachable) is replaced
+// at once, does not hold back the steps that need every node's answer, and is retired once its
+// replacement has joined and synced. The same pod still answering is alive and left alone.
+func TestPodLostWithItsNodeIsReplacedThenRetired(t *testing.T) {
+	lost := func(p *fsm.Pod) { p.NodeLost, p.Ready, p.Node = true, false, &fsm.Node{Reachable: false, Err: "i/o timeout"} }
+	s := newSnapshot(fsm.Active, 3, 1, formed, withPod("p1-1", lost))
+	if p := Pass(fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{1}}) {
+		t.Fatalf("actions %v, waiting %q", p.Actions, p.Waiting)
+	}
+	// Only the control plane lost it: it answers, so it is alive and nothing is planned.
+	alive := newSnapshot(fsm.Active, 3, 1, formed, withPod("p1-1", func(p *fsm.Pod) { p.NodeLost, p.Ready = true, false }))
+	if p := Pass(fsm.Active, alive); len(p.Actions) != 0 {
+		t.Fatalf("a pod that answers was treated as lost: %v", p.Actions)
+	}
+	// The replacement p1-9 joined and synced, and every node flags the lost id `fail`: forget it,
+	// then retire the lost pod.
+	s = newSnapshot(fsm.Active, 3, 1, formed)
+	s.Pods[3].Name, s.Pods[3].Node.ID = "p1-9", "id-p1-9"
+	for i := range s.Pods {
+		s.Pods[i].Node.Known["id-p1-9"] = nil
+		s.Pods[i].Node.Failed = map[string]bool{"id-p1-1": true}
+	}
+	gone := fsm.Pod{Name: "p1-1", Shard: 1, Phase: fsm.PodRunning, IP: "10.244.1.3"}
+	lost(&gone)
+	s.Pods = append(s.Pods, gone)
+	if p := Pass(fsm.Active, s); len(p.Actions) != 1 || p.Actions[0].(Forget).NodeID != "id-p1-1" {
+		t.Fatalf("want the lost id forgotten first: %v", p.Actions)
+	}
+	for i := range s.Pods {
+		if s.Pods[i].Node != nil {
+			delete(s.Pods[i].Node.Known, "id-p1-1")
+		}
+	}
+	if p := Pass(fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{DeletePod{Pod: "p1-1"}}) {
+		t.Fatalf("want the lost pod retired: %v", p.Actions)
+	}
+}

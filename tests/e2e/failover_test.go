@@ -154,9 +154,8 @@ func TestTwoPrimariesKilled(t *testing.T) {
 // elect the replicas without a majority of primaries, so the operator must take over; the
 // cluster ends Ready (on the nodes that are up) before Kubernetes evicts anything.
 func TestTwoPrimaryNodesStopped(t *testing.T) {
-	// Observed before the implementation: no TAKEOVER; after 4 minutes still not Ready,
-	// "waiting for node <pod on a stopped node> to answer" (PlanPass returns early).
-	t.Skip("needs planning that an unreachable node does not block (TAKEOVER with pods Running): issue 8")
+	// Before the planner chain: no TAKEOVER; after 4 minutes still not Ready, "waiting for node
+	// <pod on a stopped node> to answer" (the one planner returned early).
 	ns := "stop-two"
 	vc := activeCluster(t, ns, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
