@@ -110,14 +110,17 @@ func lostPrimaries(s fsm.Snapshot, owned map[string]bool) []lostPrimary {
 }
 
 // ownerOf returns the pod that ran primary id (nil when no pod claims it: gone from the API),
-// and false when a live pod whose node does not answer may be it (rule 4a). A pod claims an id
-// its node reports now or that the last status recorded for it.
+// and false when a live pod whose node does not answer may be it (rule 4a). A pod claims the id
+// its node reports now or, when it does not answer, the one the last status recorded for it.
 func ownerOf(s fsm.Snapshot, id string) (*fsm.Pod, bool) {
 	var owner *fsm.Pod
 	for i, p := range s.Pods {
-		claims := p.LastNodeID == id || (p.Node != nil && p.Node.Reachable && p.Node.ID == id)
 		live := !p.Deleting && p.Phase != fsm.PodFailed && p.Phase != fsm.PodSucceeded
 		answered := p.Node != nil && p.Node.Reachable && p.Node.ID != ""
+		claims := p.LastNodeID == id
+		if answered {
+			claims = p.Node.ID == id // what it says now wins over the last status
+		}
 		switch {
 		case live && !answered && claims:
 			return nil, false // its pod runs; only its node is silent
