@@ -130,11 +130,11 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 		}
 	}
 	var promoted, lost string
-	switch a := a.(type) {
-	case FailoverForce:
-		promoted, lost = a.Pod, a.PrimaryID
-	case Failover:
-		promoted, lost = a.Pod, a.PrimaryID
+	if f, ok := a.(FailoverForce); ok {
+		promoted, lost = f.Pod, f.PrimaryID
+	}
+	if f, ok := a.(Failover); ok {
+		promoted, lost = f.Pod, f.PrimaryID
 	}
 	if promoted != "" {
 		for _, p := range s.Pods {

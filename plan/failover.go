@@ -177,11 +177,11 @@ func majorityAlive(live []fsm.Pod, owned map[string]bool) bool {
 // second one (rule 3).
 func NextFailover(s fsm.Snapshot, p Plan) *fsm.FailoverIntent {
 	for _, a := range p.Actions {
-		switch a := a.(type) {
-		case FailoverForce:
-			return &fsm.FailoverIntent{Shard: a.Shard, Pod: a.Pod, PrimaryID: a.PrimaryID, Force: true, StartedAt: s.Now}
-		case Failover:
-			return &fsm.FailoverIntent{Shard: a.Shard, Pod: a.Pod, PrimaryID: a.PrimaryID, StartedAt: s.Now}
+		if f, ok := a.(FailoverForce); ok {
+			return &fsm.FailoverIntent{Shard: f.Shard, Pod: f.Pod, PrimaryID: f.PrimaryID, Force: true, StartedAt: s.Now}
+		}
+		if f, ok := a.(Failover); ok {
+			return &fsm.FailoverIntent{Shard: f.Shard, Pod: f.Pod, PrimaryID: f.PrimaryID, StartedAt: s.Now}
 		}
 	}
 	f := s.Failover
