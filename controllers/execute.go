@@ -70,14 +70,16 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		case plan.FailoverForce:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
-				log.Info(logging.MsgPrimaryGonePromoting, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
-				err = c.Failover(ctx, valkey.FailoverForce)
+				if err = c.Failover(ctx, valkey.FailoverForce); err == nil {
+					log.Info(logging.MsgPrimaryGonePromoting, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+				}
 			}
 		case plan.Failover:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
-				log.Info(logging.MsgPrimaryLeavingHandover, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
-				err = c.Failover(ctx, valkey.FailoverCoordinated)
+				if err = c.Failover(ctx, valkey.FailoverCoordinated); err == nil {
+					log.Info(logging.MsgPrimaryLeavingHandover, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+				}
 			}
 		case plan.Forget:
 			// Every node that knows the id forgets it in this one step: forgets are not gossiped.
