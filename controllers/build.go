@@ -136,7 +136,11 @@ func confDirectives(rc *ResolvedConfig) [][2]string {
 	out := owned
 	// Tunables with an operator default that a ValkeyConfig may override: a replaced pod is a
 	// new node that resyncs from its primary, so nothing needs to be on disk by default.
-	for _, kv := range [][2]string{{"appendonly", "no"}, {"save", `""`}} {
+	defaults := [][2]string{{"appendonly", "no"}, {"save", `""`}}
+	if handsOverOnSIGTERM(rc.Image) {
+		defaults = append(defaults, shutdownFailover)
+	}
+	for _, kv := range defaults {
 		if _, set := rc.Valkey[kv[0]]; !set {
 			out = append(out, kv)
 		}
@@ -145,6 +149,20 @@ func confDirectives(rc *ResolvedConfig) [][2]string {
 		out = append(out, [2]string{k, rc.Valkey[k]})
 	}
 	return out
+}
+
+// shutdownFailover makes a 9.x primary that receives SIGTERM (its pod deleted) hand its slots
+// to a synced replica before it exits, so that a drain refuses no write. Valkey 8 rejects the
+// value (its shutdown-on-sigterm knows default, save, nosave, now and force): there the pod's
+// preStop delay gives the operator time for a graceful CLUSTER FAILOVER instead.
+var shutdownFailover = [2]string{"shutdown-on-sigterm", "failover"}
+
+// handsOverOnSIGTERM reports whether the image's Valkey (9.x and later) accepts
+// shutdownFailover.
+func handsOverOnSIGTERM(img v1.ValkeyImageSpec) bool {
+	major, _, _ := strings.Cut(img.Version, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 9
 }
 
 // buildNodeConfigMap holds the node's rendered valkey.conf, owned by its ValkeyNode. It is
@@ -278,8 +296,14 @@ func buildCredentialSecret(vc *v1.ValkeyCluster) (*corev1.Secret, error) {
 }
 
 // podSpecHash is the hash of everything that, when changed, requires replacing a pod: image,
-// resources, rendered config and hard placement. zoneSpread and podAnnotations are not in it.
+// resources, rendered config and hard placement. zoneSpread and podAnnotations are not in it,
+// nor the operator's shutdownFailover default and the pod's preStop delay: they only make a
+// node leave more gracefully, so an operator upgrade that adds them must not roll every pod;
+// nodes created from then on have them.
 func podSpecHash(vc *v1.ValkeyCluster, rc *ResolvedConfig, conf string) string {
+	if _, set := rc.Valkey[shutdownFailover[0]]; !set {
+		conf = strings.Replace(conf, shutdownFailover[0]+" "+shutdownFailover[1]+"\n", "", 1)
+	}
 	var zones []string
 	var selector map[string]string
 	if p := vc.Spec.Placement; p != nil {
@@ -351,6 +375,7 @@ func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 					{Name: "valkey-bus", ContainerPort: BusPort},
 				},
 				LivenessProbe: livenessProbe(vc),
+				Lifecycle:     preStop(rc.Image),
 				Resources:     corev1.ResourceRequirements{Requests: res, Limits: res},
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),

@@ -258,3 +258,42 @@ func TestTickLogOncePerTickAndForgets(t *testing.T) {
 		t.Fatal("an entry older than a tick is kept")
 	}
 }
+
+// A deleted primary hands its slots over before it stops: Valkey 9 by itself on SIGTERM
+// (shutdown-on-sigterm failover, which 8.x rejects), Valkey 8 through a preStop delay in which
+// the operator fails over. Neither is in the spec hash: an operator upgrade that adds them does
+// not roll running pods.
+func TestHandoverOnDeletion(t *testing.T) {
+	vc := newTestCluster()
+	line := "shutdown-on-sigterm failover\n"
+	for _, c := range []struct {
+		version string
+		nine    bool
+	}{{"8.0.1", false}, {"8.1.0", false}, {"9.0.0", true}, {"9.1.2", true}, {"10.0.0", true}} {
+		rc := newResolved()
+		rc.Image.Version = c.version
+		conf := renderValkeyConf(rc)
+		if strings.Contains(conf, line) != c.nine {
+			t.Errorf("%s: shutdown-on-sigterm failover rendered: %v, want %v", c.version, !c.nine, c.nine)
+		}
+		if got := podSpecHash(vc, rc, conf); got != podSpecHash(vc, rc, strings.Replace(conf, line, "", 1)) {
+			t.Errorf("%s: the handover directive changed the spec hash", c.version)
+		}
+		vn := buildValkeyNode(vc, rc, "my-cluster-8c04d", 0, "")
+		hook := buildPod(vc, rc, vn, "h", v1.ZoneSpreadBestEffort).Spec.Containers[0].Lifecycle
+		if (hook != nil) == c.nine {
+			t.Errorf("%s: preStop hook %+v", c.version, hook)
+		}
+		if hook != nil && preStopDelaySeconds >= 30 {
+			t.Errorf("the preStop delay must end within terminationGracePeriodSeconds")
+		}
+	}
+	// A directive the user sets is theirs, and in the hash like any other.
+	rc := newResolved()
+	rc.Image.Version = "9.1.2"
+	base := podSpecHash(vc, rc, renderValkeyConf(rc))
+	rc.Valkey = map[string]string{"shutdown-on-sigterm": "failover"}
+	if !strings.Contains(renderValkeyConf(rc), line) || podSpecHash(vc, rc, renderValkeyConf(rc)) == base {
+		t.Errorf("a configured shutdown-on-sigterm is rendered and hashed")
+	}
+}

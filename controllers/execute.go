@@ -67,6 +67,20 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					log.Info(logging.MsgNoQuorumTakeover, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
 				}
 			}
+		case plan.FailoverForce:
+			var c *valkey.Client
+			if c, err = node(a.Pod); err == nil {
+				if err = c.Failover(ctx, valkey.FailoverForce); err == nil {
+					log.Info(logging.MsgPrimaryGonePromoting, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+				}
+			}
+		case plan.Failover:
+			var c *valkey.Client
+			if c, err = node(a.Pod); err == nil {
+				if err = c.Failover(ctx, valkey.FailoverCoordinated); err == nil {
+					log.Info(logging.MsgPrimaryLeavingHandover, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+				}
+			}
 		case plan.Forget:
 			// Every node that knows the id forgets it in this one step: forgets are not gossiped.
 			for _, pod := range a.Pods {
@@ -158,7 +172,7 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 		if p.Deleting || p.Phase == fsm.PodFailed || p.Phase == fsm.PodSucceeded {
 			continue
 		}
-		ns := v1.NodeStatus{Pod: p.Name, Shard: int32(p.Shard), Ready: p.Ready, IP: p.IP}
+		ns := v1.NodeStatus{Pod: p.Name, Shard: int32(p.Shard), Ready: p.Ready, IP: p.IP, NodeID: p.LastNodeID}
 		if n := p.Node; n != nil && n.Reachable {
 			ns.NodeID = n.ID
 			ns.Role = v1.NodeRoleReplica

@@ -6,6 +6,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,6 +49,12 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		Shards:           int(vc.Spec.Shards),
 		ReplicasPerShard: int(vc.Spec.ReplicasPerShard),
 		SpecHash:         specHash,
+		Failover:         failoverIntent(vc.Status.Failover),
+		Now:              time.Now(),
+	}
+	lastIDs := map[string]string{}
+	for _, ns := range vc.Status.Nodes {
+		lastIDs[ns.Pod] = ns.NodeID
 	}
 	var addrs []string
 	var queried []int
@@ -59,12 +66,16 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		}
 		o.pods[pod.Name] = pod
 		p := podView(pod)
+		p.LastNodeID = lastIDs[pod.Name]
 		if vn == nil || vn.DeletionTimestamp != nil {
 			p.Deleting = true
 		} else {
 			p.Lifecycle = string(vn.Spec.Lifecycle)
 		}
-		if p.Phase == fsm.PodRunning && p.IP != "" && !p.Deleting && problem == "" {
+		// A deleting pod whose process still runs is asked too: a primary on its way out (a
+		// drain) says which node id it is and whether it still serves, so that its slots are
+		// handed over before it stops.
+		if p.Phase == fsm.PodRunning && p.IP != "" && !p.Exited && problem == "" {
 			addrs = append(addrs, net.JoinHostPort(p.IP, strconv.Itoa(ClientPort)))
 			queried = append(queried, len(o.snapshot.Pods))
 		}
@@ -72,7 +83,9 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	}
 	for name, vn := range nodes {
 		if _, ok := o.pods[name]; !ok && vn.DeletionTimestamp == nil {
-			o.snapshot.Pods = append(o.snapshot.Pods, lostNode(vn))
+			lost := lostNode(vn)
+			lost.LastNodeID = lastIDs[name]
+			o.snapshot.Pods = append(o.snapshot.Pods, lost)
 		}
 	}
 	if len(addrs) > 0 {
@@ -101,6 +114,7 @@ func podView(pod *corev1.Pod) fsm.Pod {
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil {
+			p.Exited = true
 			p.Failure = fmt.Sprintf("%s, exit code %d", t.Reason, t.ExitCode)
 			// 128+n is death by signal n: killed, not refusing to start.
 			p.StartFailure = t.ExitCode > 0 && t.ExitCode < 128
@@ -167,4 +181,12 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 		}
 	}
 	return n
+}
+
+// failoverIntent is status.failover in the decision's terms.
+func failoverIntent(f *v1.FailoverStatus) *fsm.FailoverIntent {
+	if f == nil {
+		return nil
+	}
+	return &fsm.FailoverIntent{Shard: int(f.Shard), Pod: f.Pod, PrimaryID: f.PrimaryNodeID, Force: f.Mode == string(valkey.FailoverForce), StartedAt: f.StartedAt.Time}
 }

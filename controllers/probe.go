@@ -52,3 +52,23 @@ func livenessProbe(vc *v1.ValkeyCluster) *corev1.Probe {
 		FailureThreshold: livenessFailureThreshold,
 	}
 }
+
+// preStopDelaySeconds is how long a deleted pod's server keeps serving before it gets SIGTERM,
+// on Valkey 8: time for the operator to see the deletion (a watch event, then a pass) and for
+// the graceful CLUSTER FAILOVER it issues on a synced replica to complete (the replica catches
+// up with the primary, which pauses its writers meanwhile, then takes over), well within
+// terminationGracePeriodSeconds (30).
+const preStopDelaySeconds = 5
+
+// preStop delays SIGTERM on Valkey 8 so that a deleted primary's slots are handed over while it
+// still serves (plan/failover.go, rule 4b). On 9.x the server hands over itself on SIGTERM
+// (shutdown-on-sigterm failover), and the pod has no hook. A replica's pod waits too: the
+// delay costs a drain a few seconds and nothing else.
+func preStop(img v1.ValkeyImageSpec) *corev1.Lifecycle {
+	if handsOverOnSIGTERM(img) {
+		return nil
+	}
+	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+		Command: []string{"/bin/sh", "-c", fmt.Sprintf("sleep %d", preStopDelaySeconds)},
+	}}}
+}

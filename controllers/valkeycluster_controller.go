@@ -136,6 +136,10 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	pass := plan.Pass(state, obs.snapshot)
 	log.Debug(logging.MsgReconcilePass, zap.String(logging.FieldState, string(state)), zap.String(logging.FieldEvent, string(decision.Event)),
 		zap.Int(logging.FieldActions, len(pass.Actions)), zap.String(logging.FieldWaiting, pass.Waiting))
+	// The intent of a failover goes into status before it is issued (plan.NextFailover).
+	if err := r.recordFailover(ctx, &vc, plan.NextFailover(obs.snapshot, pass)); err != nil {
+		return ctrl.Result{}, err
+	}
 	// A broken invariant of the planners (pass.Err) dropped its offending actions; the rest of
 	// the pass is safe to run, and the error is returned with the pass's outcome.
 	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, obs, pass), pass.Err)

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"sort"
+	"time"
 
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -20,6 +21,22 @@ type Snapshot struct {
 	SpecHash string
 	// Pods are the cluster's pods, any phase, sorted by name.
 	Pods []Pod
+	// Failover is the failover the operator issued on an earlier pass and has not seen land
+	// (status.failover), nil when none.
+	Failover *FailoverIntent
+	// Now is when the snapshot was taken: the clock the planners judge an intent's age by.
+	Now time.Time
+}
+
+// FailoverIntent is a failover the operator issued: Pod, a replica of PrimaryID (the lost
+// primary of Shard), was asked to take over at StartedAt. Force says CLUSTER FAILOVER FORCE was
+// sent rather than a graceful CLUSTER FAILOVER.
+type FailoverIntent struct {
+	Shard     int
+	Pod       string
+	PrimaryID string
+	Force     bool
+	StartedAt time.Time
 }
 
 // Phase is the part of a pod's lifecycle the decision needs.
@@ -60,8 +77,13 @@ type Pod struct {
 	// valkey-server does when it refuses its config; a node killed by a signal (137, 143) or
 	// lost with its node is not a start failure.
 	StartFailure bool
+	// Exited is true once the pod's container has terminated: its valkey-server is gone.
+	Exited bool
 	// Node is the Valkey view of the node in this pod; nil when it was not queried (no IP).
 	Node *Node
+	// LastNodeID is the node id the previous status recorded for this pod (status.nodes), ""
+	// when none. A pod whose node does not answer now still owns that id: unknown is not absent.
+	LastNodeID string
 	// Lifecycle is the spec.lifecycle of the pod's ValkeyNode (Joining, Active, Leaving). A
 	// ValkeyNode whose pod is missing is listed as a Failed pod of that name.
 	Lifecycle string

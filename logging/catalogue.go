@@ -105,6 +105,12 @@ const (
 	MsgAssigningSlots = "assigning slots"
 	// MsgAttachingReplica (INFO, TargetCluster): cluster_name, pod, node (the primary's id).
 	MsgAttachingReplica = "attaching replica"
+	// MsgPrimaryGonePromoting (INFO, TargetCluster): cluster_name, pod (the replica promoted
+	// with CLUSTER FAILOVER FORCE), node (the lost primary's id), shard.
+	MsgPrimaryGonePromoting = "primary pod gone, promoting synced replica"
+	// MsgPrimaryLeavingHandover (INFO, TargetCluster): cluster_name, pod (the replica promoted
+	// with a graceful CLUSTER FAILOVER), node (the leaving primary's id), shard.
+	MsgPrimaryLeavingHandover = "primary pod deleting, handing its slots to synced replica"
 	// MsgForgettingNode (INFO, TargetCluster): cluster_name, pod, node (the id forgotten).
 	MsgForgettingNode = "forgetting node"
 	// MsgDeletingFailedPod (INFO, TargetCluster): cluster_name, pod.
@@ -178,6 +184,8 @@ var Catalogue = []Entry{
 	{MsgMeshMeetIssued, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldIP}},
 	{MsgAssigningSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlots}},
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
+	{MsgPrimaryGonePromoting, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
+	{MsgPrimaryLeavingHandover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgCompletedJoin, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},

@@ -61,13 +61,31 @@ type Takeover struct {
 	Shard          int
 }
 
-func (CreatePod) action() {}
-func (Meet) action()      {}
-func (AddSlots) action()  {}
-func (Replicate) action() {}
-func (Forget) action()    {}
-func (DeletePod) action() {}
-func (Takeover) action()  {}
+// FailoverForce sends CLUSTER FAILOVER FORCE to Pod's node, a synced replica of PrimaryID, the
+// primary of Shard whose container Kubernetes says is gone: no handshake with the dead primary,
+// but a vote of the other primaries, without waiting for cluster-node-timeout.
+type FailoverForce struct {
+	Pod, PrimaryID string
+	Shard          int
+}
+
+// Failover sends a graceful CLUSTER FAILOVER to Pod's node, a synced replica of PrimaryID, the
+// primary of Shard whose pod is being deleted while its process still runs: the old primary
+// stops writes, the replica catches up, and they swap, so no acknowledged write is lost.
+type Failover struct {
+	Pod, PrimaryID string
+	Shard          int
+}
+
+func (CreatePod) action()     {}
+func (Meet) action()          {}
+func (AddSlots) action()      {}
+func (Replicate) action()     {}
+func (Forget) action()        {}
+func (DeletePod) action()     {}
+func (Takeover) action()      {}
+func (FailoverForce) action() {}
+func (Failover) action()      {}
 
 // Disruptive: a new pod joins nobody until it is met; harmless.
 func (CreatePod) Disruptive() bool { return false }
@@ -89,6 +107,13 @@ func (DeletePod) Disruptive() bool { return true }
 
 // Disruptive: a takeover changes who serves a shard without the cluster's agreement.
 func (Takeover) Disruptive() bool { return true }
+
+// Disruptive: the shard changes primary; a second one issued before the first lands would
+// elect twice.
+func (FailoverForce) Disruptive() bool { return true }
+
+// Disruptive: the shard changes primary.
+func (Failover) Disruptive() bool { return true }
 
 // String describes the action.
 func (a CreatePod) String() string { return fmt.Sprintf("create pod for shard %d", a.Shard) }
@@ -116,4 +141,14 @@ func (a DeletePod) String() string { return "delete pod " + a.Pod }
 // String describes the action.
 func (a Takeover) String() string {
 	return fmt.Sprintf("%s takes over shard %d from %s", a.Pod, a.Shard, a.PrimaryID)
+}
+
+// String describes the action.
+func (a FailoverForce) String() string {
+	return fmt.Sprintf("%s forces the failover of shard %d from %s", a.Pod, a.Shard, a.PrimaryID)
+}
+
+// String describes the action.
+func (a Failover) String() string {
+	return fmt.Sprintf("%s fails over shard %d from %s", a.Pod, a.Shard, a.PrimaryID)
 }

@@ -6,7 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -109,7 +111,7 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 		}
 	}
 	// The generator must reach every disruptive kind, or the property says little.
-	for _, kind := range []string{"plan.Forget", "plan.DeletePod", "plan.Takeover"} {
+	for _, kind := range []string{"plan.Forget", "plan.DeletePod", "plan.Takeover", "plan.FailoverForce", "plan.Failover"} {
 		if disruptive[kind] == 0 {
 			t.Errorf("no generated snapshot planned a %s: %v", kind, disruptive)
 		}
@@ -125,6 +127,31 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 		}
 		if s.AllAnswer() != "" {
 			t.Fatalf("snapshot %d, %s: forgets %s while %s\n%s", i, st, f.NodeID, s.AllAnswer(), dump(s))
+		}
+	}
+	var promoted, lost string
+	if f, ok := a.(FailoverForce); ok {
+		promoted, lost = f.Pod, f.PrimaryID
+	}
+	if f, ok := a.(Failover); ok {
+		promoted, lost = f.Pod, f.PrimaryID
+	}
+	if promoted != "" {
+		for _, p := range s.Pods {
+			if p.Name == promoted && (p.Node == nil || p.Node.ReplOffset <= 0 || p.Node.PrimaryID != lost || p.Lifecycle != string(v1.LifecycleActive)) {
+				t.Fatalf("snapshot %d, %s: %s on %s, not a synced Active replica of %s\n%s", i, st, a, promoted, lost, dump(s))
+			}
+			live := !p.Deleting && p.Phase != fsm.PodFailed && p.Phase != fsm.PodSucceeded
+			owns := p.LastNodeID == lost
+			if p.Node != nil && p.Node.Reachable && p.Node.ID != "" {
+				owns = p.Node.ID == lost
+			}
+			if live && owns {
+				t.Fatalf("snapshot %d, %s: %s while live pod %s owns %s\n%s", i, st, a, p.Name, lost, dump(s))
+			}
+		}
+		if f := s.Failover; f != nil && f.PrimaryID == lost && s.Now.Sub(f.StartedAt) < FailoverRetry {
+			t.Fatalf("snapshot %d, %s: %s while a failover of %s issued %s ago is awaited\n%s", i, st, a, lost, s.Now.Sub(f.StartedAt), dump(s))
 		}
 	}
 	if to, ok := a.(Takeover); ok {
@@ -163,20 +190,27 @@ func randomSnapshot(rng *rand.Rand) fsm.Snapshot {
 		for range rng.IntN(s.ReplicasPerShard + 3) {
 			n++
 			p := fsm.Pod{Name: fmt.Sprintf("p%d-%d", sh, n), Shard: sh, Phase: fsm.PodRunning, IP: fmt.Sprintf("10.0.%d.%d", sh, n), SpecHash: "h"}
-			switch rng.IntN(10) {
+			p.Lifecycle = []string{"", string(v1.LifecycleJoining), string(v1.LifecycleActive), string(v1.LifecycleActive)}[rng.IntN(4)]
+			if rng.IntN(2) == 0 {
+				p.LastNodeID = pool[rng.IntN(len(pool))]
+			}
+			switch rng.IntN(11) {
 			case 0:
 				p.Phase, p.IP = fsm.PodPending, ""
 			case 1:
-				p.Phase, p.StartFailure, p.Failure = fsm.PodFailed, rng.IntN(2) == 0, "Error, exit code 1"
+				p.Phase, p.StartFailure, p.Failure, p.Exited = fsm.PodFailed, rng.IntN(2) == 0, "Error, exit code 1", true
 				p.Node = &fsm.Node{Err: "connection refused"}
 			case 2:
 				p.Deleting = true
+				p.Exited = rng.IntN(2) == 0
 			case 3:
 				p.Node = &fsm.Node{Err: "i/o timeout"}
 			case 4:
 				p.Phase = fsm.PodUnknown
+			case 5:
+				p.Deleting = true // still running: its node answers
 			}
-			if p.Phase == fsm.PodRunning && p.Node == nil && !p.Deleting {
+			if p.Phase == fsm.PodRunning && p.Node == nil && !p.Exited && (!p.Deleting || rng.IntN(2) == 0) {
 				p.Node = randomNode(rng, pool, randomSlots)
 			}
 			s.Pods = append(s.Pods, p)
@@ -197,8 +231,19 @@ func randomSnapshot(rng *rand.Rand) fsm.Snapshot {
 			nd.ClusterStateOK, nd.SlotsAssigned = true, slot.Count
 		}
 	}
+	randomIntent(rng, &s, pool)
 	sortPods(s.Pods)
 	return s
+}
+
+// randomIntent may record a failover issued some time ago (status.failover), fresh or stale,
+// for one of the ids in pool.
+func randomIntent(rng *rand.Rand, s *fsm.Snapshot, pool []string) {
+	s.Now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	if rng.IntN(3) == 0 {
+		s.Failover = &fsm.FailoverIntent{Shard: rng.IntN(max(s.Shards, 1)), Pod: "p0-1", PrimaryID: pool[rng.IntN(len(pool))],
+			Force: rng.IntN(2) == 0, StartedAt: s.Now.Add(-time.Duration(rng.IntN(20)) * time.Second)}
+	}
 }
 
 // perturbedFormed starts from a formed, synced cluster and breaks some of it: dead pods left
@@ -207,8 +252,18 @@ func randomSnapshot(rng *rand.Rand) fsm.Snapshot {
 func perturbedFormed(rng *rand.Rand) fsm.Snapshot {
 	s := newSnapshot(fsm.Active, 1+rng.IntN(4), rng.IntN(3), formed)
 	var opts []opt
+	var ids []string
 	for _, p := range s.Pods {
-		switch rng.IntN(8) {
+		ids = append(ids, p.Node.ID)
+		switch rng.IntN(13) {
+		case 8:
+			opts = append(opts, withGone(p.Name))
+		case 9:
+			opts = append(opts, withDeleting(p.Name, rng.IntN(2) == 0))
+		case 10:
+			opts = append(opts, withLifecycle(p.Name, v1.LifecycleJoining))
+		case 11:
+			opts = append(opts, withPod(p.Name, func(p *fsm.Pod) { p.LastNodeID = "" }))
 		case 0:
 			opts = append(opts, withFailed(p.Name))
 		case 1:
@@ -224,6 +279,7 @@ func perturbedFormed(rng *rand.Rand) fsm.Snapshot {
 	for _, o := range opts {
 		o(&s)
 	}
+	randomIntent(rng, &s, ids)
 	for range rng.IntN(3) { // dead pods of earlier incarnations
 		s.Pods = append(s.Pods, fsm.Pod{Name: fmt.Sprintf("p%d-dead%d", rng.IntN(s.Shards), rng.IntN(100)), Shard: rng.IntN(s.Shards), Phase: fsm.PodFailed})
 	}
@@ -281,7 +337,10 @@ func dump(s fsm.Snapshot) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d×%d\n", s.Shards, s.ReplicasPerShard)
 	for _, p := range s.Pods {
-		fmt.Fprintf(&b, "  %s shard %d %s deleting=%v node=%+v\n", p.Name, p.Shard, p.Phase, p.Deleting, p.Node)
+		fmt.Fprintf(&b, "  %s shard %d %s deleting=%v exited=%v lifecycle=%s last=%s node=%+v\n", p.Name, p.Shard, p.Phase, p.Deleting, p.Exited, p.Lifecycle, p.LastNodeID, p.Node)
+	}
+	if s.Failover != nil {
+		fmt.Fprintf(&b, "  failover %+v (now %s)\n", *s.Failover, s.Now)
 	}
 	return b.String()
 }

@@ -2,7 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"time"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -51,6 +53,8 @@ func formed(s *fsm.Snapshot) {
 			p.Node.Primary, p.Node.PrimaryID, p.Node.LinkUp, p.Node.ReplOffset = false, primary, true, 1000
 		}
 		p.Node.ClusterStateOK, p.Node.SlotsAssigned = true, slot.Count
+		p.Lifecycle = string(v1.LifecycleActive)
+		p.LastNodeID = p.Node.ID
 	}
 	for i := range s.Pods {
 		for j := range s.Pods {
@@ -129,4 +133,40 @@ func withOffsets(offsets map[string]int64) opt {
 // run runs one planner as the chain would, gate included.
 func run(p Planner, st fsm.State, s fsm.Snapshot) Plan {
 	return Chain{p}.Run(Input{State: st, Snapshot: s})
+}
+
+// withGone: the pod and its ValkeyNode are gone from the API (deleted, evicted).
+func withGone(name string) opt {
+	return func(s *fsm.Snapshot) {
+		for i := range s.Pods {
+			if s.Pods[i].Name == name {
+				s.Pods = append(s.Pods[:i], s.Pods[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// withDeleting: the pod has a deletion timestamp; its process still runs when running is true
+// (its node answers as before), otherwise its container exited.
+func withDeleting(name string, running bool) opt {
+	return withPod(name, func(p *fsm.Pod) {
+		p.Deleting = true
+		if !running {
+			p.Exited, p.Node = true, &fsm.Node{Reachable: false, Err: "connection refused"}
+		}
+	})
+}
+
+// withLifecycle sets the pod's ValkeyNode lifecycle.
+func withLifecycle(name string, l v1.NodeLifecycle) opt {
+	return withPod(name, func(p *fsm.Pod) { p.Lifecycle = string(l) })
+}
+
+// withIntent records a failover issued age ago, as status.failover says.
+func withIntent(f fsm.FailoverIntent, now time.Time, age time.Duration) opt {
+	return func(s *fsm.Snapshot) {
+		f.StartedAt = now.Add(-age)
+		s.Failover, s.Now = &f, now
+	}
 }

@@ -34,23 +34,8 @@ func planQuorum(in Input) Step {
 		return Step{}
 	}
 	live := reachable(s)
-	owned := s.OwnedIDs()
-	holders := map[string]bool{}
-	for _, p := range live {
-		for id, slots := range p.Node.Known {
-			if len(slots) > 0 {
-				holders[id] = true
-			}
-		}
-	}
-	alive := 0
-	for id := range holders {
-		if owned[id] {
-			alive++
-		}
-	}
-	if len(holders) == 0 || alive > len(holders)/2 {
-		return Step{} // a majority can still elect: Valkey's own failover will do it
+	if majorityAlive(live, s.OwnedIDs()) {
+		return Step{} // a majority can still elect: Valkey's own failover (or a FORCE) will do it
 	}
 	for _, w := range s.AwaitingFailover() {
 		if !gone(s, live, w.PrimaryID) {

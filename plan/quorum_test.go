@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -23,10 +24,15 @@ func TestQuorum(t *testing.T) {
 		{"2x1: one of two primaries is no majority",
 			newSnapshot(fsm.Active, 2, 1, formed, withFailed("p0-0")),
 			[]Action{CreatePod{0}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the takeover of shard 0"},
-		// Two of three primaries alive: Valkey's own failover promotes p0-1; the pass replaces
-		// the dead pod and waits for the cluster to agree again.
-		{"3x1 with two primaries alive waits for Valkey's failover",
+		// Two of three primaries alive: they can vote, so the failover planner forces the
+		// promotion of p0-1 at once; no TAKEOVER.
+		{"3x1 with two primaries alive: FORCE, not TAKEOVER",
 			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0")),
+			[]Action{CreatePod{0}, FailoverForce{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the failover of shard 0"},
+		// The same with a replica still Joining: no FORCE, no TAKEOVER; Valkey's own failover
+		// decides, and the pass replaces the dead pod and waits for the cluster to agree again.
+		{"3x1 with two primaries alive and a Joining replica waits for Valkey's failover",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withLifecycle("p0-1", v1.LifecycleJoining)),
 			[]Action{CreatePod{0}}, "waiting for the cluster to agree"},
 		// The measured outage: the network of two of three primaries cut, pods still Running.
 		// Their replicas flag them `fail?` (too few primaries to agree on `fail`).

@@ -211,6 +211,28 @@ type ValkeyClusterStatus struct {
 	// +patchStrategy=merge
 	// +patchMergeKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	// failover is the failover the operator issued and waits for, written before it is issued
+	// so that neither the next pass nor a restarted operator issues a second one for the same
+	// shard; cleared once no node follows the lost primary any more.
+	// +optional
+	Failover *FailoverStatus `json:"failover,omitempty"`
+}
+
+// FailoverStatus is one failover the operator issued: on which replica, for which lost primary,
+// when, and how.
+type FailoverStatus struct {
+	// shard is the index of the shard failed over.
+	Shard int32 `json:"shard"`
+	// pod is the replica's pod, the one asked to become primary.
+	Pod string `json:"pod"`
+	// primaryNodeId is the node id of the primary being replaced.
+	PrimaryNodeID string `json:"primaryNodeId"`
+	// mode is the CLUSTER FAILOVER option sent: FORCE (the primary's container is gone) or
+	// empty (a graceful failover of a primary whose pod is being deleted).
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// startedAt is when the failover was issued.
+	StartedAt metav1.Time `json:"startedAt"`
 }
 
 // ValkeyCluster is one Valkey cluster in cluster mode: its shards, replicas, users, TLS and

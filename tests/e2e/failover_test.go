@@ -96,7 +96,10 @@ func primaryLostUnderLoad(t *testing.T, ns string, planned bool, lose func(ns, p
 		t.Run("a planned loss refuses no write", func(t *testing.T) {
 			// Observed before the implementation: the deleted primary's slots refused writes
 			// for 9.2 s (Valkey's own failover), every other slot for about 1 s (CLUSTERDOWN).
-			t.Skip("needs graceful handover of a deleted primary's slots: issue 8")
+			// With the graceful handover: 0 refused in one run of two; in the other, one write
+			// on each of the shard's slots failed with EOF (~140 ms) at the instant the old
+			// primary was demoted (Valkey 8.0.1 disconnects a client blocked in WAIT when its
+			// primary turns replica, and the client's pipelined SETs on that connection fail).
 			for _, s := range r.Slots {
 				if s.Failures > 0 {
 					t.Errorf("slot %d refused %d writes for up to %s (last error: %s)", s.Slot, s.Failures, s.LongestRefusal.Round(time.Millisecond), s.LastError)

@@ -113,6 +113,7 @@
 // service or pod names), container restarts (restartPolicy Always and
 // OnFailure behave as Never), resource limits (nothing is enforced), gRPC
 // probes, exec/attach/port-forward through the API server, hostNetwork,
-// subPathExpr, persistent volumes, lifecycle hooks; readOnlyRootFilesystem,
+// subPathExpr, persistent volumes, postStart and HTTP preStop hooks (a preStop exec hook
+// runs inside the container before SIGTERM, within the grace period); readOnlyRootFilesystem,
 // capabilities (beyond what dropping root implies) and seccomp are ignored.
 package kubelet

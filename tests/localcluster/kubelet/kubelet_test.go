@@ -773,6 +773,51 @@ func TestGracefulDeletion(t *testing.T) {
 	})
 }
 
+// TestPreStopBeforeSIGTERM: a deleted pod's preStop exec hook runs inside the container
+// (it sees the container's volumes) before SIGTERM, which follows when the hook ends, within
+// the grace period. The operator's Valkey 8 pods rely on it to hand a primary's slots over.
+func TestPreStopBeforeSIGTERM(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hooked"},
+		Spec: corev1.PodSpec{NodeName: "kt-a", RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: new(int64(10)),
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox",
+				Command: []string{"sh", "-c", "trap 'echo TERM; exit 0' TERM; echo up; while :; do if [ -f /data/prestop ]; then echo prestop-seen; rm /data/prestop; fi; sleep 0.1; done"},
+				Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+					Command: []string{"sh", "-c", "touch /data/prestop; sleep 2"}}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}}},
+	})
+	waitPod(t, ns, "hooked", 20*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	path, err := kl.LogPath(ns, "hooked", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "container up", func() (bool, string) {
+		b, _ := os.ReadFile(path)
+		return strings.Contains(string(b), "up\n"), string(b)
+	})
+	start := time.Now()
+	if err := client.CoreV1().Pods(ns).Delete(context.Background(), "hooked", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "pod object gone", func() (bool, string) {
+		_, err := client.CoreV1().Pods(ns).Get(context.Background(), "hooked", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	took := time.Since(start)
+	b, _ := os.ReadFile(path)
+	if out := string(b); !strings.Contains(out, "up\nprestop-seen\nTERM\n") {
+		t.Errorf("want the hook seen, then SIGTERM; log:\n%s", out)
+	}
+	// SIGTERM waits for the 2 s hook, and no longer: the trap exits at once.
+	if took < 2*time.Second || took > 8*time.Second {
+		t.Errorf("deletion took %s, want the 2 s hook and then a prompt exit", took)
+	}
+	t.Logf("deletion with a 2 s preStop hook took %s", took.Round(time.Millisecond))
+}
+
 // TestForceDeleteAndRecreate: a force-deleted pod's process is stopped, and a
 // new pod with the same name runs.
 func TestForceDeleteAndRecreate(t *testing.T) {

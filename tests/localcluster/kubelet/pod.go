@@ -596,14 +596,43 @@ func (p *podRuntime) terminate(grace int64) {
 	}
 	p.terminating, p.killAt = true, at
 	for _, c := range p.containers {
-		if c.proc != nil && !c.exited {
-			_ = c.proc.Signal(syscall.SIGTERM)
+		if c.proc == nil || c.exited {
+			continue
 		}
+		// As a kubelet does: a container's preStop exec hook runs first, within the grace
+		// period, and SIGTERM follows when it ends (or when the grace period is over).
+		if h := c.spec.Lifecycle; grace > 0 && h != nil && h.PreStop != nil && h.PreStop.Exec != nil && len(h.PreStop.Exec.Command) > 0 {
+			go p.preStop(c, c.spec, c.proc, at)
+			continue
+		}
+		_ = c.proc.Signal(syscall.SIGTERM)
 	}
 	p.killTimer = time.AfterFunc(time.Until(at), p.kill)
 	// run() checks terminating under the lock before it starts anything, so
 	// containers that have not started yet never will.
 	p.markUnstartedLocked()
+}
+
+// preStop runs the container's preStop exec hook inside its namespaces, as exec probes run,
+// until it ends or the grace period (deadline) is over, then sends SIGTERM to the container.
+// A hook that fails is logged and does not hold the stop back, as on a real kubelet.
+func (p *podRuntime) preStop(c *containerState, spec corev1.Container, proc *os.Process, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(p.ctx, deadline)
+	defer cancel()
+	args := append([]string{"--target", strconv.Itoa(proc.Pid), "--net", "--mount", "--uts", "--ipc", "--"}, spec.Lifecycle.PreStop.Exec.Command...)
+	cmd := exec.CommandContext(ctx, "/usr/bin/nsenter", args...)
+	cmd.Env = p.probeEnv(spec)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	if out, err := cmd.CombinedOutput(); err != nil {
+		klog.V(2).InfoS("preStop hook failed", "pod", p.key, "container", spec.Name, "err", err, "output", string(out))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !c.exited {
+		_ = proc.Signal(syscall.SIGTERM)
+	}
 }
 
 // replace stops the pod at once, silently: a newer pod has its name.

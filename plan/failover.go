@@ -1,0 +1,197 @@
+package plan
+
+// The failover planner (stability) replaces a primary that Kubernetes says is gone at once,
+// instead of waiting for Valkey's failure detection (cluster-node-timeout), and hands over the
+// slots of a primary whose pod is being deleted before its process stops. Its rules, in order:
+//
+//  1. Only a cluster formed once (Forming, Active, Upgrading). There is no gate on nodes
+//     answering: every judgement is made from the nodes that answered and from Kubernetes.
+//  2. A lost primary is a node id P that a reachable live replica follows, that holds slots in
+//     that replica's view, and that no reachable live pod reports as its own id. Shards are
+//     taken in index order, one failover per pass.
+//  3. No second failover: while status.failover records a failover for P younger than
+//     FailoverRetry, the pass waits for it. After that, Valkey has not done it, and it may be
+//     issued again.
+//  4. Who ran P decides, from Kubernetes and the last status:
+//     a. a live pod (not deleting, not Failed) whose node does not answer and whose last known
+//     id is P, or whose id is not known at all (it ran but never answered): it may be P and
+//     still serving. Unknown is not absent: nothing is done, Valkey's failure detection (and on
+//     quorum loss the quorum planner) decides;
+//     b. a pod being deleted whose container still runs (a drain, `kubectl delete pod`): a
+//     planned loss. A graceful CLUSTER FAILOVER on its best replica, while the old primary
+//     can still take part in the handover, so that no write is refused. The pod's preStop
+//     delay (8.x) or shutdown-on-sigterm failover (9.x) gives it the time;
+//     c. otherwise its container is gone: a Failed pod, a deleted pod whose process exited, a
+//     pod gone from the API. When the live slot-holding primaries are a majority, CLUSTER
+//     FAILOVER FORCE on its best replica: they vote at once. Without a majority nothing here:
+//     the quorum planner's TAKEOVER is the only way.
+//  5. The best replica is the reachable replica of P that completed its sync (its ValkeyNode
+//     is Active, which is written only once its sync was loaded, and its replication offset is
+//     above 0) with the largest offset, then the first by name. A Joining replica holds no
+//     usable copy and is never promoted; with none, nothing is done.
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+)
+
+// FailoverRetry is how long an issued failover is awaited before it may be issued again: twice
+// the cluster-node-timeout (5 s), time enough for the replica to collect the primaries' votes
+// or for Valkey's own failover to have done it.
+const FailoverRetry = 10 * time.Second
+
+var failover = Planner{Name: "failover", Plan: planFailover}
+
+func planFailover(in Input) Step {
+	s := in.Snapshot
+	if !formedOnce(in.State) {
+		return Step{}
+	}
+	live := reachable(s)
+	owned := s.OwnedIDs()
+	for _, c := range lostPrimaries(s, owned) {
+		if f := s.Failover; f != nil && f.PrimaryID == c.primary && s.Now.Sub(f.StartedAt) < FailoverRetry {
+			return Step{Wait: fmt.Sprintf("waiting for the failover of shard %d", c.shard)}
+		}
+		owner, ok := ownerOf(s, c.primary)
+		if !ok {
+			continue // rule 4a: it may be serving
+		}
+		best := bestSynced(live, c.primary)
+		if best == nil {
+			continue
+		}
+		planned := owner != nil && owner.Deleting && owner.Phase == fsm.PodRunning && !owner.Exited
+		if !planned && !majorityAlive(live, owned) {
+			continue // the quorum planner takes over
+		}
+		var a Action = FailoverForce{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard}
+		if planned {
+			a = Failover{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard}
+		}
+		return Step{Actions: []Action{a}, Wait: fmt.Sprintf("waiting for the failover of shard %d", c.shard)}
+	}
+	return Step{}
+}
+
+type lostPrimary struct {
+	shard   int
+	primary string
+}
+
+// lostPrimaries lists, by shard index then id, the primaries that a reachable live replica
+// follows and sees holding slots, and that no reachable live pod owns (rule 2).
+func lostPrimaries(s fsm.Snapshot, owned map[string]bool) []lostPrimary {
+	var out []lostPrimary
+	for shard, pods := range s.ShardPods() {
+		seen := map[string]bool{}
+		for _, p := range pods {
+			n := p.Node
+			if n == nil || !n.Reachable || n.Primary || n.PrimaryID == "" || owned[n.PrimaryID] || seen[n.PrimaryID] {
+				continue
+			}
+			if len(n.Known[n.PrimaryID]) > 0 {
+				seen[n.PrimaryID] = true
+				out = append(out, lostPrimary{shard: shard, primary: n.PrimaryID})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].shard != out[j].shard {
+			return out[i].shard < out[j].shard
+		}
+		return out[i].primary < out[j].primary
+	})
+	return out
+}
+
+// ownerOf returns the pod that ran primary id (nil when no pod claims it: gone from the API),
+// and false when a live pod whose node does not answer may be it (rule 4a). A pod claims the id
+// its node reports now or, when it does not answer, the one the last status recorded for it.
+func ownerOf(s fsm.Snapshot, id string) (*fsm.Pod, bool) {
+	var owner *fsm.Pod
+	for i, p := range s.Pods {
+		live := !p.Deleting && p.Phase != fsm.PodFailed && p.Phase != fsm.PodSucceeded
+		answered := p.Node != nil && p.Node.Reachable && p.Node.ID != ""
+		claims := p.LastNodeID == id
+		if answered {
+			claims = p.Node.ID == id // what it says now wins over the last status
+		}
+		switch {
+		case live && !answered && claims:
+			return nil, false // its pod runs; only its node is silent
+		case live && !answered && p.LastNodeID == "" && p.Phase != fsm.PodPending:
+			return nil, false // it ran and never said which node it is: it may be this one
+		case claims && owner == nil:
+			owner = &s.Pods[i]
+		}
+	}
+	return owner, true
+}
+
+// bestSynced is the reachable replica of primary that completed its sync, with the largest
+// replication offset, then the first by name (rule 5); nil when none did.
+func bestSynced(live []fsm.Pod, primary string) *fsm.Pod {
+	var best *fsm.Pod
+	for i, p := range live {
+		n := p.Node
+		if n.Primary || n.PrimaryID != primary || n.ReplOffset <= 0 || p.Lifecycle != string(v1.LifecycleActive) {
+			continue
+		}
+		if best == nil || n.ReplOffset > best.Node.ReplOffset {
+			best = &live[i]
+		}
+	}
+	return best
+}
+
+// majorityAlive reports whether the slot holders (the nodes holding slots in any reachable
+// node's view) that live pods own are a majority of them: then the survivors can elect, by
+// Valkey's own failover or on a FORCE.
+func majorityAlive(live []fsm.Pod, owned map[string]bool) bool {
+	holders := map[string]bool{}
+	for _, p := range live {
+		for id, slots := range p.Node.Known {
+			if len(slots) > 0 {
+				holders[id] = true
+			}
+		}
+	}
+	alive := 0
+	for id := range holders {
+		if owned[id] {
+			alive++
+		}
+	}
+	return len(holders) > 0 && alive > len(holders)/2
+}
+
+// NextFailover is the failover intent to persist for this pass, before its actions run: the
+// pass's own failover (started now), else the earlier one while a reachable live replica still
+// follows its lost primary (the promotion has not landed), else nil. Written before the
+// failover is issued, it is what keeps the next pass, or a restarted operator, from issuing a
+// second one (rule 3).
+func NextFailover(s fsm.Snapshot, p Plan) *fsm.FailoverIntent {
+	for _, a := range p.Actions {
+		if f, ok := a.(FailoverForce); ok {
+			return &fsm.FailoverIntent{Shard: f.Shard, Pod: f.Pod, PrimaryID: f.PrimaryID, Force: true, StartedAt: s.Now}
+		}
+		if f, ok := a.(Failover); ok {
+			return &fsm.FailoverIntent{Shard: f.Shard, Pod: f.Pod, PrimaryID: f.PrimaryID, StartedAt: s.Now}
+		}
+	}
+	f := s.Failover
+	if f == nil {
+		return nil
+	}
+	for _, p := range reachable(s) {
+		if !p.Node.Primary && p.Node.PrimaryID == f.PrimaryID {
+			return f
+		}
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package plan
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+)
+
+// When Kubernetes says a primary's container is gone, its synced replica is promoted at once
+// (FORCE) while the surviving primaries can vote; TAKEOVER stays the quorum planner's. A primary
+// whose pod is being deleted while it still runs is handed over gracefully.
+func TestFailover(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	force0 := FailoverForce{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}
+	const waiting0 = "waiting for the failover of shard 0"
+	cases := []struct {
+		name    string
+		s       fsm.Snapshot
+		want    []Action
+		waiting string
+	}{
+		{"pod Failed, replica synced and Active: FORCE at once",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0")),
+			[]Action{CreatePod{0}, force0}, waiting0},
+		{"pod gone from the API: FORCE",
+			newSnapshot(fsm.Active, 3, 1, formed, withGone("p0-0")),
+			[]Action{CreatePod{0}, force0}, waiting0},
+		{"pod deleted and its process exited: FORCE",
+			newSnapshot(fsm.Active, 3, 1, formed, withDeleting("p0-0", false)),
+			[]Action{CreatePod{0}, force0}, waiting0},
+		{"the most up-to-date synced replica is promoted",
+			newSnapshot(fsm.Active, 3, 2, formed, withFailed("p0-0"), withOffsets(map[string]int64{"p0-1": 10, "p0-2": 30})),
+			[]Action{CreatePod{0}, FailoverForce{Pod: "p0-2", PrimaryID: "id-p0-0", Shard: 0}}, waiting0},
+		{"a more up-to-date replica still Joining is passed over",
+			newSnapshot(fsm.Active, 3, 2, formed, withFailed("p0-0"), withOffsets(map[string]int64{"p0-1": 10, "p0-2": 30}), withLifecycle("p0-2", v1.LifecycleJoining)),
+			[]Action{CreatePod{0}, FailoverForce{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, waiting0},
+		{"the only replica is Joining: nothing, Valkey decides",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withLifecycle("p0-1", v1.LifecycleJoining)),
+			[]Action{CreatePod{0}}, "waiting for the cluster to agree"},
+		{"the only replica never synced (offset 0): nothing",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withOffsets(map[string]int64{"p0-1": 0})),
+			[]Action{CreatePod{0}}, "waiting for the cluster to agree"},
+		{"primary's pod Running but unreachable: nothing, Valkey's failure detection decides",
+			newSnapshot(fsm.Active, 3, 1, formed, withCut("p0-0")),
+			nil, "waiting for node p0-0 to answer: i/o timeout"},
+		{"primary's pod Running, unreachable and flagged fail: still Valkey's",
+			newSnapshot(fsm.Active, 3, 1, formed, withCut("p0-0"), withFailFlag("id-p0-0")),
+			nil, "waiting for node p0-0 to answer: i/o timeout"},
+		// p1-1 runs, does not answer, and no status ever recorded its id: it may be the primary
+		// the replica follows. Unknown is not absent.
+		{"a silent live pod of unknown id may be the primary: nothing",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withCut("p1-1"), withPod("p1-1", func(p *fsm.Pod) { p.LastNodeID = "" })),
+			[]Action{CreatePod{0}}, "waiting for node p1-1 to answer: i/o timeout"},
+		{"no majority of primaries: TAKEOVER, not FORCE",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withFailed("p1-0")),
+			[]Action{CreatePod{0}, CreatePod{1}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the takeover of shard 0"},
+		{"an intent younger than FailoverRetry: wait, no second FORCE",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: true}, now, 3*time.Second)),
+			[]Action{CreatePod{0}}, waiting0},
+		{"an intent older than FailoverRetry that Valkey did not carry out: FORCE again",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: true}, now, FailoverRetry+time.Second)),
+			[]Action{CreatePod{0}, force0}, waiting0},
+		{"an intent for another primary does not hold this one back",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withIntent(fsm.FailoverIntent{Shard: 2, Pod: "p2-1", PrimaryID: "id-p2-0", Force: true}, now, time.Second)),
+			[]Action{CreatePod{0}, force0}, waiting0},
+		{"a deleting primary still running: graceful failover before it stops",
+			newSnapshot(fsm.Active, 3, 1, formed, withDeleting("p0-0", true)),
+			[]Action{CreatePod{0}, Failover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, waiting0},
+		// The leaving primary takes part in its own handover: no majority is needed, and no
+		// TAKEOVER is issued against a primary that still serves.
+		{"1x1, the primary's pod deleted: graceful failover, not TAKEOVER",
+			newSnapshot(fsm.Active, 1, 1, formed, withDeleting("p0-0", true)),
+			[]Action{CreatePod{0}, Failover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, waiting0},
+		{"a deleting primary with only a Joining replica: no handover",
+			newSnapshot(fsm.Active, 3, 1, formed, withDeleting("p0-0", true), withLifecycle("p0-1", v1.LifecycleJoining)),
+			[]Action{CreatePod{0}}, "waiting for the cluster to agree"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Pass(fsm.Active, c.s)
+			if !reflect.DeepEqual(p.Actions, c.want) || p.Waiting != c.waiting || p.Err != nil {
+				t.Fatalf("got %v %q %v\nwant %v %q", p.Actions, p.Waiting, p.Err, c.want, c.waiting)
+			}
+		})
+	}
+}
+
+func TestFailoverOnlyOnceFormed(t *testing.T) {
+	s := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"))
+	for _, st := range []fsm.State{fsm.Bootstrapping, fsm.Invalid} {
+		if p := run(failover, st, s); len(p.Actions) != 0 {
+			t.Fatalf("%s: %v", st, p.Actions)
+		}
+	}
+}
+
+// The intent is recorded with the pass that issues the failover, kept while the replica still
+// follows the lost primary, and cleared once it is promoted.
+func TestNextFailover(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	s := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"))
+	s.Now = now
+	got := NextFailover(s, Pass(fsm.Active, s))
+	want := &fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: true, StartedAt: now}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("issued: got %+v, want %+v", got, want)
+	}
+
+	s.Failover, s.Now = want, now.Add(time.Second)
+	if p := Pass(fsm.Active, s); len(p.Actions) != 1 || p.Waiting != "waiting for the failover of shard 0" {
+		t.Fatalf("second pass: %v %q", p.Actions, p.Waiting)
+	}
+	if got := NextFailover(s, Pass(fsm.Active, s)); got != want {
+		t.Fatalf("kept while p0-1 follows id-p0-0: %+v", got)
+	}
+
+	promoted := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withPod("p0-1", func(p *fsm.Pod) {
+		p.Node.Primary, p.Node.PrimaryID = true, ""
+	}))
+	promoted.Failover, promoted.Now = want, now.Add(2*time.Second)
+	if got := NextFailover(promoted, Pass(fsm.Active, promoted)); got != nil {
+		t.Fatalf("not cleared once promoted: %+v", got)
+	}
+	if got := NextFailover(newSnapshot(fsm.Active, 3, 1, formed), Plan{}); got != nil {
+		t.Fatalf("no intent from nothing: %+v", got)
+	}
+}
