@@ -142,21 +142,26 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
 
-	if err := r.writeStatus(ctx, &vc, state, problem, obs, pass); err != nil {
+	h, err := r.writeStatus(ctx, &vc, state, problem, obs, pass)
+	if err != nil {
 		return ctrl.Result{}, errors.Join(execErr, err)
 	}
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
-	switch {
-	case state == fsm.Invalid, pass.Blocked != "" && len(pass.Actions) == 0:
-		// Waiting on a change outside the operator, which the watches report.
-		return ctrl.Result{RequeueAfter: TickInterval}, nil
-	case pass.Waiting != "" || len(pass.Actions) > 0 || state != fsm.Active:
-		return ctrl.Result{RequeueAfter: waitInterval}, nil
-	default:
-		return ctrl.Result{RequeueAfter: TickInterval}, nil
+	return ctrl.Result{RequeueAfter: requeueAfter(h, pass)}, nil
+}
+
+// requeueAfter says when the next pass looks again. A pass that acted, or a cluster that is not
+// Ready while the operator can still get it there (pods starting, nodes meeting, replicas
+// syncing), is looked at again after waitInterval, so that Ready is reported within a second of
+// becoming true. A Ready cluster with nothing to do, or one that waits on a change outside the
+// operator (which the watches report), is looked at on the tick.
+func requeueAfter(h health, pl plan.Plan) time.Duration {
+	if len(pl.Actions) > 0 || (!h.Ready && !h.Outside) {
+		return waitInterval
 	}
+	return TickInterval
 }
 
 // load resolves the cluster's references. A reference that does not resolve is returned as
