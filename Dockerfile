@@ -11,6 +11,8 @@ COPY apis/ apis/
 COPY controllers/ controllers/
 COPY fsm/ fsm/
 COPY logging/ logging/
+COPY plan/ plan/
+COPY slot/ slot/
 COPY valkey/ valkey/
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
