@@ -155,14 +155,18 @@ func lostMessage(pl plan.Plan, now time.Time) string {
 	var parts []string
 	for _, a := range pl.Actions {
 		if a, ok := a.(plan.AddSlots); ok && a.Lost {
-			parts = append(parts, fmt.Sprintf("shard %d (slots %s)", a.Shard, a.Slots))
+			parts = append(parts, fmt.Sprintf("%d (slots %s)", a.Shard, a.Slots))
 		}
 	}
-	if len(parts) == 0 {
+	at := now.UTC().Format(time.RFC3339)
+	switch len(parts) {
+	case 0:
 		return ""
+	case 1:
+		return fmt.Sprintf("shard %s lost every copy of its data and was served again, empty, at %s", parts[0], at)
+	default:
+		return fmt.Sprintf("shards %s lost every copy of their data and were served again, empty, at %s", strings.Join(parts, ", "), at)
 	}
-	return fmt.Sprintf("%s lost every copy of its data and was served again, empty, at %s",
-		strings.Join(parts, ", "), now.UTC().Format(time.RFC3339))
 }
 
 // equalStatus compares two statuses ignoring condition transition times, which

@@ -158,7 +158,7 @@ func TestDataLostCondition(t *testing.T) {
 	}}
 	st, _ := buildStatus(&v1.ValkeyClusterStatus{State: fsm.Active}, 1, fsm.Active, "", fsm.Snapshot{Shards: 2}, pl, now)
 	c := meta.FindStatusCondition(st.Conditions, v1.ConditionDataLost)
-	want := "shard 0 (slots 0-8191), shard 1 (slots 8192-16383) lost every copy of its data and was served again, empty, at 2026-12-01T09:40:00Z"
+	want := "shards 0 (slots 0-8191), 1 (slots 8192-16383) lost every copy of their data and were served again, empty, at 2026-12-01T09:40:00Z"
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonShardDataLost || c.Message != want {
 		t.Fatalf("DataLost %+v, want message %q", c, want)
 	}
@@ -168,6 +168,10 @@ func TestDataLostCondition(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(again.Conditions, v1.ConditionDataLost); c == nil || c.Message != want {
 		t.Fatalf("DataLost not kept: %+v", c)
+	}
+	one := plan.Plan{Actions: pl.Actions[1:]}
+	if got, want := lostMessage(one, now), "shard 1 (slots 8192-16383) lost every copy of its data and was served again, empty, at 2026-12-01T09:40:00Z"; got != want {
+		t.Fatalf("one shard: %q, want %q", got, want)
 	}
 	// A first formation (Forming) loses nothing: its AddSlots are not Lost.
 	first := plan.Plan{Actions: []plan.Action{plan.AddSlots{Pod: "p0-0", Shard: 0, Slots: slot.EvenSpread(1)}}}

@@ -79,15 +79,19 @@ const (
 	// the replicas, and waiting until every node agrees.
 	StateForming State = "Forming"
 
-	// StateActive: the cluster serves and matches its spec; the operator heals drift.
+	// StateActive: the cluster was formed; the operator heals it in place (replaces lost
+	// nodes, forgets dead ones, serves lost slots again). Whether it is whole right now is the
+	// Ready condition.
 	StateActive State = "Active"
 
 	// StateUpgrading: pods are out of date or the shard / replica counts changed; pods are
-	// replaced one shard at a time.
+	// replaced one shard at a time. Not entered yet: rolling replacement and resharding are
+	// not built, so an out-of-date cluster stays Active and its Ready condition says why.
 	StateUpgrading State = "Upgrading"
 
 	// StateInvalid: the spec cannot be carried out (a reference that does not resolve, a
-	// config cycle, a TLS Secret that fails validation); status.message says why. Nothing is
+	// config cycle, a missing role, spec.tls, which is not supported yet); status.message
+	// says why. Nothing is
 	// deleted, and the cluster leaves Invalid on its own once the cause is fixed.
 	StateInvalid State = "Invalid"
 )
