@@ -69,7 +69,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // reconcilePass is one level-triggered pass: load → observe → decide → transition → plan →
-// execute → one status write. Reconcile (pass.go) runs it under the pass budget.
+// one status write → execute. Reconcile (pass.go) runs it under the pass budget.
 func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
 	// Read from the API server, not the cache: the status written by the previous pass must be
@@ -136,16 +136,19 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	pass := plan.Pass(state, obs.snapshot)
 	log.Debug(logging.MsgReconcilePass, zap.String(logging.FieldState, string(state)), zap.String(logging.FieldEvent, string(decision.Event)),
 		zap.Int(logging.FieldActions, len(pass.Actions)), zap.String(logging.FieldWaiting, pass.Waiting))
+	// The pass's one status write comes before its steps. The status is computed from this
+	// pass's observation and plan, so it is the same before or after them; written first, it
+	// records the intent of an irreversible step (DataLost, before a lost shard's slots are
+	// served again empty), and an operator that dies in between still said so.
+	h, err := r.writeStatus(ctx, &vc, state, problem, obs, pass)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	// A broken invariant of the planners (pass.Err) dropped its offending actions; the rest of
 	// the pass is safe to run, and the error is returned with the pass's outcome.
 	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, obs, pass), pass.Err)
 	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
-
-	h, err := r.writeStatus(ctx, &vc, state, problem, obs, pass)
-	if err != nil {
-		return ctrl.Result{}, errors.Join(execErr, err)
-	}
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
