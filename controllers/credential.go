@@ -73,6 +73,12 @@ func (r *ValkeyClusterReconciler) holdWithoutCredential(ctx context.Context, log
 		Type: v1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonCredentialMissing,
 		Message: missing.Error() + "; not regenerated while the cluster has nodes", ObservedGeneration: vc.Generation,
 	})
+	// Without the credential the operator cannot ask the nodes: whether the cluster is whole is
+	// unknown, not what the last observation said.
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1.ConditionReady, Status: metav1.ConditionUnknown, Reason: ReasonCredentialMissing,
+		Message: "the operator cannot observe the nodes: " + missing.Error(), ObservedGeneration: vc.Generation,
+	})
 	if !equalStatus(&vc.Status, st) {
 		patch := client.MergeFrom(vc.DeepCopy())
 		vc.Status = *st

@@ -8,8 +8,6 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,7 +50,11 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
 				log.Info(logging.MsgAssigningSlots, logging.Pod(a.Pod), zap.Int(logging.FieldSlots, a.Slots.Count()))
-				err = c.AddSlotsRange(ctx, a.Slots)
+				if err = c.AddSlotsRange(ctx, a.Slots); err == nil && a.Lost {
+					// Said once the slots are served again: a failed attempt is planned (and
+					// said) again by the next pass.
+					log.Warn(logging.MsgShardDataLost, zap.Int(logging.FieldShard, a.Shard), zap.String(logging.FieldSlots, a.Slots.String()))
+				}
 			}
 		case plan.Replicate:
 			var c *valkey.Client
@@ -135,8 +137,10 @@ func (t *tickLog) due(key string, now time.Time) bool {
 
 // logHeartbeat logs, once per tick however often passes run: `active tick` for an Active
 // cluster, `bootstrap blocked` for every pod the scheduler cannot place, `primary unhealthy
-// but replicas exist, waiting for auto-failover` for every shard that lost its primary, and
-// at WARN that pods fail on start and are no longer replaced.
+// but replicas exist, waiting for auto-failover` for every shard that lost its primary while a
+// live, reachable replica that synced still follows it (AwaitingFailover: a shard with no such
+// replica lost its data, which MsgShardDataLost says when it is served again), and at WARN
+// that pods fail on start and are no longer replaced.
 func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyCluster, state fsm.State, obs *observation, pl plan.Plan) {
 	for _, p := range obs.snapshot.Pods {
 		if p.Unschedulable != "" && !p.Deleting && r.ticks.due("blocked/"+vc.Namespace+"/"+p.Name, time.Now()) {
@@ -159,96 +163,19 @@ func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyClu
 	}
 }
 
-// writeStatus computes the status from the observation and writes it once, skipping the
-// write when nothing changed.
-func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.ValkeyCluster, state fsm.State, problem string, obs *observation, pl plan.Plan) error {
-	st := vc.Status.DeepCopy()
-	st.State = state
-	st.ObservedGeneration = vc.Generation
-	st.Nodes = nil
-	st.ReadyNodes = 0
-	shards := map[int]bool{}
-	for _, p := range obs.snapshot.Pods {
-		if p.Deleting || p.Phase == fsm.PodFailed || p.Phase == fsm.PodSucceeded {
-			continue
-		}
-		ns := v1.NodeStatus{Pod: p.Name, Shard: int32(p.Shard), Ready: p.Ready, IP: p.IP, NodeID: p.LastNodeID}
-		if n := p.Node; n != nil && n.Reachable {
-			ns.NodeID = n.ID
-			ns.Role = v1.NodeRoleReplica
-			if n.Primary {
-				ns.Role = v1.NodeRolePrimary
-				if len(n.MySlots) > 0 {
-					shards[p.Shard] = true
-				}
-			}
-		}
-		if p.Ready {
-			st.ReadyNodes++
-		}
-		st.Nodes = append(st.Nodes, ns)
-	}
-	st.Shards = int32(len(shards))
-
-	formed := obs.snapshot.Formed() && obs.snapshot.Synced()
-	blocked := ""
-	for _, p := range obs.snapshot.Pods {
-		if p.Unschedulable != "" && !p.Deleting {
-			blocked = fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, p.Unschedulable)
-			break
-		}
-	}
-	switch {
-	case state == fsm.Invalid:
-		st.Message = problem
-	case blocked != "":
-		st.Message = blocked
-	case pl.Blocked != "":
-		st.Message = pl.Blocked
-	case pl.Waiting != "":
-		st.Message = pl.Waiting
-	case formed:
-		st.Message = fmt.Sprintf("cluster formed: %d shards, %d nodes", vc.Spec.Shards, vc.Spec.NodeCount())
-	case obs.snapshot.Formed():
-		st.Message = "waiting for replicas to sync with their primaries"
-	default:
-		st.Message = ""
-	}
-	gen := vc.Generation
-	setCond := func(t string, ok bool, reason, msg string) {
-		s := metav1.ConditionFalse
-		if ok {
-			s = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
-	}
-	switch {
-	case state == fsm.Invalid:
-		setCond(v1.ConditionReady, formed, "Invalid", problem)
-		setCond(v1.ConditionProgressing, false, "Invalid", problem)
-	case formed:
-		setCond(v1.ConditionReady, true, "ClusterFormed", "every slot is served and every node agrees")
-		setCond(v1.ConditionProgressing, state != fsm.Active, string(state), st.Message)
-	default:
-		setCond(v1.ConditionReady, false, string(state), st.Message)
-		setCond(v1.ConditionProgressing, true, string(state), st.Message)
-	}
-	degraded := state == fsm.Active && !formed
-	if degraded {
-		setCond(v1.ConditionDegraded, true, "NodesMissing", st.Message)
-	} else {
-		setCond(v1.ConditionDegraded, false, "AsExpected", "")
-	}
-
+// writeStatus computes the status of the pass (buildStatus) and writes it once, skipping the
+// write when nothing changed. It returns the cluster's health, on which the pass requeues.
+func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.ValkeyCluster, state fsm.State, problem string, obs *observation, pl plan.Plan) (health, error) {
+	st, h := buildStatus(&vc.Status, vc.Generation, state, problem, obs.snapshot, pl, time.Now())
 	if equalStatus(&vc.Status, st) {
-		return nil
+		return h, nil
 	}
 	patch := client.MergeFrom(vc.DeepCopy())
 	vc.Status = *st
 	if err := r.Status().Patch(ctx, vc, patch); err != nil {
-		return fmt.Errorf("patch status: %w", err)
+		return h, fmt.Errorf("patch status: %w", err)
 	}
-	return nil
+	return h, nil
 }
 
 // SetupWithManager registers the reconciler: it owns the cluster's ValkeyNodes, Services and

@@ -1,10 +1,178 @@
 package controllers
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/plan"
 )
+
+// Condition reasons. Ready's reason when False is the first thing that keeps the cluster from
+// Ready, in the order decideHealth checks them; Degraded carries the same reason.
+const (
+	ReasonReady          = "Ready"
+	ReasonInvalid        = "Invalid"
+	ReasonUnschedulable  = "Unschedulable"
+	ReasonFailingOnStart = "PodsFailingOnStart"
+	ReasonNotFormed      = "NotFormed"
+	ReasonSyncing        = "ReplicasSyncing"
+	ReasonOutdated       = "NodesOutdated"
+	ReasonReconciling    = "Reconciling"
+	// ReasonShardDataLost is the DataLost condition's reason.
+	ReasonShardDataLost = "ShardDataLost"
+)
+
+// health is how the cluster is, from one snapshot and the pass's plan: Ready, or the reason it
+// is not and the message that says why. Outside is true when what keeps it from Ready is
+// outside the operator (a spec problem, pods that fail on start or cannot be scheduled, nodes of
+// an older spec that no planner replaces yet): the pass then waits for a watch or the tick
+// instead of looking again every second.
+type health struct {
+	Ready   bool
+	Reason  string
+	Message string
+	Outside bool
+}
+
+// decideHealth checks, in order: the spec is usable; every pod can be scheduled; no shard is
+// blocked on pods failing on start; every desired node exists, runs, answers, and the cluster is
+// formed and in agreement (every slot served, one primary per shard, the others its replicas);
+// every replica's link is up; every node runs the current pod spec. The first that fails is the
+// reason. Pure.
+func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan) health {
+	if state == fsm.Invalid {
+		return health{Reason: ReasonInvalid, Message: problem, Outside: true}
+	}
+	for _, p := range s.Pods {
+		if p.Unschedulable != "" && !p.Deleting {
+			return health{Reason: ReasonUnschedulable, Message: fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, p.Unschedulable), Outside: true}
+		}
+	}
+	if pl.Blocked != "" {
+		return health{Reason: ReasonFailingOnStart, Message: pl.Blocked, Outside: true}
+	}
+	if !s.Formed() {
+		msg := pl.Waiting
+		if msg == "" {
+			msg = "waiting for the cluster to agree"
+		}
+		reason := ReasonNotFormed
+		if state == fsm.Bootstrapping || state == fsm.Forming {
+			reason = string(state)
+		}
+		return health{Reason: reason, Message: msg}
+	}
+	if pods := s.Unsynced(); len(pods) > 0 {
+		return health{Reason: ReasonSyncing, Message: "waiting for replicas to sync with their primaries: " + strings.Join(pods, ", ")}
+	}
+	if pods := s.Outdated(); len(pods) > 0 {
+		// No planner replaces a pod of an older spec yet (rolling replacement is a later issue):
+		// waiting on it every second would change nothing.
+		return health{Reason: ReasonOutdated, Outside: true, Message: fmt.Sprintf(
+			"%d of %d nodes run an older pod spec (%s) and are not replaced yet: rolling replacement is not built",
+			len(pods), s.DesiredNodes(), strings.Join(pods, ", "))}
+	}
+	return health{Ready: true, Reason: ReasonReady}
+}
+
+// buildStatus computes the status a pass writes: the state, the generation acted on, the nodes
+// as observed, the message (empty while Ready: users alert on it) and the conditions. prev is
+// the status the pass read; conditions keep their transition times, and DataLost, once set,
+// stays as the record of the latest loss. now stamps a data loss. Pure.
+func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan, now time.Time) (*v1.ValkeyClusterStatus, health) {
+	st := prev.DeepCopy()
+	st.State = state
+	st.ObservedGeneration = gen
+	// The intent of a failover is written before it is issued, so a restarted operator does
+	// not issue a second one.
+	st.Failover = failoverStatus(plan.NextFailover(s, pl))
+	st.Nodes = nil
+	st.ReadyNodes = 0
+	shards := map[int]bool{}
+	for _, p := range s.LivePods() {
+		// A node that does not answer keeps its last known id: the failover planner tells by it
+		// which node ids live pods own.
+		ns := v1.NodeStatus{Pod: p.Name, Shard: int32(p.Shard), Ready: fsm.NodeReady(p), IP: p.IP, NodeID: p.LastNodeID}
+		if n := p.Node; n != nil && n.Reachable {
+			ns.NodeID = n.ID
+			ns.Role = v1.NodeRoleReplica
+			if n.Primary {
+				ns.Role = v1.NodeRolePrimary
+				if len(n.MySlots) > 0 {
+					shards[p.Shard] = true
+				}
+			}
+		}
+		if ns.Ready {
+			st.ReadyNodes++
+		}
+		st.Nodes = append(st.Nodes, ns)
+	}
+	st.Shards = int32(len(shards))
+
+	h := decideHealth(state, problem, s, pl)
+	st.Message = h.Message
+	set := func(t string, ok bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	if h.Ready {
+		set(v1.ConditionReady, true, ReasonReady, "every node is up to date, every replica synced and every slot served")
+	} else {
+		set(v1.ConditionReady, false, h.Reason, h.Message)
+	}
+	switch {
+	case !h.Ready && !h.Outside:
+		set(v1.ConditionProgressing, true, h.Reason, h.Message)
+	case h.Ready && len(pl.Actions) > 0:
+		set(v1.ConditionProgressing, true, ReasonReconciling, pl.Actions[0].String())
+	case h.Ready:
+		set(v1.ConditionProgressing, false, ReasonReady, "")
+	default:
+		set(v1.ConditionProgressing, false, h.Reason, h.Message)
+	}
+	// Degraded: a cluster formed once (Active, Upgrading) that is not Ready serves with less
+	// than its spec asks for.
+	if (state == fsm.Active || state == fsm.Upgrading) && !h.Ready {
+		set(v1.ConditionDegraded, true, h.Reason, h.Message)
+	} else {
+		set(v1.ConditionDegraded, false, ReasonReady, "")
+	}
+	if msg := lostMessage(pl, now); msg != "" {
+		set(v1.ConditionDataLost, true, ReasonShardDataLost, msg)
+	}
+	return st, h
+}
+
+// lostMessage names the shards this pass serves again empty, with their slots and the time; ""
+// when there are none.
+func lostMessage(pl plan.Plan, now time.Time) string {
+	var parts []string
+	for _, a := range pl.Actions {
+		if a, ok := a.(plan.AddSlots); ok && a.Lost {
+			parts = append(parts, fmt.Sprintf("%d (slots %s)", a.Shard, a.Slots))
+		}
+	}
+	at := now.UTC().Format(time.RFC3339)
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("shard %s lost every copy of its data and was served again, empty, at %s", parts[0], at)
+	default:
+		return fmt.Sprintf("shards %s lost every copy of their data and were served again, empty, at %s", strings.Join(parts, ", "), at)
+	}
+}
 
 // equalStatus compares two statuses ignoring condition transition times, which
 // meta.SetStatusCondition only moves when a condition's status changes.

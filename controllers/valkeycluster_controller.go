@@ -69,7 +69,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // reconcilePass is one level-triggered pass: load → observe → decide → transition → plan →
-// execute → one status write. Reconcile (pass.go) runs it under the pass budget.
+// one status write → execute. Reconcile (pass.go) runs it under the pass budget.
 func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
 	// Read from the API server, not the cache: the status written by the previous pass must be
@@ -136,8 +136,13 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	pass := plan.Pass(state, obs.snapshot)
 	log.Debug(logging.MsgReconcilePass, zap.String(logging.FieldState, string(state)), zap.String(logging.FieldEvent, string(decision.Event)),
 		zap.Int(logging.FieldActions, len(pass.Actions)), zap.String(logging.FieldWaiting, pass.Waiting))
-	// The intent of a failover goes into status before it is issued (plan.NextFailover).
-	if err := r.recordFailover(ctx, &vc, plan.NextFailover(obs.snapshot, pass)); err != nil {
+	// The pass's one status write comes before its steps. The status is computed from this
+	// pass's observation and plan, so it is the same before or after them; written first, it
+	// records the intent of an irreversible step (the failover to issue, in status.failover;
+	// DataLost, before a lost shard's slots are served again empty), and an operator that dies
+	// in between still said so.
+	h, err := r.writeStatus(ctx, &vc, state, problem, obs, pass)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	// A broken invariant of the planners (pass.Err) dropped its offending actions; the rest of
@@ -145,22 +150,22 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, obs, pass), pass.Err)
 	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
-
-	if err := r.writeStatus(ctx, &vc, state, problem, obs, pass); err != nil {
-		return ctrl.Result{}, errors.Join(execErr, err)
-	}
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
-	switch {
-	case state == fsm.Invalid, pass.Blocked != "" && len(pass.Actions) == 0:
-		// Waiting on a change outside the operator, which the watches report.
-		return ctrl.Result{RequeueAfter: TickInterval}, nil
-	case pass.Waiting != "" || len(pass.Actions) > 0 || state != fsm.Active:
-		return ctrl.Result{RequeueAfter: waitInterval}, nil
-	default:
-		return ctrl.Result{RequeueAfter: TickInterval}, nil
+	return ctrl.Result{RequeueAfter: requeueAfter(h, pass)}, nil
+}
+
+// requeueAfter says when the next pass looks again. A pass that acted, or a cluster that is not
+// Ready while the operator can still get it there (pods starting, nodes meeting, replicas
+// syncing), is looked at again after waitInterval, so that Ready is reported within a second of
+// becoming true. A Ready cluster with nothing to do, or one that waits on a change outside the
+// operator (which the watches report), is looked at on the tick.
+func requeueAfter(h health, pl plan.Plan) time.Duration {
+	if len(pl.Actions) > 0 || (!h.Ready && !h.Outside) {
+		return waitInterval
 	}
+	return TickInterval
 }
 
 // load resolves the cluster's references. A reference that does not resolve is returned as

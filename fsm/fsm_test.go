@@ -94,7 +94,7 @@ func formed(s *Snapshot) {
 		if p.Node.ID == primary {
 			p.Node.MySlots = slot.Set{spread[p.Shard]}
 		} else {
-			p.Node.Primary, p.Node.PrimaryID, p.Node.LinkUp = false, primary, true
+			p.Node.Primary, p.Node.PrimaryID, p.Node.LinkUp, p.Node.ReplOffset = false, primary, true, 1000
 		}
 		p.Node.ClusterStateOK, p.Node.SlotsAssigned = true, slot.Count
 	}
@@ -182,6 +182,55 @@ func TestAwaitingFailover(t *testing.T) {
 	}
 	if got := newSnapshot(Active, 3, 1, formed, withFailed("p1-1")).AwaitingFailover(); len(got) != 0 {
 		t.Fatalf("a lost replica is not a failover: %+v", got)
+	}
+	// Both nodes of shard 1 dead: no live replica, nothing to wait for (the data is lost).
+	if got := newSnapshot(Active, 3, 1, formed, withFailed("p1-0"), withFailed("p1-1")).AwaitingFailover(); len(got) != 0 {
+		t.Fatalf("a shard with no live replica is not awaiting a failover: %+v", got)
+	}
+	// The replica follows the lost primary but never synced: Valkey will not promote it.
+	unsynced := newSnapshot(Active, 3, 1, formed, withFailed("p1-0"))
+	unsynced.Pods[3].Node.ReplOffset, unsynced.Pods[3].Node.LinkUp = 0, false // p1-1
+	if got := unsynced.AwaitingFailover(); len(got) != 0 {
+		t.Fatalf("a replica that never synced cannot take over: %+v", got)
+	}
+	// The replica's node does not answer: unknown, not a replica that can take over.
+	cut := newSnapshot(Active, 3, 1, formed, withFailed("p1-0"))
+	cut.Pods[3].Node = &Node{Reachable: false, Err: "i/o timeout"}
+	if got := cut.AwaitingFailover(); len(got) != 0 {
+		t.Fatalf("an unreachable replica is not counted: %+v", got)
+	}
+}
+
+func TestOutdatedUnsyncedAndNodeReady(t *testing.T) {
+	s := newSnapshot(Active, 2, 1, formed)
+	s.SpecHash = "new"
+	for i := range s.Pods {
+		s.Pods[i].SpecHash = "new"
+	}
+	s.Pods[1].SpecHash = "old"    // p0-1
+	s.Pods[3].Node.LinkUp = false // p1-1
+	if got := s.Outdated(); !reflect.DeepEqual(got, []string{"p0-1"}) {
+		t.Errorf("Outdated = %v", got)
+	}
+	if got := s.Unsynced(); !reflect.DeepEqual(got, []string{"p1-1"}) {
+		t.Errorf("Unsynced = %v", got)
+	}
+	var ready []string
+	for _, p := range s.Pods {
+		if NodeReady(p) {
+			ready = append(ready, p.Name)
+		}
+	}
+	if want := []string{"p0-0", "p0-1", "p1-0"}; !reflect.DeepEqual(ready, want) {
+		t.Errorf("ready nodes %v, want %v", ready, want)
+	}
+	s.SpecHash = ""
+	if got := s.Outdated(); got != nil {
+		t.Errorf("unknown current hash: Outdated = %v", got)
+	}
+	// A primary without slots (a new node not yet placed) is not ready.
+	if NodeReady(newSnapshot(Forming, 1, 0).Pods[0]) {
+		t.Error("a slot-less primary is ready")
 	}
 }
 

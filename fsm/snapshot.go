@@ -58,7 +58,8 @@ type Pod struct {
 	Phase Phase
 	// IP is the pod IP, "" until the kubelet reports one.
 	IP string
-	// Ready is the pod's Ready condition.
+	// Ready is the pod's Ready condition. Pods have no readiness probe, so it only says the
+	// container started; status reports NodeReady instead.
 	Ready bool
 	// NodeLost is true when the pod runs in the API but its Kubernetes node stopped reporting:
 	// the node lifecycle controller turned the pod's Ready condition False while ContainersReady,
@@ -318,15 +319,17 @@ type FailoverWait struct {
 }
 
 // AwaitingFailover lists the shards whose slots are held by a primary that no live pod owns
-// while a live, reachable replica still follows it: Valkey's own failover will promote that
-// replica, so the operator waits instead of acting.
+// while a live, reachable replica that can take over still follows it: Valkey's own failover will
+// promote that replica, so the operator waits instead of acting. A replica that never synced
+// (replication offset 0) holds no data and cannot take over: a shard whose only replicas are such
+// is not awaiting a failover, it lost its data.
 func (s Snapshot) AwaitingFailover() []FailoverWait {
 	owned := s.OwnedIDs()
 	var out []FailoverWait
 	for shard, pods := range s.ShardPods() {
 		for _, p := range pods {
 			n := p.Node
-			if n == nil || !n.Reachable || n.Primary || n.PrimaryID == "" || owned[n.PrimaryID] {
+			if p.Phase != PodRunning || n == nil || !n.Reachable || n.Primary || n.PrimaryID == "" || owned[n.PrimaryID] || n.ReplOffset <= 0 {
 				continue
 			}
 			if len(n.Known[n.PrimaryID]) > 0 {
@@ -336,4 +339,47 @@ func (s Snapshot) AwaitingFailover() []FailoverWait {
 		}
 	}
 	return out
+}
+
+// Outdated names the live pods (by name) whose pod spec hash is not the one the operator would
+// create now: they run an older image, config, resources or hard placement. Nothing is outdated
+// while the current hash is unknown ("": the spec could not be resolved).
+func (s Snapshot) Outdated() []string {
+	if s.SpecHash == "" {
+		return nil
+	}
+	var out []string
+	for _, p := range s.LivePods() {
+		if p.SpecHash != s.SpecHash {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// Unsynced names the live replicas (by name) whose link to their primary is not up: attached,
+// but still loading their first sync, or cut from their primary.
+func (s Snapshot) Unsynced() []string {
+	var out []string
+	for _, p := range s.LivePods() {
+		if n := p.Node; n != nil && n.Reachable && !n.Primary && !n.LinkUp {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// NodeReady reports whether p's node holds its place in the cluster, as far as the last
+// observation tells: its pod runs, its node answered, and it is a primary serving slots or a
+// replica whose link to its primary is up. Pods have no readiness probe (liveness only), so this,
+// not the pod's Ready condition, is what status.nodes[].ready and readyNodes report.
+func NodeReady(p Pod) bool {
+	n := p.Node
+	if p.Deleting || p.Phase != PodRunning || n == nil || !n.Reachable || n.ID == "" {
+		return false
+	}
+	if n.Primary {
+		return len(n.MySlots) > 0
+	}
+	return n.PrimaryID != "" && n.LinkUp
 }

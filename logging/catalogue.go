@@ -132,6 +132,13 @@ const (
 	// spec changes. Once per tick.
 	MsgPodsFailingOnStart = "pods fail on start, not replacing until the spec changes"
 
+	// MsgShardDataLost (WARN, TargetCluster): cluster_name, shard (its index), slots (the ranges
+	// served again, as "5462-10922"). A shard of a formed cluster lost every copy of its data
+	// (its nodes died and were forgotten, or every pod was killed at once) and its slots were
+	// assigned again, empty. Once per loss, after the slots were assigned; the DataLost
+	// condition says the same in status.
+	MsgShardDataLost = "shard lost every copy of its data, serving its slots again empty"
+
 	// MsgReconcilePass (DEBUG, TargetCluster): cluster_name, state, event, actions, waiting. One
 	// line per reconcile: what was decided and planned.
 	MsgReconcilePass = "reconcile pass"
@@ -191,6 +198,7 @@ var Catalogue = []Entry{
 	{MsgCompletedJoin, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
+	{MsgShardDataLost, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldSlots}},
 	{MsgReconcilePass, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldState, FieldEvent, FieldActions, FieldWaiting}},
 	{MsgReconcileError, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgReconcileErrorNoRetry, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},

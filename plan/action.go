@@ -34,10 +34,15 @@ type Meet struct {
 	Mesh            bool
 }
 
-// AddSlots sends CLUSTER ADDSLOTSRANGE Slots to Pod's node.
+// AddSlots sends CLUSTER ADDSLOTSRANGE Slots to Pod's node, the primary of Shard. Lost is true
+// when the slots had been served before, by a cluster formed once, and no node holds them any
+// more: every copy of their data is gone (the shard's nodes died and were forgotten, or every pod
+// was killed at once), and serving them again, empty, must not be silent.
 type AddSlots struct {
 	Pod   string
+	Shard int
 	Slots slot.Set
+	Lost  bool
 }
 
 // Replicate sends CLUSTER REPLICATE PrimaryID to Pod's node.
@@ -127,7 +132,12 @@ func (a Meet) String() string {
 }
 
 // String describes the action.
-func (a AddSlots) String() string { return fmt.Sprintf("add slots %s to %s", a.Slots, a.Pod) }
+func (a AddSlots) String() string {
+	if a.Lost {
+		return fmt.Sprintf("add lost slots %s of shard %d to %s", a.Slots, a.Shard, a.Pod)
+	}
+	return fmt.Sprintf("add slots %s to %s", a.Slots, a.Pod)
+}
 
 // String describes the action.
 func (a Replicate) String() string { return fmt.Sprintf("%s replicates %s", a.Pod, a.PrimaryID) }

@@ -105,7 +105,7 @@ func TestLostSoleNodeShardIsServedAgain(t *testing.T) {
 		}
 	}
 	p = Pass(fsm.Active, s)
-	if !reflect.DeepEqual(p.Actions, []Action{AddSlots{Pod: "p1-9", Slots: slot.EvenSpread(3)[1:2]}}) {
+	if !reflect.DeepEqual(p.Actions, []Action{AddSlots{Pod: "p1-9", Shard: 1, Slots: slot.EvenSpread(3)[1:2], Lost: true}}) {
 		t.Fatalf("want the shard's slots on the replacement, got %v", p.Actions)
 	}
 }

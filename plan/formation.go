@@ -15,7 +15,10 @@ package plan
 //  4. ADDSLOTSRANGE the shard's even share of the 16384 slots to the primary of each shard that
 //     serves none, minus any slot some node's view still gives an owner: an operator restarted
 //     mid-assignment never assigns a slot twice, and a shard that lost its only node (its id
-//     forgotten by cleanup) is served again, empty.
+//     forgotten by cleanup) is served again, empty. In a cluster that was formed (Active,
+//     Upgrading) that assignment is a data loss, and the action says so (AddSlots.Lost): on a
+//     formed cluster slots are only ever free because every node that held them is gone. Forming
+//     is not such a state: it is where the first assignment happens.
 //  5. REPLICATE every other pod of a shard to the shard's primary, once that primary serves
 //     slots. A second slot-holding primary in one shard is not demoted blindly.
 
@@ -38,7 +41,7 @@ func planFormation(in Input) Step {
 		return Step{Actions: mesh, Wait: "waiting for every node to know every node"}
 	}
 	shardPods := s.ShardPods()
-	if adds := planSlots(s, shardPods, live); len(adds) > 0 {
+	if adds := planSlots(in.State, s, shardPods, live); len(adds) > 0 {
 		return Step{Actions: adds, Wait: "waiting for slot assignment to propagate"}
 	}
 	if reps := planReplicas(shardPods); len(reps) > 0 {
@@ -88,8 +91,10 @@ func planMeshMeets(live []fsm.Pod) []Action {
 	return out
 }
 
-// planSlots assigns each slot-less shard its even share, minus the slots any node claims.
-func planSlots(s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.Pod) []Action {
+// planSlots assigns each slot-less shard its even share, minus the slots any node claims; in a
+// formed cluster (st Active or Upgrading) those slots are flagged lost.
+func planSlots(st fsm.State, s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.Pod) []Action {
+	lost := st == fsm.Active || st == fsm.Upgrading
 	var claimed []slot.Set
 	for _, pod := range live {
 		claimed = append(claimed, pod.Node.MySlots)
@@ -106,7 +111,7 @@ func planSlots(s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.Pod) []Action {
 			continue
 		}
 		if free := slot.Subtract(slot.Set{spread[shard]}, taken); len(free) > 0 {
-			out = append(out, AddSlots{Pod: primary.Name, Slots: free})
+			out = append(out, AddSlots{Pod: primary.Name, Shard: shard, Slots: free, Lost: lost})
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -56,9 +57,9 @@ func TestFormation(t *testing.T) {
 	t.Run("meshed: slots to one pod per shard", func(t *testing.T) {
 		p := run(formation, fsm.Forming, newSnapshot(fsm.Forming, 3, 1, meshed))
 		want := []Action{
-			AddSlots{Pod: "p0-0", Slots: slot.Set{{Start: 0, End: 5461}}},
-			AddSlots{Pod: "p1-0", Slots: slot.Set{{Start: 5462, End: 10922}}},
-			AddSlots{Pod: "p2-0", Slots: slot.Set{{Start: 10923, End: 16383}}},
+			AddSlots{Pod: "p0-0", Shard: 0, Slots: slot.Set{{Start: 0, End: 5461}}},
+			AddSlots{Pod: "p1-0", Shard: 1, Slots: slot.Set{{Start: 5462, End: 10922}}},
+			AddSlots{Pod: "p2-0", Shard: 2, Slots: slot.Set{{Start: 10923, End: 16383}}},
 		}
 		if !reflect.DeepEqual(p.Actions, want) || p.Waiting != "waiting for slot assignment to propagate" {
 			t.Fatalf("%v", p.Actions)
@@ -73,8 +74,8 @@ func TestFormation(t *testing.T) {
 		s.Pods[4].Node.Known["id-p0-0"] = slot.Set{{Start: 0, End: 99}}
 		p := run(formation, fsm.Forming, s)
 		want := []Action{
-			AddSlots{Pod: "p0-0", Slots: slot.Set{{Start: 100, End: 5461}}},
-			AddSlots{Pod: "p2-0", Slots: slot.Set{{Start: 10923, End: 16383}}},
+			AddSlots{Pod: "p0-0", Shard: 0, Slots: slot.Set{{Start: 100, End: 5461}}},
+			AddSlots{Pod: "p2-0", Shard: 2, Slots: slot.Set{{Start: 10923, End: 16383}}},
 		}
 		if !reflect.DeepEqual(p.Actions, want) {
 			t.Fatalf("%v", p.Actions)
@@ -117,4 +118,53 @@ func TestFormation(t *testing.T) {
 			t.Fatal(p)
 		}
 	})
+}
+
+// A formed cluster (Active, Upgrading) whose nodes all died and came back empty re-forms: every
+// shard is served again, and each assignment says its data was lost. The same fresh nodes in
+// Forming are a first formation: nothing was lost.
+func TestSlotsServedAgainOnAFormedClusterAreLost(t *testing.T) {
+	for _, c := range []struct {
+		state fsm.State
+		lost  bool
+	}{{fsm.Forming, false}, {fsm.Active, true}, {fsm.Upgrading, true}} {
+		t.Run(string(c.state), func(t *testing.T) {
+			p := run(formation, c.state, newSnapshot(c.state, 3, 1, meshed))
+			spread := slot.EvenSpread(3)
+			var want []Action
+			for sh := range 3 {
+				want = append(want, AddSlots{Pod: fmt.Sprintf("p%d-0", sh), Shard: sh, Slots: slot.Set{spread[sh]}, Lost: c.lost})
+			}
+			if !reflect.DeepEqual(p.Actions, want) {
+				t.Fatalf("got %v, want %v", p.Actions, want)
+			}
+		})
+	}
+}
+
+// Only the free part of a shard's share is assigned, and flagged lost: a formed cluster in which
+// one shard's nodes died and were forgotten serves that shard again, and only that one.
+func TestOnlyTheLostShardIsFlagged(t *testing.T) {
+	s := newSnapshot(fsm.Active, 3, 1, formed)
+	lostSlots := slot.EvenSpread(3)[1:2]
+	// Shard 1's nodes are new and empty; every node forgot the old ones.
+	for i := range s.Pods {
+		if s.Pods[i].Shard == 1 {
+			n := s.Pods[i].Node
+			n.MySlots, n.Primary, n.PrimaryID, n.LinkUp, n.ReplOffset = nil, true, "", false, 0
+		}
+	}
+	for i := range s.Pods {
+		for j := range s.Pods {
+			s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+		}
+	}
+	p := run(formation, fsm.Active, s)
+	want := []Action{AddSlots{Pod: "p1-0", Shard: 1, Slots: lostSlots, Lost: true}}
+	if !reflect.DeepEqual(p.Actions, want) {
+		t.Fatalf("got %v, want %v", p.Actions, want)
+	}
+	if got := want[0].String(); got != "add lost slots 5462-10922 of shard 1 to p1-0" {
+		t.Errorf("String() = %q", got)
+	}
 }

@@ -79,15 +79,19 @@ const (
 	// the replicas, and waiting until every node agrees.
 	StateForming State = "Forming"
 
-	// StateActive: the cluster serves and matches its spec; the operator heals drift.
+	// StateActive: the cluster was formed; the operator heals it in place (replaces lost
+	// nodes, forgets dead ones, serves lost slots again). Whether it is whole right now is the
+	// Ready condition.
 	StateActive State = "Active"
 
 	// StateUpgrading: pods are out of date or the shard / replica counts changed; pods are
-	// replaced one shard at a time.
+	// replaced one shard at a time. Not entered yet: rolling replacement and resharding are
+	// not built, so an out-of-date cluster stays Active and its Ready condition says why.
 	StateUpgrading State = "Upgrading"
 
 	// StateInvalid: the spec cannot be carried out (a reference that does not resolve, a
-	// config cycle, a TLS Secret that fails validation); status.message says why. Nothing is
+	// config cycle, a missing role, spec.tls, which is not supported yet); status.message
+	// says why. Nothing is
 	// deleted, and the cluster leaves Invalid on its own once the cause is fixed.
 	StateInvalid State = "Invalid"
 )
@@ -110,15 +114,26 @@ func (s State) IsValid() bool {
 // Condition types in ValkeyCluster status.conditions. The state says what the operator is
 // doing; the conditions, each with its observedGeneration, say how the cluster is.
 const (
-	// ConditionReady is True when every expected node is up, the cluster agrees on its
-	// topology and every slot is served.
+	// ConditionReady is True when every node the spec asks for exists and runs the current pod
+	// spec, every node answers and agrees on the topology, every slot is served and every
+	// replica's link to its primary is up. While False, its reason and message (the same as
+	// status.message) say what is awaited.
 	ConditionReady = "Ready"
 
-	// ConditionProgressing is True while the operator is changing the cluster toward its spec
-	// (bootstrapping, forming, upgrading, scaling).
+	// ConditionProgressing is True while the operator is working toward Ready (creating pods,
+	// forming the cluster, waiting for replicas to sync, healing) or carrying out a step on a
+	// Ready cluster; False when there is nothing to do or when only a change outside the
+	// operator can help (the reason says which).
 	ConditionProgressing = "Progressing"
 
-	// ConditionDegraded is True when the cluster serves but with less than it should: a node
-	// down, a shard without a synced replica, a replacement pod that cannot be scheduled.
+	// ConditionDegraded is True when a cluster that was formed (Active or Upgrading) is not
+	// Ready: a node missing, unreachable or not synced, a slot not served, a pod that cannot be
+	// scheduled or fails on start, a node of an older pod spec; or when the operator cannot
+	// manage it (its credential Secret is missing). The reason and message say which.
 	ConditionDegraded = "Degraded"
+
+	// ConditionDataLost is True once a shard of a formed cluster lost every copy of its data and
+	// its slots were served again, empty. Its message names the shards, their slots and when;
+	// the operator never sets it back (it is the record of the latest loss, not a state).
+	ConditionDataLost = "DataLost"
 )

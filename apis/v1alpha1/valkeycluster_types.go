@@ -37,25 +37,30 @@ type ValkeyClusterSpec struct {
 	ConfigRef string `json:"configRef"`
 
 	// shards is the number of primaries; the 16384 slots are spread evenly over them. 1 to
-	// 500.
+	// 500. Set it at creation: changing it on a running cluster is not supported yet
+	// (resharding is not built).
 	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 500",message="shards must be between 1 and 500"
 	Shards int32 `json:"shards"`
 
 	// replicasPerShard is the number of replicas of each primary, not counting the primary:
-	// 1 gives two nodes per shard. 0 to 5.
+	// 1 gives two nodes per shard. 0 to 5. Raising it on a running cluster adds replicas;
+	// lowering it does not remove any yet.
 	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 5",message="replicasPerShard must be between 0 and 5"
 	ReplicasPerShard int32 `json:"replicasPerShard"`
 
 	// acl binds Valkey users on this cluster, in addition to those of the config. Empty (and
 	// none on the config), the default user stays as Valkey ships it; as soon as one user is
-	// bound, the default user is switched off. At most 64 entries, one per username.
+	// bound, the default user is switched off. At most 64 entries, one per username. A change
+	// updates the cluster's ACL file, which nodes read when they start: running nodes do not
+	// reload it yet, so it applies to nodes created afterwards.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.username == a.username))",message="duplicate username in ACL bindings: each username may be bound only once; merge the entries into one"
 	ACL []ACLBinding `json:"acl,omitempty"`
 
-	// tls makes the cluster TLS-only (clients, replication and the cluster bus). Set at
-	// creation; it cannot be added, removed or changed afterwards.
+	// tls asks for a TLS-only cluster (clients, replication and the cluster bus). Not
+	// supported yet: a cluster that sets it is Invalid and gets no pods, rather than serving
+	// without TLS. Set at creation; it cannot be added, removed or changed afterwards.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
 
@@ -63,10 +68,10 @@ type ValkeyClusterSpec struct {
 	// +optional
 	Placement *Placement `json:"placement,omitempty"`
 
-	// podAnnotations are copied verbatim onto every pod of the cluster (and onto nothing
-	// else). Keys under valkey.gomomento.com/ are reserved. Added and changed keys are
-	// patched onto live pods; a removed key stays on live pods until they are replaced. At
-	// most 64 entries.
+	// podAnnotations are copied verbatim onto every pod the operator creates for the cluster
+	// (and onto nothing else). Keys under valkey.gomomento.com/ are reserved. Live pods are
+	// not patched yet: they keep the annotations they were created with, and a change reaches
+	// only pods created afterwards (a replaced node). At most 64 entries.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('valkey.gomomento.com/'))",messageExpression="'podAnnotations key ' + self.filter(k, k.startsWith('valkey.gomomento.com/'))[0] + ' uses the prefix valkey.gomomento.com/, which is reserved for the operator; choose another prefix'"
@@ -83,8 +88,8 @@ func (s ValkeyClusterSpec) NodeCount() int {
 type TLSSpec struct {
 	// secretRef names a kubernetes.io/tls Secret in the cluster's namespace holding tls.crt,
 	// tls.key and ca.crt. The certificate must cover {cluster}.{namespace}.svc.cluster.local
-	// and *.{cluster}.{namespace}.svc.cluster.local, for both server and client auth. Update
-	// the Secret's data to rotate: every node reloads it without a restart.
+	// and *.{cluster}.{namespace}.svc.cluster.local, for both server and client auth. TLS is
+	// not supported yet (see tls): neither validation nor reload is built.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule=`self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')`,message="tls.secretRef must name a Secret in the cluster's namespace: a lowercase DNS name such as my-cluster-tls"
 	SecretRef string `json:"secretRef"`
@@ -171,7 +176,10 @@ type NodeStatus struct {
 	// observed.
 	// +optional
 	NodeID string `json:"nodeId,omitempty"`
-	// ready is true when the pod is Ready and its node answered the last observation.
+	// ready is true when, at the last observation, the pod ran, its node answered, and it
+	// held its place: a primary serving slots, or a replica whose replication link to its
+	// primary is up. (The pods have a liveness probe only; this is not the pod's Ready
+	// condition.)
 	Ready bool `json:"ready"`
 	// ip is the pod IP, once it has one.
 	// +optional
@@ -185,18 +193,22 @@ type ValkeyClusterStatus struct {
 	// Invalid.
 	// +optional
 	State State `json:"state,omitempty"`
-	// message is human text about the state; for Invalid, the reason.
+	// message is empty while the cluster is Ready (alert on it being non-empty); otherwise
+	// why it is not: what the operator waits for, what blocks it, or why the spec is
+	// Invalid. The same text as the Ready condition's message.
 	// +optional
 	Message string `json:"message,omitempty"`
-	// observedGeneration is the metadata.generation of the spec this status describes.
+	// observedGeneration is the metadata.generation of the spec the operator last acted on:
+	// the spec the last pass read, decided and planned from. A pass that cannot act (the
+	// operator's credential Secret is missing) leaves it as it was.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// shards is the number of shards that currently own slots. Always written (0 included)
 	// but optional in the schema, so that a status patch need not carry it.
 	// +optional
 	Shards int32 `json:"shards"`
-	// readyNodes is the number of nodes that are ready (the READY column). Always written,
-	// optional in the schema.
+	// readyNodes is the number of nodes in nodes[] whose ready is true (the READY column).
+	// Always written, optional in the schema.
 	// +optional
 	ReadyNodes int32 `json:"readyNodes"`
 	// nodes are the cluster's pods with their shard, role and node id, by pod name.
@@ -204,7 +216,12 @@ type ValkeyClusterStatus struct {
 	// +listType=map
 	// +listMapKey=pod
 	Nodes []NodeStatus `json:"nodes,omitempty"`
-	// conditions are Ready, Progressing and Degraded, each with its observedGeneration.
+	// conditions, each with its observedGeneration: Ready (every desired node exists and runs
+	// the current pod spec, every replica is synced and every slot is served), Progressing (the
+	// operator is working toward Ready), Degraded (a cluster formed once that is not Ready, or
+	// that the operator cannot manage), and DataLost (True once a shard lost every copy of its
+	// data and was served again, empty; its message names the shards, slots and time; the
+	// operator never clears it).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

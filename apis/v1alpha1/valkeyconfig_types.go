@@ -15,6 +15,10 @@ import (
 // supplies the whole list, and an explicit empty list clears the inherited bindings). A missing
 // base or a cycle makes every cluster using the config Invalid.
 //
+// A node's image, resources and valkey.conf are fixed when it is created. A change here applies
+// to nodes created afterwards; running nodes are not replaced yet (rolling replacement is not
+// built): the cluster's Ready condition names the nodes that run an older spec.
+//
 // Its deepcopy is hand-written (deepcopy.go): controller-gen's generator mishandles the
 // DirectiveValue alias.
 // +kubebuilder:object:generate=false
@@ -78,7 +82,8 @@ type ValkeyConfigSpec struct {
 
 	// acl are platform-level user bindings, applied to every cluster that uses this config.
 	// A cluster's own spec.acl adds to them but may not bind a username bound here. At most
-	// 64 entries, one per username.
+	// 64 entries, one per username. As with spec.acl, running nodes do not reload a change
+	// yet.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.username == a.username))",message="duplicate username in ACL bindings: each username may be bound only once; merge the entries into one"

@@ -18,7 +18,8 @@ type ValkeyImageSpec struct {
 	Tag string `json:"tag"`
 
 	// version is the semantic version (MAJOR.MINOR.PATCH) of the Valkey inside the image,
-	// such as 9.0.0. The operator trusts it to decide what the nodes support.
+	// such as 9.0.0. It is meant to tell the operator what the nodes support; no feature of
+	// this release depends on it yet.
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule=`self.matches('^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$')`,message="version must be the semantic version of the Valkey in the image, MAJOR.MINOR.PATCH like 9.0.0"
 	Version string `json:"version"`

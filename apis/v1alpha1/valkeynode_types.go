@@ -72,6 +72,7 @@ type ValkeyNodeSpec struct {
 	ShardIndex int32 `json:"shardIndex"`
 
 	// tlsSecret names the TLS Secret mounted into the node's pod when its cluster uses TLS.
+	// TLS is not supported yet, so it is empty.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	TLSSecret string `json:"tlsSecret,omitempty"`

@@ -114,7 +114,7 @@ func valkeyProgress(ctx context.Context, vc *v1.ValkeyCluster) (formed, synced b
 		}
 	}
 	var s corev1.Secret
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: vc.Name + "-operator-credentials"}, &s); err != nil {
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: v1.OperatorAuthSecretName(vc.Name)}, &s); err != nil {
 		return false, false
 	}
 	creds := valkey.Credentials{Username: "_momento_operator", Password: string(s.Data["password"])}

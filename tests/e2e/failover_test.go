@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/controllers"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/tests/harness"
 	"github.com/gomomento/valkey-operator/valkey"
@@ -33,11 +34,11 @@ const (
 	// takeoverMsg is logged when the operator issues CLUSTER FAILOVER TAKEOVER.
 	takeoverMsg = logging.MsgNoQuorumTakeover
 	// dataLostCondition is the condition type that says a shard lost every copy of its data;
-	// a condition of any type with reason dataLostReason counts as well (a Degraded reason).
-	dataLostCondition = "DataLost"
-	dataLostReason    = "DataLost"
-	// dataLostWarn is a substring of the WARN line's message for a shard served again empty.
-	dataLostWarn = "lost"
+	// a condition of any type with reason dataLostReason counts as well.
+	dataLostCondition = v1.ConditionDataLost
+	dataLostReason    = controllers.ReasonShardDataLost
+	// dataLostWarn is the WARN line's message for a shard served again empty.
+	dataLostWarn = logging.MsgShardDataLost
 	// healTimeout bounds a wait for Ready after a fault: a safety net, not a speed claim
 	// (the benchmarks measure speed).
 	healTimeout = 4 * time.Minute
@@ -411,7 +412,6 @@ func cordon(t *testing.T, node string, unschedulable bool) {
 func TestEveryPodKilled(t *testing.T) {
 	// Observed before the implementation: re-formed Ready 7.2 s after, every key gone, and no
 	// WARN line and no condition said so.
-	t.Skip("needs data-loss reporting (WARN line and condition naming the shards): issue 8")
 	ns := "kill-all"
 	vc := activeCluster(t, ns, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
@@ -439,19 +439,26 @@ func TestEveryPodKilled(t *testing.T) {
 	if r.LostReplicated+r.LostUnreplicated != r.Acked {
 		t.Errorf("%d of %d keys survived the loss of every pod: was the data really gone?", r.Acked-r.LostReplicated-r.LostUnreplicated, r.Acked)
 	}
-	var warned bool
+	warned := map[string]bool{} // shard -> a WARN line named it
 	for _, l := range parseLog(t, operator.Logs()) {
 		if l.Level == "WARN" && strings.HasSuffix(l.ref(), "."+ns) && strings.Contains(strings.ToLower(l.message()), dataLostWarn) {
-			_, one := l.Fields[logging.FieldShard]
+			shard, one := l.Fields[logging.FieldShard]
 			_, many := l.Fields[logging.FieldShards]
 			if !one && !many {
 				t.Errorf("data-loss WARN line names no shard: %s", l.raw)
 			}
-			warned = true
+			if slots, _ := l.Fields[logging.FieldSlots].(string); slots == "" {
+				t.Errorf("data-loss WARN line names no slots: %s", l.raw)
+			}
+			warned[fmt.Sprint(shard)] = true
 		}
 	}
-	if !warned {
-		t.Errorf("no WARN line with %q for %s", dataLostWarn, ns)
+	if len(warned) != 3 {
+		t.Errorf("WARN lines with %q for %s name shards %v, want all 3", dataLostWarn, ns, warned)
+	}
+	// Nothing waited for a failover: no shard had a live replica to promote.
+	if logged(t, logging.MsgPrimaryUnhealthyWaiting, ns) {
+		t.Errorf("%q logged although every replica was killed too", logging.MsgPrimaryUnhealthyWaiting)
 	}
 	cur := currentCluster(t, vc)
 	var found *string
@@ -465,6 +472,11 @@ func TestEveryPodKilled(t *testing.T) {
 		t.Errorf("no %s condition (or reason) in %+v", dataLostCondition, cur.Status.Conditions)
 	case !strings.Contains(strings.ToLower(*found), "shard"):
 		t.Errorf("the data-loss condition does not name the shards: %q", *found)
+	default:
+		t.Logf("%s: %s", dataLostCondition, *found)
+	}
+	if cur.Status.State != v1.StateActive || cur.Status.Message != "" {
+		t.Errorf("re-formed: state %s, message %q; want Active and no message", cur.Status.State, cur.Status.Message)
 	}
 }
 

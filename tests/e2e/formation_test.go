@@ -43,9 +43,32 @@ func TestFormation(t *testing.T) {
 				t.Fatal(err)
 			}
 			verifyValkey(t, got, int(c.shards), int(c.replicas))
+			// Ready once every replica synced (verifyValkey waited for the links): reported
+			// within a pass or two, not on the next 30 s tick.
+			synced := time.Now()
+			ready := waitReady(t, got, int(c.shards), int(c.replicas), nil, 10*time.Second)
+			t.Logf("Ready %s after Valkey said every replica synced", ready.Sub(synced).Round(time.Millisecond))
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), got); err != nil {
+				t.Fatal(err)
+			}
 			n := int(c.shards * (c.replicas + 1))
 			if int(got.Status.ReadyNodes) != n || len(got.Status.Nodes) != n || got.Status.Shards != c.shards {
 				t.Fatalf("status: ready %d, nodes %d, shards %d", got.Status.ReadyNodes, len(got.Status.Nodes), got.Status.Shards)
+			}
+			// Healthy: status.message is empty (users alert on it), every node ready, nothing lost.
+			if got.Status.Message != "" {
+				t.Errorf("status.message %q on a healthy cluster", got.Status.Message)
+			}
+			for _, nd := range got.Status.Nodes {
+				if !nd.Ready || nd.NodeID == "" || nd.Role == "" {
+					t.Errorf("status.nodes: %+v", nd)
+				}
+			}
+			if c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDataLost); c != nil {
+				t.Errorf("DataLost on a new cluster: %+v", c)
+			}
+			if c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
+				t.Errorf("Degraded on a Ready cluster: %+v", c)
 			}
 			waitNodesActive(t, got, n, nil)
 			out, err := harness.Kubectl(cluster, nil, "get", "valkeycluster", "-n", c.ns)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/tests/harness"
 )
 
@@ -163,7 +164,45 @@ func TestSoleNodeShardIsServedAgain(t *testing.T) {
 	if err := cluster.Kubelet.KillPod(ns, victim); err != nil {
 		t.Fatal(err)
 	}
+	var shard int32 = -1
+	for _, n := range vc.Status.Nodes {
+		if n.Pod == victim {
+			shard = n.Shard
+		}
+	}
 	verifyValkey(t, waitHealed(t, vc, victim, 2), 2, 0)
+	checkDataLost(t, vc, shard)
+}
+
+// checkDataLost checks that the operator said shard lost its data: a WARN line naming the shard
+// and its slots, and the DataLost condition naming the shard; and that no other shard was said to.
+func checkDataLost(t *testing.T, vc *v1.ValkeyCluster, shard int32) {
+	t.Helper()
+	var warned []string
+	for _, l := range parseLog(t, operator.Logs()) {
+		if l.message() == logging.MsgShardDataLost && strings.HasSuffix(l.ref(), "."+vc.Namespace) {
+			if l.Level != "WARN" {
+				t.Errorf("data loss at %s: %s", l.Level, l.raw)
+			}
+			warned = append(warned, fmt.Sprintf("shard %v slots %v", l.Fields[logging.FieldShard], l.Fields[logging.FieldSlots]))
+			if fmt.Sprint(l.Fields[logging.FieldShard]) != fmt.Sprint(shard) {
+				t.Errorf("data-loss WARN for shard %v, want only shard %d: %s", l.Fields[logging.FieldShard], shard, l.raw)
+			}
+		}
+	}
+	if len(warned) == 0 {
+		t.Errorf("no %q WARN line for shard %d", logging.MsgShardDataLost, shard)
+	}
+	var cur v1.ValkeyCluster
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionDataLost)
+	if c == nil || c.Status != "True" || !strings.Contains(c.Message, fmt.Sprintf("shard %d ", shard)) {
+		t.Errorf("DataLost condition %+v does not name shard %d", c, shard)
+	} else {
+		t.Logf("WARN %v; %s: %s", warned, c.Type, c.Message)
+	}
 }
 
 // TestPodsFailingOnStartAreNotReplacedWithoutEnd: a directive valkey-server rejects makes
@@ -253,4 +292,5 @@ func TestLostShardIsServedAgain(t *testing.T) {
 	}
 	healed := waitHealed(t, vc, victims[0], 6)
 	verifyValkey(t, healed, 3, 1)
+	checkDataLost(t, vc, shard)
 }
