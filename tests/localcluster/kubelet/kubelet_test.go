@@ -947,7 +947,8 @@ func TestLivenessKillsHungContainer(t *testing.T) {
 		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{
 			"sh", "-c", `test "$(REDISCLI_AUTH="$(cat /etc/valkey-auth/password)" valkey-cli --no-auth-warning -h 127.0.0.1 PING)" = PONG`,
 		}}},
-		PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 2,
+		// The initial delay lets the server start on a loaded machine before a failed probe counts.
+		InitialDelaySeconds: 5, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 2,
 	}
 	createPod(t, ns, p)
 	running := waitPod(t, ns, "valkey-hung", 30*time.Second, "pod running", func(p *corev1.Pod) bool {
@@ -959,7 +960,7 @@ func TestLivenessKillsHungContainer(t *testing.T) {
 	})
 	pid(t, running) // checked for leftovers at the end
 	// A healthy server passes: several periods later (past failureThreshold) it still runs.
-	time.Sleep(4 * time.Second)
+	time.Sleep(8 * time.Second) // past the initial delay and failureThreshold periods
 	if got := getPod(t, ns, "valkey-hung"); got.Status.Phase != corev1.PodRunning {
 		t.Fatalf("a healthy server's pod is %s: %+v", got.Status.Phase, got.Status.ContainerStatuses)
 	}
