@@ -152,12 +152,9 @@ func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyClu
 	}
 	if state == fsm.Active {
 		for _, w := range obs.snapshot.AwaitingFailover() {
-			// The operator itself promotes the shard's replica on this pass, or did so a moment
-			// ago: it is not waiting for Valkey's auto-failover, and saying so would contradict
-			// the failover line.
-			if f := plan.NextFailover(obs.snapshot, pl); f != nil && f.PrimaryID == w.PrimaryID {
-				continue
-			}
+			// Logged even when the operator promotes the replica itself on this pass: the line is
+			// the log contract's signal that a shard lost its primary, which runbooks and alerts
+			// key on; the promotion has its own line beside it.
 			if !r.ticks.due(fmt.Sprintf("failover/%s/%s/%d", vc.Namespace, vc.Name, w.Shard), time.Now()) {
 				continue
 			}
