@@ -127,7 +127,9 @@ func TestNoForgetOfAnUnreachableNode(t *testing.T) {
 // at once, does not hold back the steps that need every node's answer, and is retired once its
 // replacement has joined and synced. The same pod still answering is alive and left alone.
 func TestPodLostWithItsNodeIsReplacedThenRetired(t *testing.T) {
-	lost := func(p *fsm.Pod) { p.NodeLost, p.Ready, p.Node = true, false, &fsm.Node{Reachable: false, Err: "i/o timeout"} }
+	lost := func(p *fsm.Pod) {
+		p.NodeLost, p.Ready, p.Node = true, false, &fsm.Node{Reachable: false, Err: "i/o timeout"}
+	}
 	s := newSnapshot(fsm.Active, 3, 1, formed, withPod("p1-1", lost))
 	if p := Pass(fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{1}}) {
 		t.Fatalf("actions %v, waiting %q", p.Actions, p.Waiting)
