@@ -8,13 +8,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
-	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
 // Valkey connections are kept open across passes in r.conns, keyed by cluster, node address
 // and credentials (valkey.Pool). A connection is closed when its node leaves (the pod is gone,
-// failed, being deleted or has another IP: retainConnections after every observation), when
+// failed, its process exited or has another IP: retainConnections after every observation), when
 // the credentials change (the pool compares them on every use) and when the cluster is deleted
 // or its namespace goes away (Forget in the pass).
 
@@ -24,11 +23,13 @@ func clusterKey(vc *v1.ValkeyCluster) string { return client.ObjectKeyFromObject
 // nodeAddr is the address the operator reaches a pod's node at.
 func nodeAddr(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(ClientPort)) }
 
-// retainConnections closes the connections of nodes that are no longer live pods of vc.
+// retainConnections closes the connections of nodes that this pass's observation did not
+// query: exactly the pods observe asked (a node view is set on those alone), so a draining
+// primary that is still asked keeps its connection until its process exits.
 func (r *ValkeyClusterReconciler) retainConnections(vc *v1.ValkeyCluster, obs *observation) {
 	var addrs []string
 	for _, p := range obs.snapshot.Pods {
-		if p.Phase == fsm.PodRunning && p.IP != "" && !p.Deleting && p.Node != nil {
+		if p.Node != nil && p.IP != "" {
 			addrs = append(addrs, nodeAddr(p.IP))
 		}
 	}

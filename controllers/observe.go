@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"net"
 	"sort"
 	"strconv"
 	"time"
@@ -76,7 +75,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		// drain) says which node id it is and whether it still serves, so that its slots are
 		// handed over before it stops.
 		if p.Phase == fsm.PodRunning && p.IP != "" && !p.Exited && problem == "" {
-			addrs = append(addrs, net.JoinHostPort(p.IP, strconv.Itoa(ClientPort)))
+			addrs = append(addrs, nodeAddr(p.IP))
 			queried = append(queried, len(o.snapshot.Pods))
 		}
 		o.snapshot.Pods = append(o.snapshot.Pods, p)
