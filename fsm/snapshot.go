@@ -223,14 +223,7 @@ func (s Snapshot) Formed() bool {
 
 // Synced reports whether every replica's link to its primary is up: a replica that is
 // attached but not yet synced holds no data and cannot take over its shard.
-func (s Snapshot) Synced() bool {
-	for _, p := range s.LivePods() {
-		if n := p.Node; n != nil && n.Reachable && !n.Primary && !n.LinkUp {
-			return false
-		}
-	}
-	return true
-}
+func (s Snapshot) Synced() bool { return len(s.Unsynced()) == 0 }
 
 // Serving reports whether some reachable node says cluster_state:ok with every slot assigned:
 // the cluster was formed once and still serves, whatever else drifted.
