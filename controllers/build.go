@@ -295,27 +295,54 @@ func buildCredentialSecret(vc *v1.ValkeyCluster) (*corev1.Secret, error) {
 	}, nil
 }
 
-// podSpecHash is the hash of everything that, when changed, requires replacing a pod: image,
-// resources, rendered config and hard placement. zoneSpread and podAnnotations are not in it,
-// nor the operator's shutdownFailover default and the pod's preStop delay: they only make a
-// node leave more gracefully, so an operator upgrade that adds them must not roll every pod;
-// nodes created from then on have them.
-func podSpecHash(vc *v1.ValkeyCluster, rc *ResolvedConfig, conf string) string {
-	if _, set := rc.Valkey[shutdownFailover[0]]; !set {
-		conf = strings.Replace(conf, shutdownFailover[0]+" "+shutdownFailover[1]+"\n", "", 1)
+// nodeSpecHash hashes what a node is built from, its ValkeyNode's spec, reduced to what the
+// change-impact table (concepts/reconciliation.md) says requires replacing it: the image,
+// resources, every valkey setting, placement.zones compared as a set and placement.nodeSelector.
+// Nothing else: not the config chain's names, not key order, not zoneSpread (future pods only),
+// not the TLS Secret (rotated in place), and not the operator's shutdownFailover default, which
+// only makes a node leave more gracefully: an operator upgrade that adds it must not roll every
+// pod. The same function hashes a live node's recorded spec and the spec a node created now
+// would get, so "outdated" is exactly "built from something else".
+func nodeSpecHash(spec *v1.ValkeyNodeSpec) string {
+	settings := maps.Clone(spec.ValkeySettings)
+	if settings[shutdownFailover[0]] == shutdownFailover[1] {
+		delete(settings, shutdownFailover[0])
 	}
 	var zones []string
 	var selector map[string]string
-	if p := vc.Spec.Placement; p != nil {
-		zones, selector = p.Zones, p.NodeSelector
+	if p := spec.Placement; p != nil {
+		zones = slices.Compact(slices.Sorted(slices.Values(p.Zones)))
+		selector = p.NodeSelector
+	}
+	if len(selector) == 0 {
+		selector = nil
 	}
 	data, _ := json.Marshal(struct {
-		Image, CPU, Memory, Conf string
-		Zones                    []string
-		NodeSelector             map[string]string
-	}{rc.Image.Image(), quantity(rc.Resources.CPU), quantity(rc.Resources.Memory), conf, zones, selector})
+		Image, CPU, Memory string
+		Settings           map[string]string
+		Zones              []string
+		NodeSelector       map[string]string
+	}{spec.Image, canonicalQuantity(spec.CPU), canonicalQuantity(spec.Memory), settings, zones, selector})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
+}
+
+// canonicalQuantity is q in Kubernetes' canonical form ("1000m" is "1"), or q itself when it
+// does not parse (then it is compared as written).
+func canonicalQuantity(q string) string {
+	if q == "" {
+		return ""
+	}
+	v, err := resource.ParseQuantity(q)
+	if err != nil {
+		return q
+	}
+	return v.String()
+}
+
+// desiredSpecHash is nodeSpecHash of the spec a node created now would be built from.
+func desiredSpecHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
+	return nodeSpecHash(&buildValkeyNode(vc, rc, "", 0, "").Spec)
 }
 
 func quantity(q *resource.Quantity) string {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +67,7 @@ func TestBuildPodGolden(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
 	conf := renderValkeyConf(rc)
 	vn := newTestNode(vc, rc)
-	pod := buildPod(vc, rc, vn, podSpecHash(vc, rc, conf), v1.ZoneSpreadBestEffort)
+	pod := buildPod(vc, rc, vn, desiredSpecHash(vc, rc), v1.ZoneSpreadBestEffort)
 	golden(t, "pod.yaml", marshal(t, pod))
 	golden(t, "valkey.conf", []byte(conf))
 }
@@ -161,14 +163,35 @@ func TestValkeySettingsAreTheRenderedConf(t *testing.T) {
 	}
 }
 
+// The spec hash is the outdated test of a rolling upgrade: it changes with exactly the rows of
+// the change-impact table that roll pods, and with nothing else.
 func TestSpecHash(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
-	base := podSpecHash(vc, rc, renderValkeyConf(rc))
-	same := newTestCluster()
-	same.Spec.PodAnnotations = map[string]string{"other": "x"}
-	same.Spec.Placement.ZoneSpread = v1.ZoneSpreadBestEffort
-	if h := podSpecHash(same, rc, renderValkeyConf(rc)); h != base {
-		t.Fatal("podAnnotations or zoneSpread changed the spec hash; they must not replace pods")
+	base := desiredSpecHash(vc, rc)
+	if got := nodeSpecHash(&newTestNode(vc, rc).Spec); got != base {
+		t.Fatalf("a node built now hashes %s, the spec %s: every new node would be outdated", got, base)
+	}
+	for name, mutate := range map[string]func(*v1.ValkeyCluster, *ResolvedConfig){
+		"podAnnotations": func(c *v1.ValkeyCluster, _ *ResolvedConfig) { c.Spec.PodAnnotations = map[string]string{"other": "x"} },
+		"zoneSpread":     func(c *v1.ValkeyCluster, _ *ResolvedConfig) { c.Spec.Placement.ZoneSpread = v1.ZoneSpreadBestEffort },
+		"chain names":    func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Chain = []string{"renamed", "base"} },
+		"zone order": func(c *v1.ValkeyCluster, _ *ResolvedConfig) {
+			slices.Reverse(c.Spec.Placement.Zones)
+			c.Spec.Placement.Zones = append(c.Spec.Placement.Zones, c.Spec.Placement.Zones[0])
+		},
+		"quantity spelling": func(_ *v1.ValkeyCluster, r *ResolvedConfig) {
+			if r.Resources.CPU != nil {
+				r.Resources.CPU = ptr.To(resource.MustParse(fmt.Sprintf("%dm", r.Resources.CPU.MilliValue())))
+			}
+		},
+		"shutdown-on-sigterm default": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Version = "9.1.2" },
+		"tls secret":                  func(c *v1.ValkeyCluster, _ *ResolvedConfig) { c.Spec.TLS = &v1.TLSSpec{SecretRef: "other"} },
+	} {
+		c, r := newTestCluster(), newResolved()
+		mutate(c, r)
+		if h := desiredSpecHash(c, r); h != base {
+			t.Errorf("changing %s changed the spec hash; it must not replace pods", name)
+		}
 	}
 	for name, mutate := range map[string]func(*v1.ValkeyCluster, *ResolvedConfig){
 		"image":        func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Tag = "8.0.2" },
@@ -179,7 +202,7 @@ func TestSpecHash(t *testing.T) {
 	} {
 		c, r := newTestCluster(), newResolved()
 		mutate(c, r)
-		if podSpecHash(c, r, renderValkeyConf(r)) == base {
+		if desiredSpecHash(c, r) == base {
 			t.Errorf("changing %s did not change the spec hash", name)
 		}
 	}
@@ -276,10 +299,12 @@ func TestHandoverOnDeletion(t *testing.T) {
 		if strings.Contains(conf, line) != c.nine {
 			t.Errorf("%s: shutdown-on-sigterm failover rendered: %v, want %v", c.version, !c.nine, c.nine)
 		}
-		if got := podSpecHash(vc, rc, conf); got != podSpecHash(vc, rc, strings.Replace(conf, line, "", 1)) {
+		vn := buildValkeyNode(vc, rc, "my-cluster-8c04d", 0, "")
+		withoutDefault := vn.Spec.DeepCopy()
+		delete(withoutDefault.ValkeySettings, "shutdown-on-sigterm")
+		if nodeSpecHash(&vn.Spec) != nodeSpecHash(withoutDefault) {
 			t.Errorf("%s: the handover directive changed the spec hash", c.version)
 		}
-		vn := buildValkeyNode(vc, rc, "my-cluster-8c04d", 0, "")
 		hook := buildPod(vc, rc, vn, "h", v1.ZoneSpreadBestEffort).Spec.Containers[0].Lifecycle
 		if (hook != nil) == c.nine {
 			t.Errorf("%s: preStop hook %+v", c.version, hook)
@@ -288,12 +313,17 @@ func TestHandoverOnDeletion(t *testing.T) {
 			t.Errorf("the preStop delay must end within terminationGracePeriodSeconds")
 		}
 	}
-	// A directive the user sets is theirs, and in the hash like any other.
+	// A directive the user sets is theirs, and in the hash like any other (setting it to the
+	// operator's own default builds the same node).
 	rc := newResolved()
 	rc.Image.Version = "9.1.2"
-	base := podSpecHash(vc, rc, renderValkeyConf(rc))
-	rc.Valkey = map[string]string{"shutdown-on-sigterm": "failover"}
-	if !strings.Contains(renderValkeyConf(rc), line) || podSpecHash(vc, rc, renderValkeyConf(rc)) == base {
+	base := desiredSpecHash(vc, rc)
+	rc.Valkey["shutdown-on-sigterm"] = "failover"
+	if !strings.Contains(renderValkeyConf(rc), line) || desiredSpecHash(vc, rc) != base {
+		t.Errorf("shutdown-on-sigterm set to the operator's default is rendered once and builds the same node")
+	}
+	rc.Valkey["shutdown-on-sigterm"] = "nosave"
+	if desiredSpecHash(vc, rc) == base {
 		t.Errorf("a configured shutdown-on-sigterm is rendered and hashed")
 	}
 }

@@ -70,6 +70,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			p.Deleting = true
 		} else {
 			p.Lifecycle = string(vn.Spec.Lifecycle)
+			p.SpecHash = nodeSpecHash(&vn.Spec)
 		}
 		// A deleting pod whose process still runs is asked too: a primary on its way out (a
 		// drain) says which node id it is and whether it still serves, so that its slots are
@@ -83,6 +84,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	for name, vn := range nodes {
 		if _, ok := o.pods[name]; !ok && vn.DeletionTimestamp == nil {
 			lost := lostNode(vn)
+			lost.SpecHash = nodeSpecHash(&vn.Spec)
 			lost.LastNodeID = lastIDs[name]
 			o.snapshot.Pods = append(o.snapshot.Pods, lost)
 		}
@@ -153,6 +155,7 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.SlotsAssigned, _ = strconv.Atoi(v.ClusterInfo["cluster_slots_assigned"])
 	n.LinkUp = v.ReplicaLinkUp()
 	n.ReplOffset, _ = v.ReplicationOffset()
+	n.SyncInProgress = v.Replication["master_sync_in_progress"] == "1"
 	n.Known = map[string]slot.Set{}
 	n.Failed = map[string]bool{}
 	n.Suspected = map[string]bool{}

@@ -99,15 +99,15 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 	var creds valkey.Credentials
-	var conf, hash string
+	var hash string
 	if problem == "" {
-		if creds, conf, err = r.ensureObjects(ctx, log, &vc, rc, roles); err != nil {
+		if creds, err = r.ensureObjects(ctx, log, &vc, rc, roles); err != nil {
 			if missing := (*credentialMissing)(nil); errors.As(err, &missing) {
 				return r.holdWithoutCredential(ctx, log, &vc, missing)
 			}
 			return ctrl.Result{}, err
 		}
-		hash = podSpecHash(&vc, rc, conf)
+		hash = desiredSpecHash(&vc, rc)
 	}
 	obs, err := r.observe(ctx, &vc, problem, hash, creds)
 	if err != nil {
@@ -193,11 +193,11 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 
 // ensureObjects creates what the pods need before they start: the operator's credential
 // Secret (once), the headless Service and the ACL Secret (kept up to date). It returns the
-// operator's credentials and the rendered config.
-func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, roles map[string]v1.ValkeyRoleSpec) (valkey.Credentials, string, error) {
+// operator's credentials.
+func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, roles map[string]v1.ValkeyRoleSpec) (valkey.Credentials, error) {
 	password, err := r.ensureCredential(ctx, vc)
 	if err != nil {
-		return valkey.Credentials{}, "", err
+		return valkey.Credentials{}, err
 	}
 	creds := valkey.Credentials{Username: OperatorUser, Password: password}
 
@@ -206,18 +206,17 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	if apierrors.IsNotFound(err) {
 		log.Info(logging.MsgCreatingService)
 		if err := r.Create(ctx, buildService(vc)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return creds, "", fmt.Errorf("create service: %w", err)
+			return creds, fmt.Errorf("create service: %w", err)
 		}
 	} else if err != nil {
-		return creds, "", fmt.Errorf("get service: %w", err)
+		return creds, fmt.Errorf("get service: %w", err)
 	}
 
 	// valkey.conf is rendered per node, into the node's own ConfigMap when it is created.
-	conf := renderValkeyConf(rc)
 	if err := r.apply(ctx, buildSecret(vc, renderACL(vc, roles, password), password)); err != nil {
-		return creds, "", err
+		return creds, err
 	}
-	return creds, conf, nil
+	return creds, nil
 }
 
 // ensureCredential returns the operator's password for vc, generating its Secret once, for a

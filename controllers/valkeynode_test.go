@@ -83,9 +83,10 @@ func TestObserveJoinsNodesAndPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A node's spec hash is what its ValkeyNode records it was built from, pod or no pod.
 	want := []fsm.Pod{
-		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining"},
-		{Name: lost.Name, Shard: 1, Phase: fsm.PodFailed, Failure: "pod missing", Lifecycle: "Active"},
+		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: nodeSpecHash(&joining.Spec)},
+		{Name: lost.Name, Shard: 1, Phase: fsm.PodFailed, Failure: "pod missing", Lifecycle: "Active", SpecHash: nodeSpecHash(&lost.Spec)},
 		{Name: gone.Name, Shard: 0, Phase: fsm.PodPending, Deleting: true},
 		{Name: foreign.Name, Shard: 0, Phase: fsm.PodPending, Deleting: true},
 	}
@@ -128,7 +129,7 @@ func TestRetireNodeMarksLeavingThenDeletes(t *testing.T) {
 	}).Build()
 	r := &ValkeyClusterReconciler{Client: c, APIReader: c}
 	obs := &observation{nodes: map[string]*v1.ValkeyNode{vn.Name: vn}}
-	if err := r.retireNode(context.Background(), zap.NewNop(), obs, vn.Name); err != nil {
+	if err := r.retireNode(context.Background(), zap.NewNop(), obs, vn.Name, ""); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"update my-cluster-aaaaa Leaving", "delete my-cluster-aaaaa"}; !slices.Equal(calls, want) {
@@ -139,7 +140,7 @@ func TestRetireNodeMarksLeavingThenDeletes(t *testing.T) {
 	}
 	// Resumed by a restarted operator: the node is already Leaving, or already gone.
 	calls = nil
-	if err := r.retireNode(context.Background(), zap.NewNop(), obs, vn.Name); err != nil || len(calls) != 1 {
+	if err := r.retireNode(context.Background(), zap.NewNop(), obs, vn.Name, ""); err != nil || len(calls) != 1 {
 		t.Fatalf("retiring a node that is gone: %v, calls %v", err, calls)
 	}
 }
