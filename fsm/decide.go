@@ -12,8 +12,10 @@ type Decision struct {
 //
 //  0. A new object (Initial) bootstraps, or goes Invalid.
 //  1. A spec problem means Invalid, whatever the state: nothing is deleted there.
-//  2. Active and Upgrading stay where they are: a formed cluster is healed in place, never
-//     re-bootstrapped. (Upgrading is entered by the rolling-upgrade planner, not yet here.)
+//  2. A formed cluster (Active, Upgrading) is healed in place, never re-bootstrapped. It is
+//     Upgrading while its nodes are not yet what the spec asks for (Snapshot.Changing: nodes of
+//     an older spec, replicas or shards added or removed), and Active again once they are and
+//     the cluster is formed and in agreement. Healing a failed node is not a change.
 //  3. Otherwise the cluster goes to the furthest state it has reached: Active once formed and in
 //     agreement (or, coming back from Invalid, once it is serving), Forming once every pod
 //     runs with an IP (and it stays Forming while a lost pod is replaced), else Bootstrapping.
@@ -33,6 +35,12 @@ func decideTarget(current State, s Snapshot) (State, string) {
 	case current == Initial:
 		return Bootstrapping, "new cluster"
 	case current == Active || current == Upgrading:
+		if why := s.Changing(); why != "" {
+			return Upgrading, why
+		}
+		if current == Upgrading && s.Formed() {
+			return Active, "every node is up to date and the topology is the spec's"
+		}
 		return current, ""
 	case s.Formed():
 		return Active, "cluster formed and in agreement"

@@ -107,6 +107,18 @@ func formed(s *Snapshot) {
 
 func withProblem(msg string) opt { return func(s *Snapshot) { s.SpecProblem = msg } }
 func withoutPods(s *Snapshot)    { s.Pods = nil }
+
+// withSpec: the spec now resolves to hash; the pods were built from another.
+func withSpec(hash string) opt {
+	return func(s *Snapshot) {
+		s.SpecHash = hash
+		for i := range s.Pods {
+			s.Pods[i].SpecHash = "old"
+		}
+	}
+}
+
+func withReplicas(n int) opt { return func(s *Snapshot) { s.ReplicasPerShard = n } }
 func withPending(name string) opt {
 	return func(s *Snapshot) {
 		for i := range s.Pods {
@@ -149,6 +161,12 @@ func TestDecide(t *testing.T) {
 		{"invalid, serving cluster: activate", newSnapshot(Invalid, 3, 1, formed, withFailed("p1-1")), EventActivate},
 		{"invalid, pods up, unformed: form", newSnapshot(Invalid, 1, 0), EventForm},
 		{"single node 1x0 formed", newSnapshot(Forming, 1, 0, formed), EventActivate},
+		{"active with nodes of an older spec: upgrade", newSnapshot(Active, 3, 1, formed, withSpec("new")), EventUpgrade},
+		{"active, replicas scaled down: upgrade", newSnapshot(Active, 3, 1, formed, withReplicas(0)), EventUpgrade},
+		{"active, replicas scaled up: upgrade", newSnapshot(Active, 3, 1, formed, withReplicas(2)), EventUpgrade},
+		{"upgrading, still outdated: stays", newSnapshot(Upgrading, 3, 1, formed, withSpec("new")), ""},
+		{"upgrading, done and formed: activate", newSnapshot(Upgrading, 3, 1, formed), EventActivate},
+		{"upgrading, done, a retired id not yet forgotten: stays", newSnapshot(Upgrading, 3, 1, formed, withFailed("p2-1")), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

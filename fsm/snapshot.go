@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gomomento/valkey-operator/slot"
@@ -17,7 +19,7 @@ type Snapshot struct {
 	SpecProblem string
 	// Shards and ReplicasPerShard are the desired topology.
 	Shards, ReplicasPerShard int
-	// SpecHash is the hash of the pod spec the operator would create now (see Pod.SpecHash).
+	// SpecHash is the hash of what a node created now would be built from (see Pod.SpecHash).
 	SpecHash string
 	// Pods are the cluster's pods, any phase, sorted by name.
 	Pods []Pod
@@ -70,7 +72,9 @@ type Pod struct {
 	Deleting bool
 	// Unschedulable is the scheduler's own message when PodScheduled is False.
 	Unschedulable string
-	// SpecHash is the pod's spec-hash annotation.
+	// SpecHash is the hash of what the pod's node was built from (its ValkeyNode's spec: image,
+	// resources, valkey settings, hard placement). A node whose hash is not Snapshot.SpecHash is
+	// outdated and is replaced by a rolling upgrade.
 	SpecHash string
 	// Failure says how a Failed pod's container ended ("Error, exit code 1").
 	Failure string
@@ -125,6 +129,8 @@ type Node struct {
 	LinkUp bool
 	// ReplOffset is master_repl_offset: how much of the replication stream the node applied.
 	ReplOffset int64
+	// SyncInProgress is master_sync_in_progress:1 (replicas only): a full sync is under way.
+	SyncInProgress bool
 }
 
 // DesiredNodes is shards × (replicas + 1).
@@ -375,4 +381,56 @@ func NodeReady(p Pod) bool {
 		return len(n.MySlots) > 0
 	}
 	return n.PrimaryID != "" && n.LinkUp
+}
+
+// CatchUpBytes is how far a replica's replication offset may trail its primary's and still count
+// as caught up. The two offsets are read a few milliseconds apart from a primary that takes
+// writes, so they are rarely equal; a replica still loading its first sync or cut from its
+// primary trails by far more.
+const CatchUpBytes = 1 << 20
+
+// CaughtUp reports whether replica holds a current copy of primary's data: its link is up, no
+// full sync is in progress, and its offset trails the primary's by at most CatchUpBytes. Only a
+// caught-up replica is a safe place for a rolling upgrade to fail over to, or lets one retire
+// another copy of the shard.
+func CaughtUp(replica, primary Pod) bool {
+	r, p := replica.Node, primary.Node
+	if r == nil || p == nil || !r.Reachable || !p.Reachable || r.Primary || r.PrimaryID != p.ID {
+		return false
+	}
+	return r.LinkUp && !r.SyncInProgress && r.ReplOffset > 0 && p.ReplOffset-r.ReplOffset <= CatchUpBytes
+}
+
+// Changing says why the cluster's nodes are not yet what the spec asks for, "" when they are:
+// nodes of an older spec are still live, a shard has more live nodes than wanted, fewer nodes of
+// any kind than wanted (replicas or shards were added: a pod that merely failed still has its
+// record and is not a change), or nodes of a shard the spec no longer has. It is what Upgrading
+// means (SPEC.md §2.1): pods replaced, shards or replicas added or removed. Healing a failed
+// node is not a change.
+func (s Snapshot) Changing() string {
+	if out := s.Outdated(); len(out) > 0 {
+		return fmt.Sprintf("rolling upgrade: %d of %d nodes run an older spec (%s)", len(out), len(s.LivePods()), strings.Join(out, ", "))
+	}
+	records := make([]int, s.Shards)
+	for _, p := range s.Pods {
+		switch {
+		case p.Deleting:
+		case p.Shard >= s.Shards || p.Shard < 0:
+			if !p.Deleting && p.Phase != PodFailed && p.Phase != PodSucceeded {
+				return fmt.Sprintf("node %s belongs to shard %d, which the spec no longer has", p.Name, p.Shard)
+			}
+		default:
+			records[p.Shard]++
+		}
+	}
+	want := s.ReplicasPerShard + 1
+	for shard, pods := range s.ShardPods() {
+		switch {
+		case len(pods) > want:
+			return fmt.Sprintf("shard %d has %d nodes, %d wanted", shard, len(pods), want)
+		case records[shard] < want:
+			return fmt.Sprintf("shard %d has %d nodes, %d wanted", shard, records[shard], want)
+		}
+	}
+	return ""
 }
