@@ -80,7 +80,11 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
 				if err = c.Failover(ctx, valkey.FailoverCoordinated); err == nil {
-					log.Info(logging.MsgPrimaryLeavingHandover, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+					msg := logging.MsgPrimaryLeavingHandover
+					if a.Roll {
+						msg = logging.MsgFailoverForUpgrade
+					}
+					log.Info(msg, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
 				}
 			}
 		case plan.Forget:
@@ -96,7 +100,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				}
 			}
 		case plan.DeletePod:
-			err = r.retireNode(ctx, log, obs, a.Pod)
+			err = r.retireNode(ctx, log, obs, a.Pod, a.Reason)
 		default:
 			err = fmt.Errorf("broken invariant: no executor for action %T", a)
 		}
@@ -135,8 +139,8 @@ func (t *tickLog) due(key string, now time.Time) bool {
 	return true
 }
 
-// logHeartbeat logs, once per tick however often passes run: `active tick` for an Active
-// cluster, `bootstrap blocked` for every pod the scheduler cannot place, `primary unhealthy
+// logHeartbeat logs, once per tick however often passes run: `active tick` for a formed cluster
+// (Active or Upgrading), `bootstrap blocked` for every pod the scheduler cannot place, `primary unhealthy
 // but replicas exist, waiting for auto-failover` for every shard that lost its primary while a
 // live, reachable replica that synced still follows it (AwaitingFailover: a shard with no such
 // replica lost its data, which MsgShardDataLost says when it is served again), and at WARN
@@ -150,7 +154,10 @@ func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyClu
 	if pl.Blocked != "" && r.ticks.due("blocked-start/"+vc.Namespace+"/"+vc.Name, time.Now()) {
 		log.Warn(logging.MsgPodsFailingOnStart, zap.String(logging.FieldReason, pl.Blocked))
 	}
-	if state == fsm.Active {
+	// A formed cluster keeps its heartbeat and its failover signal through an upgrade: alerts key
+	// on both, and a rolling upgrade is no reason for them to fire.
+	formed := state == fsm.Active || state == fsm.Upgrading
+	if formed {
 		for _, w := range obs.snapshot.AwaitingFailover() {
 			// Logged even when the operator promotes the replica itself on this pass: the line is
 			// the log contract's signal that a shard lost its primary, which runbooks and alerts
@@ -161,7 +168,7 @@ func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyClu
 			log.Info(logging.MsgPrimaryUnhealthyWaiting, logging.Pod(w.Replica), logging.Node(w.PrimaryID), zap.Int(logging.FieldShard, w.Shard))
 		}
 	}
-	if state == fsm.Active && r.ticks.due(vc.Namespace+"/"+vc.Name, time.Now()) {
+	if formed && r.ticks.due(vc.Namespace+"/"+vc.Name, time.Now()) {
 		log.Info(logging.MsgActiveTick, zap.Int(logging.FieldShards, int(vc.Spec.Shards)), zap.Int(logging.FieldNodes, len(obs.snapshot.LivePods())))
 	}
 }

@@ -23,8 +23,10 @@ const (
 	ReasonFailingOnStart = "PodsFailingOnStart"
 	ReasonNotFormed      = "NotFormed"
 	ReasonSyncing        = "ReplicasSyncing"
-	ReasonOutdated       = "NodesOutdated"
-	ReasonReconciling    = "Reconciling"
+	// ReasonOutdated: nodes of an older spec, or a shard not at its replica count, while a
+	// rolling upgrade or a replica scaling runs.
+	ReasonOutdated    = "Upgrading"
+	ReasonReconciling = "Reconciling"
 	// ReasonShardDataLost is the DataLost condition's reason.
 	ReasonShardDataLost = "ShardDataLost"
 )
@@ -44,7 +46,8 @@ type health struct {
 // decideHealth checks, in order: the spec is usable; every pod can be scheduled; no shard is
 // blocked on pods failing on start; every desired node exists, runs, answers, and the cluster is
 // formed and in agreement (every slot served, one primary per shard, the others its replicas);
-// every replica's link is up; every node runs the current pod spec. The first that fails is the
+// every replica's link is up; the nodes are what the spec asks for (fsm.Snapshot.Changing: every
+// node of the current spec, each shard at its replica count). The first that fails is the
 // reason. Pure.
 func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan) health {
 	if state == fsm.Invalid {
@@ -72,12 +75,13 @@ func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan)
 	if pods := s.Unsynced(); len(pods) > 0 {
 		return health{Reason: ReasonSyncing, Message: "waiting for replicas to sync with their primaries: " + strings.Join(pods, ", ")}
 	}
-	if pods := s.Outdated(); len(pods) > 0 {
-		// No planner replaces a pod of an older spec yet (rolling replacement is a later issue):
-		// waiting on it every second would change nothing.
-		return health{Reason: ReasonOutdated, Outside: true, Message: fmt.Sprintf(
-			"%d of %d nodes run an older pod spec (%s) and are not replaced yet: rolling replacement is not built",
-			len(pods), s.DesiredNodes(), strings.Join(pods, ", "))}
+	if why := s.Changing(); why != "" {
+		// The upgrade planner is on it: say what changes and what the pass waits for.
+		msg := why
+		if pl.Waiting != "" {
+			msg += "; " + pl.Waiting
+		}
+		return health{Reason: ReasonOutdated, Message: msg}
 	}
 	return health{Ready: true, Reason: ReasonReady}
 }

@@ -46,13 +46,17 @@ func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logge
 // retireNode removes the node named name: it first records the intent (lifecycle Leaving), so
 // that an operator restarted in between sees a node on its way out, then deletes the
 // ValkeyNode; the garbage collector deletes its pod and ConfigMap. A node that is already gone
-// is retired.
-func (r *ValkeyClusterReconciler) retireNode(ctx context.Context, log *zap.Logger, obs *observation, name string) error {
+// is retired. reason is why a live node goes (plan.DeletePod.Reason), "" for a failed one.
+func (r *ValkeyClusterReconciler) retireNode(ctx context.Context, log *zap.Logger, obs *observation, name, reason string) error {
 	vn, ok := obs.nodes[name]
 	if !ok {
 		return nil
 	}
-	log.Info(logging.MsgDeletingFailedPod, logging.Pod(name))
+	if reason == "" {
+		log.Info(logging.MsgDeletingFailedPod, logging.Pod(name))
+	} else {
+		log.Info(logging.MsgRetiringNode, logging.Pod(name), zap.String(logging.FieldReason, reason))
+	}
 	if vn.Spec.Lifecycle != v1.LifecycleLeaving {
 		vn = vn.DeepCopy()
 		vn.Spec.Lifecycle = v1.LifecycleLeaving

@@ -115,6 +115,10 @@ const (
 	MsgForgettingNode = "forgetting node"
 	// MsgDeletingFailedPod (INFO, TargetCluster): cluster_name, pod.
 	MsgDeletingFailedPod = "deleting failed Pod"
+	// MsgRetiringNode (INFO, TargetCluster): cluster_name, pod, reason. A live node leaves on
+	// purpose: built from an older spec (rolling upgrade), beyond replicasPerShard (scale-down),
+	// or a replacement that never joined and is no longer wanted.
+	MsgRetiringNode = "retiring node"
 	// MsgCompletedJoin (INFO, TargetCluster): cluster_name, pod. A new node became a full
 	// member (a primary serving slots, a replica synced) and its ValkeyNode went Active. The
 	// original's string (operations/failure-modes.md).
@@ -195,6 +199,7 @@ var Catalogue = []Entry{
 	{MsgPrimaryLeavingHandover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
+	{MsgRetiringNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldReason}},
 	{MsgCompletedJoin, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},

@@ -56,8 +56,10 @@ type Forget struct {
 	Pods   []string
 }
 
-// DeletePod deletes Pod (a Failed pod whose replacement has joined).
-type DeletePod struct{ Pod string }
+// DeletePod retires Pod: its ValkeyNode is marked Leaving, then deleted, and the garbage
+// collector deletes its pod. Reason is "" for a Failed or lost pod whose replacement has joined
+// (cleanup), else why a live node goes (RetireOutdated, RetireSurplus, RetireStuck).
+type DeletePod struct{ Pod, Reason string }
 
 // Takeover sends CLUSTER FAILOVER TAKEOVER to Pod's node, a synced replica of PrimaryID, the lost
 // primary of Shard.
@@ -75,11 +77,14 @@ type FailoverForce struct {
 }
 
 // Failover sends a graceful CLUSTER FAILOVER to Pod's node, a synced replica of PrimaryID, the
-// primary of Shard whose pod is being deleted while its process still runs: the old primary
-// stops writes, the replica catches up, and they swap, so no acknowledged write is lost.
+// primary of Shard: the old primary stops writes, the replica catches up, and they swap, so no
+// acknowledged write is lost. Roll is false for a primary whose pod is being deleted while its
+// process still runs, true for a primary of an older spec handing over to an up-to-date replica
+// in a rolling upgrade.
 type Failover struct {
 	Pod, PrimaryID string
 	Shard          int
+	Roll           bool
 }
 
 func (CreatePod) action()     {}
@@ -146,7 +151,12 @@ func (a Replicate) String() string { return fmt.Sprintf("%s replicates %s", a.Po
 func (a Forget) String() string { return fmt.Sprintf("%d nodes forget %s", len(a.Pods), a.NodeID) }
 
 // String describes the action.
-func (a DeletePod) String() string { return "delete pod " + a.Pod }
+func (a DeletePod) String() string {
+	if a.Reason != "" {
+		return fmt.Sprintf("retire %s (%s)", a.Pod, a.Reason)
+	}
+	return "delete pod " + a.Pod
+}
 
 // String describes the action.
 func (a Takeover) String() string {
@@ -160,5 +170,8 @@ func (a FailoverForce) String() string {
 
 // String describes the action.
 func (a Failover) String() string {
+	if a.Roll {
+		return fmt.Sprintf("%s takes over shard %d from %s for the rolling upgrade", a.Pod, a.Shard, a.PrimaryID)
+	}
 	return fmt.Sprintf("%s fails over shard %d from %s", a.Pod, a.Shard, a.PrimaryID)
 }

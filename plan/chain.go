@@ -114,15 +114,17 @@ func (c Chain) Run(in Input) Plan {
 
 // Default returns the operator's chain in priority order. Stability first: replace missing pods,
 // promote the replica of a primary whose container is gone (or hand over a leaving primary's
-// slots), then save a shard whose primaries lost their majority. Then topology: form the cluster (meet,
-// slots, replicas). Cleanup last: forget departed nodes, delete failed pods. A new concern is one
-// new file and one line here.
+// slots), then save a shard whose primaries lost their majority. Then topology: form the cluster
+// (meet, slots, replicas). Then updates: replace nodes of an older spec and remove surplus
+// replicas, one shard at a time. Cleanup last: forget departed nodes, delete failed pods. A new
+// concern is one new file and one line here.
 func Default() Chain {
 	return Chain{
 		pods,
 		failover,
 		quorum,
 		formation,
+		upgrade,
 		cleanup,
 	}
 }

@@ -103,6 +103,12 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 				}
 				n++
 				disruptive[fmt.Sprintf("%T", a)]++
+				if f, ok := a.(Failover); ok && f.Roll {
+					disruptive["roll"]++
+				}
+				if d, ok := a.(DeletePod); ok && d.Reason != "" {
+					disruptive["retire"]++
+				}
 				checkSafe(t, i, st, s, a)
 			}
 			if n > 1 {
@@ -111,7 +117,7 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 		}
 	}
 	// The generator must reach every disruptive kind, or the property says little.
-	for _, kind := range []string{"plan.Forget", "plan.DeletePod", "plan.Takeover", "plan.FailoverForce", "plan.Failover"} {
+	for _, kind := range []string{"plan.Forget", "plan.DeletePod", "plan.Takeover", "plan.FailoverForce", "plan.Failover", "roll", "retire"} {
 		if disruptive[kind] == 0 {
 			t.Errorf("no generated snapshot planned a %s: %v", kind, disruptive)
 		}
@@ -128,6 +134,24 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 		if s.AllAnswer() != "" {
 			t.Fatalf("snapshot %d, %s: forgets %s while %s\n%s", i, st, f.NodeID, s.AllAnswer(), dump(s))
 		}
+	}
+	if d, ok := a.(DeletePod); ok && d.Reason != "" {
+		for _, p := range s.Pods {
+			if p.Name == d.Pod && p.Node != nil && p.Node.Reachable && len(p.Node.MySlots) > 0 {
+				t.Fatalf("snapshot %d, %s: %s retires a primary that serves slots\n%s", i, st, a, dump(s))
+			}
+		}
+	}
+	if f, ok := a.(Failover); ok && f.Roll {
+		for _, p := range s.Pods {
+			if p.Name == f.Pod && (p.SpecHash != s.SpecHash || p.Lifecycle != string(v1.LifecycleActive) || p.Node == nil || p.Node.PrimaryID != f.PrimaryID || !p.Node.LinkUp) {
+				t.Fatalf("snapshot %d, %s: %s onto %s, not an up-to-date synced Active replica\n%s", i, st, a, f.Pod, dump(s))
+			}
+		}
+		if in := s.Failover; in != nil && in.PrimaryID == f.PrimaryID && s.Now.Sub(in.StartedAt) < FailoverRetry {
+			t.Fatalf("snapshot %d, %s: %s while a failover of %s issued %s ago is awaited\n%s", i, st, a, in.PrimaryID, s.Now.Sub(in.StartedAt), dump(s))
+		}
+		return
 	}
 	var promoted, lost string
 	if f, ok := a.(FailoverForce); ok {
@@ -251,6 +275,15 @@ func randomIntent(rng *rand.Rand, s *fsm.Snapshot, pool []string) {
 // offsets. It reaches the states in which cleanup and quorum act.
 func perturbedFormed(rng *rand.Rand) fsm.Snapshot {
 	s := newSnapshot(fsm.Active, 1+rng.IntN(4), rng.IntN(3), formed)
+	// A spec change or a replica scale-down under way: some nodes of an older spec, fewer
+	// replicas wanted than there are.
+	s.SpecHash = "h"
+	for i := range s.Pods {
+		s.Pods[i].SpecHash = []string{"h", "h", "old"}[rng.IntN(3)]
+	}
+	if s.ReplicasPerShard > 0 && rng.IntN(4) == 0 {
+		s.ReplicasPerShard--
+	}
 	var opts []opt
 	var ids []string
 	for _, p := range s.Pods {

@@ -1,0 +1,240 @@
+package plan
+
+// The upgrade planner (updates) brings the live nodes to what the spec asks for: it replaces
+// nodes built from an older spec (a rolling replacement) and removes surplus replicas (replica
+// scale-down, and the surge node of a roll), strictly one shard at a time. A replica scale-up
+// is the pods planner's: it creates the missing nodes. Its rules, in order:
+//
+//  1. Only a cluster formed once (Forming, Active, Upgrading).
+//  2. A live node that never joined (its pod not running, or its ValkeyNode still Joining) and
+//     serves no slot is retired first when it was built from an older spec, or when its shard
+//     has more live nodes than wanted and none of an older spec: a replacement stuck on a spec
+//     the user since reverted or fixed, or a replica added and then scaled away. It holds no
+//     data. One per pass; the first by name.
+//  3. The shard in motion is the first, by index, holding nodes of both the current and an older
+//     spec (a roll under way); else the one with the most surplus live nodes (then the first by
+//     index); else the first holding a node of an older spec. Only it is acted on.
+//  4. Stalls: a node of the current spec in that shard that the scheduler cannot place, or
+//     MaxFailedPerShard pods of the current spec that failed on start there, block the roll
+//     with the reason; the old nodes keep serving. Reverting or fixing the spec lifts it (rule 2
+//     then removes the stuck node).
+//  5. Preflight: the cluster is formed and in agreement, every replica outside the shard in
+//     motion has its link up, and in the shard every replica of the current spec is Active and
+//     caught up with its primary (fsm.CaughtUp). Outdated replicas of the shard are not waited
+//     for: a demoted 8.x primary may never sync from a 9.x one, and it is retired next anyway.
+//     When the cluster is not formed nothing is planned, so cleanup can forget a retired node.
+//  6. In the shard, with R replicas wanted and L live nodes:
+//     a. a replica of an older spec while L > R+1: retire it (the first by name);
+//     b. no node of an older spec while L > R+1: retire the replica with the smallest
+//     replication offset (then the last by name), never the primary;
+//     c. the primary of an older spec, every replica of the current spec, L > R+1: exactly one
+//     graceful CLUSTER FAILOVER onto the caught-up Active replica with the largest offset (then
+//     the first by name); its intent is persisted in status.failover first, and while it is
+//     younger than FailoverRetry the pass waits for it to land. Once it has, the new primary
+//     serves the slots (preflight) and the old primary is a replica of an older spec (rule a);
+//     d. a node of an older spec while L <= R+1: create one node of the current spec (it joins
+//     as a replica, so the shard never drops below its replica target) and wait for it.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+)
+
+var upgrade = Planner{Name: "upgrade", Plan: planUpgrade}
+
+// Why a node is retired, for the log and the action's description.
+const (
+	RetireStuck    = "never joined and no longer wanted"
+	RetireOutdated = "built from an older spec"
+	RetireSurplus  = "replica beyond replicasPerShard"
+)
+
+func planUpgrade(in Input) Step {
+	s := in.Snapshot
+	if !formedOnce(in.State) || s.SpecHash == "" {
+		return Step{}
+	}
+	shardPods := s.ShardPods()
+	if d, ok := planRetireStuck(s, shardPods); ok {
+		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("waiting for %s to leave", d.Pod)}
+	}
+	shard, ok := shardInMotion(s, shardPods)
+	if !ok {
+		return Step{}
+	}
+	pods := shardPods[shard]
+	if why := stalled(s, shard, pods); why != "" {
+		return Step{Blocked: why}
+	}
+	if !s.Formed() || s.AllAnswer() != "" {
+		return Step{}
+	}
+	primary := fsm.ShardPrimary(pods)
+	if why := preflight(s, shard, shardPods, *primary); why != "" {
+		return Step{Wait: why}
+	}
+	var outdatedReplicas []fsm.Pod
+	outdatedPrimary := primary.SpecHash != s.SpecHash
+	for _, p := range pods {
+		if p.Name != primary.Name && p.SpecHash != s.SpecHash {
+			outdatedReplicas = append(outdatedReplicas, p)
+		}
+	}
+	surplus := len(pods) > s.ReplicasPerShard+1
+	switch {
+	case surplus && len(outdatedReplicas) > 0:
+		d := DeletePod{Pod: outdatedReplicas[0].Name, Reason: RetireOutdated}
+		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
+	case surplus && !outdatedPrimary:
+		d := DeletePod{Pod: leastCaughtUp(pods, primary.Name).Name, Reason: RetireSurplus}
+		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
+	case surplus && outdatedPrimary:
+		if f := s.Failover; f != nil && f.PrimaryID == primary.Node.ID && s.Now.Sub(f.StartedAt) < FailoverRetry {
+			return Step{Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, f.Pod)}
+		}
+		best := bestCaughtUp(pods, *primary)
+		if best == nil {
+			return Step{Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to catch up", shard)}
+		}
+		a := Failover{Pod: best.Name, PrimaryID: primary.Node.ID, Shard: shard, Roll: true}
+		return Step{Actions: []Action{a}, Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, best.Name)}
+	case outdatedPrimary || len(outdatedReplicas) > 0:
+		return Step{Actions: []Action{CreatePod{Shard: shard}}, Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to join", shard)}
+	}
+	return Step{}
+}
+
+// joined reports whether p's node ever became a member: its pod runs and its ValkeyNode left
+// Joining, or its node serves slots.
+func joined(p fsm.Pod) bool {
+	if p.Node != nil && p.Node.Reachable && len(p.Node.MySlots) > 0 {
+		return true
+	}
+	return p.Phase == fsm.PodRunning && p.Lifecycle != string(v1.LifecycleJoining)
+}
+
+// planRetireStuck applies rule 2.
+func planRetireStuck(s fsm.Snapshot, shardPods [][]fsm.Pod) (DeletePod, bool) {
+	for _, p := range s.LivePods() { // by name
+		if joined(p) || p.Shard < 0 || p.Shard >= len(shardPods) {
+			continue
+		}
+		outdated := p.SpecHash != s.SpecHash
+		pods := shardPods[p.Shard]
+		if outdated || (len(pods) > s.ReplicasPerShard+1 && !anyOutdated(s, pods)) {
+			return DeletePod{Pod: p.Name, Reason: RetireStuck}, true
+		}
+	}
+	return DeletePod{}, false
+}
+
+func anyOutdated(s fsm.Snapshot, pods []fsm.Pod) bool {
+	for _, p := range pods {
+		if p.SpecHash != s.SpecHash {
+			return true
+		}
+	}
+	return false
+}
+
+// shardInMotion applies rule 3.
+func shardInMotion(s fsm.Snapshot, shardPods [][]fsm.Pod) (int, bool) {
+	for shard, pods := range shardPods {
+		current, outdated := false, false
+		for _, p := range pods {
+			current = current || p.SpecHash == s.SpecHash
+			outdated = outdated || p.SpecHash != s.SpecHash
+		}
+		if current && outdated {
+			return shard, true
+		}
+	}
+	most, at := 0, -1
+	for shard, pods := range shardPods {
+		if extra := len(pods) - (s.ReplicasPerShard + 1); extra > most {
+			most, at = extra, shard
+		}
+	}
+	if at >= 0 {
+		return at, true
+	}
+	for shard, pods := range shardPods {
+		if anyOutdated(s, pods) {
+			return shard, true
+		}
+	}
+	return 0, false
+}
+
+// stalled applies rule 4 to the shard in motion.
+func stalled(s fsm.Snapshot, shard int, pods []fsm.Pod) string {
+	for _, p := range pods {
+		if p.SpecHash == s.SpecHash && p.Unschedulable != "" {
+			return fmt.Sprintf("shard %d: rolling upgrade stalled: pod %s cannot be scheduled: %s", shard, p.Name, p.Unschedulable)
+		}
+	}
+	if failed := failedOnStart(s, shard); len(failed) >= MaxFailedPerShard {
+		return fmt.Sprintf("shard %d: rolling upgrade stalled: pods %s failed on start (%s); not creating more until the spec changes",
+			shard, strings.Join(failed, ", "), failureOf(s, failed[len(failed)-1]))
+	}
+	return ""
+}
+
+// preflight applies rule 5; "" when the shard may take its next step.
+func preflight(s fsm.Snapshot, shard int, shardPods [][]fsm.Pod, primary fsm.Pod) string {
+	for i, pods := range shardPods {
+		if i == shard {
+			continue
+		}
+		for _, p := range pods {
+			if !p.Node.Primary && !p.Node.LinkUp {
+				return fmt.Sprintf("waiting for replica %s to sync before the next upgrade step", p.Name)
+			}
+		}
+	}
+	for _, p := range shardPods[shard] {
+		if p.Name == primary.Name || p.SpecHash != s.SpecHash {
+			continue
+		}
+		if p.Lifecycle != string(v1.LifecycleActive) || !fsm.CaughtUp(p, primary) {
+			return fmt.Sprintf("shard %d: waiting for replica %s to sync", shard, p.Name)
+		}
+	}
+	return ""
+}
+
+// bestCaughtUp is the caught-up Active replica of the current spec with the largest offset, then
+// the first by name; nil when none.
+func bestCaughtUp(pods []fsm.Pod, primary fsm.Pod) *fsm.Pod {
+	var best *fsm.Pod
+	for i, p := range pods {
+		if p.Name == primary.Name || p.Lifecycle != string(v1.LifecycleActive) || !fsm.CaughtUp(p, primary) {
+			continue
+		}
+		if best == nil || p.Node.ReplOffset > best.Node.ReplOffset {
+			best = &pods[i]
+		}
+	}
+	return best
+}
+
+// leastCaughtUp is the replica with the smallest replication offset, then the last by name.
+func leastCaughtUp(pods []fsm.Pod, primary string) fsm.Pod {
+	var replicas []fsm.Pod
+	for _, p := range pods {
+		if p.Name != primary {
+			replicas = append(replicas, p)
+		}
+	}
+	sort.SliceStable(replicas, func(i, j int) bool {
+		if a, b := replicas[i].Node.ReplOffset, replicas[j].Node.ReplOffset; a != b {
+			return a < b
+		}
+		return replicas[i].Name > replicas[j].Name
+	})
+	return replicas[0]
+}
