@@ -17,8 +17,11 @@ all: build
 
 deps: packages control-plane helm
 
+# Valkey 8.0.1 from bookworm-backports as the system's valkey-server; Valkey 9.1.2 from sid,
+# unpacked into $(CACHE_DIR)/valkey-9.1.2 (never installed), for the local cluster's 9.x images.
 packages:
 	@bash hack/install-packages.sh
+	@CACHE_DIR=$(CACHE_DIR) bash hack/install-valkey9.sh >/dev/null
 
 control-plane:
 	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) bash hack/build-control-plane.sh >/dev/null
