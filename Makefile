@@ -8,6 +8,8 @@ K8S_BIN := $(CACHE_DIR)/k8s-$(K8S_VERSION)
 # kube-scheduler here.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 export GOFLAGS := -mod=mod
+# The local cluster runs Valkey 9.1.2 from here for valkey/valkey:9.* images (hack/install-valkey9.sh).
+export VALKEY9_DIR := $(CACHE_DIR)/valkey-9.1.2
 # kubectl v1.37 is built beside the control plane (Debian's is 1.20); tests and the demo use it.
 export PATH := $(K8S_BIN):$(PATH)
 
