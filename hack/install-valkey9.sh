@@ -40,11 +40,14 @@ for b in apt-get dpkg-deb; do
   command -v "$b" >/dev/null || { echo "install-valkey9: $b not found (a Debian machine is needed)" >&2; exit 1; }
 done
 
-# The Debian mirror this machine's apt already uses for its own release (bookworm).
+# The Debian mirror this machine's apt already uses for its own release (bookworm), read from
+# its sources (--no-release-info: before any apt-get update too).
 mirror=${DEBIAN_MIRROR:-}
 if [ -z "$mirror" ]; then
+  # shellcheck disable=SC1091 # the machine's own file
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  mirror=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 2>/dev/null |
+  # shellcheck disable=SC2016 # $(...) here is apt's format syntax, not the shell's
+  mirror=$(apt-get indextargets --no-release-info --format '$(REPO_URI) $(RELEASE)' 2>/dev/null |
     awk -v c="$codename" '$2==c {print $1; exit}')
 fi
 if [ -z "$mirror" ]; then
