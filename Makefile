@@ -8,6 +8,8 @@ K8S_BIN := $(CACHE_DIR)/k8s-$(K8S_VERSION)
 # kube-scheduler here.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 export GOFLAGS := -mod=mod
+# The local cluster runs Valkey 9.1.2 from here for valkey/valkey:9.* images (hack/install-valkey9.sh).
+export VALKEY9_DIR := $(CACHE_DIR)/valkey-9.1.2
 # kubectl v1.37 is built beside the control plane (Debian's is 1.20); tests and the demo use it.
 export PATH := $(K8S_BIN):$(PATH)
 
@@ -17,8 +19,11 @@ all: build
 
 deps: packages control-plane helm
 
+# Valkey 8.0.1 from bookworm-backports as the system's valkey-server; Valkey 9.1.2 from sid,
+# unpacked into $(CACHE_DIR)/valkey-9.1.2 (never installed), for the local cluster's 9.x images.
 packages:
 	@bash hack/install-packages.sh
+	@CACHE_DIR=$(CACHE_DIR) bash hack/install-valkey9.sh >/dev/null
 
 control-plane:
 	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) bash hack/build-control-plane.sh >/dev/null

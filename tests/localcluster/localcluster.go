@@ -2,7 +2,8 @@
 // end-to-end tests: etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
 // the Go module proxy (hack/build-control-plane.sh), plus the project's own kubelet
 // (package kubelet) that registers zoned Nodes and runs the Pods bound to them as real local
-// processes (valkey-server), each with its own network namespace and pod IP.
+// processes (valkey-server), each with its own network namespace and pod IP. The image's tag
+// chooses the Valkey: 8.0.1 (the host's) for valkey/valkey:8.*, 9.1.2 for valkey/valkey:9.*.
 //
 // Nothing here is a fake: the API server, the scheduler's decisions, garbage collection of
 // owned objects and the Valkey processes are the real programs. Only one local cluster runs on
@@ -75,6 +76,10 @@ type Options struct {
 	// Images maps an image repository (no tag) to the host binary the kubelet runs for a
 	// container of that image that has no command (e.g. the operator's own image).
 	Images map[string]string
+	// ImageCommands maps an image reference prefix to a host folder whose bin/ holds the
+	// commands a container of that image runs (kubelet.Config.ImageCommands). Default (nil):
+	// DefaultImageCommands(). An empty map runs the host's valkey-server for every tag.
+	ImageCommands map[string]string
 	// Log receives the control-plane processes' output. Default: files under Dir/logs.
 	Log io.Writer
 	// OnBusy, if set, is called once when every slot is taken and Start starts to wait.
@@ -88,6 +93,29 @@ func DefaultNodes() []kubelet.NodeSpec {
 		{Name: "node-b", Zone: "zone-b"},
 		{Name: "node-c", Zone: "zone-c"},
 	}
+}
+
+// Valkey9Version is the Valkey that a valkey/valkey:9.* image runs here: Debian sid's build,
+// unpacked by hack/install-valkey9.sh (`make packages`). valkey/valkey:8.* and every other image
+// run the host's valkey-server, 8.0.1 from bookworm-backports.
+const Valkey9Version = "9.1.2"
+
+// Valkey9Dir is where hack/install-valkey9.sh puts Valkey 9 (its bin/ holds valkey-server and
+// valkey-cli): $VALKEY9_DIR, else ~/.cache/valkey-operator/valkey-<Valkey9Version>.
+func Valkey9Dir() string {
+	if d := os.Getenv("VALKEY9_DIR"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "valkey-operator", "valkey-"+Valkey9Version)
+}
+
+// DefaultImageCommands makes an image's tag choose the Valkey that runs, as pulling it would:
+// valkey/valkey:9.* runs Valkey9Version from Valkey9Dir; everything else the host's commands.
+// A 9.x pod on a machine without Valkey9Dir stays Pending with a message naming the folder
+// rather than quietly running 8.0.1.
+func DefaultImageCommands() map[string]string {
+	return map[string]string{"valkey/valkey:9.": Valkey9Dir()}
 }
 
 // Cluster is a running local cluster. Stop it with Stop.
@@ -141,6 +169,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	}
 	if len(opts.Nodes) == 0 {
 		opts.Nodes = DefaultNodes()
+	}
+	if opts.ImageCommands == nil {
+		opts.ImageCommands = DefaultImageCommands()
 	}
 	c := &Cluster{Dir: opts.Dir}
 	slot, lock, err := acquireSlot(ctx, opts.OnBusy)
@@ -287,6 +318,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		APIServerHost: c.network.Gateway,
 		APIServerPort: port,
 		Images:        opts.Images,
+		ImageCommands: opts.ImageCommands,
 		// Node i serves container logs on the gateway at 10250+i, so `kubectl logs` works.
 		KubeletPortBase: 10250,
 	})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gomomento/valkey-operator/tests/localcluster"
+	"github.com/gomomento/valkey-operator/valkey"
 )
 
 var (
@@ -179,5 +180,51 @@ func TestUnschedulablePodStaysPendingWithSchedulerReason(t *testing.T) {
 	}
 	if !strings.Contains(msg, "didn't match Pod's node affinity/selector") || p.Status.Phase != corev1.PodPending {
 		t.Fatalf("phase %s, scheduler message %q", p.Status.Phase, msg)
+	}
+}
+
+// TestImageTagChoosesValkey: the image's tag chooses the server that really runs, as pulling the
+// image would: valkey/valkey:8.0.1 runs the host's 8.0.1, valkey/valkey:9.1.2 Debian sid's 9.1.2
+// (hack/install-valkey9.sh). Each pod runs as the operator's do (uid 999, no_new_privs), and its
+// exec liveness probe, like the operator's, runs valkey-cli inside the container: it must find
+// the same version's valkey-cli. The probe leaves a mark on the pod's emptyDir that the readiness
+// probe waits for, so Ready means the liveness probe has passed.
+func TestImageTagChoosesValkey(t *testing.T) {
+	for _, version := range []string{"8.0.1", localcluster.Valkey9Version} {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			name := "tag-" + strings.ReplaceAll(version, ".", "-")
+			createPod(t, valkeyPod(name, func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{
+					RunAsUser: ptr.To[int64](999), RunAsGroup: ptr.To[int64](999), FSGroup: ptr.To[int64](999),
+				}
+				p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+				c := &p.Spec.Containers[0]
+				c.Image = "valkey/valkey:" + version
+				c.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)}
+				c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+				live := fmt.Sprintf(`valkey-cli --version | grep -qx 'valkey-cli %s' && [ "$(valkey-cli PING)" = PONG ] && touch /data/alive`, version)
+				c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", live}}},
+					PeriodSeconds: 1, FailureThreshold: 5}
+				c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-e", "/data/alive"}}},
+					PeriodSeconds: 1}
+			}))
+			p := waitPod(t, name, "Ready, or Failed", func(p *corev1.Pod) bool { return ready(p) || p.Status.Phase == corev1.PodFailed })
+			if p.Status.Phase == corev1.PodFailed {
+				t.Fatalf("pod failed (a liveness probe that found another valkey-cli kills it): %+v", p.Status.ContainerStatuses)
+			}
+			c, err := valkey.NewClient(net.JoinHostPort(p.Status.PodIP, "6379"), valkey.Credentials{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			info, err := c.Info(context.Background(), "server")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info["valkey_version"] != version {
+				t.Fatalf("image valkey/valkey:%s runs valkey_version %q (INFO server: %v)", version, info["valkey_version"], info)
+			}
+		})
 	}
 }

@@ -51,7 +51,11 @@
 //     The hostname is spec.hostname or the pod name.
 //   - The command: command+args with command[0] looked up on the host PATH
 //     (an image's entrypoint is not known); a container without a command
-//     runs Config.Images[<image repository>] with its args. $(VAR) references
+//     runs Config.Images[<image repository>] with its args. An image that
+//     matches a prefix of Config.ImageCommands (e.g. "valkey/valkey:9.") gets
+//     that host folder bind-mounted read-only at ImageCommandsMountPath with
+//     its bin/ first on PATH, so its command, exec probes and preStop hooks
+//     run the image tag's own programs (Valkey 9 beside the host's 8). $(VAR) references
 //     are expanded. runAsUser/runAsGroup (pod or container), fsGroup and
 //     supplementalGroups are applied with setpriv (runAsNonRoot without a
 //     runAsUser runs as 65532, the usual non-root image user;

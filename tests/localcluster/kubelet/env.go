@@ -25,7 +25,11 @@ func (k *Kubelet) resolveEnv(pod *corev1.Pod, c *corev1.Container, podIP string)
 		}
 		vars[name] = v
 	}
-	set("PATH", defaultPath)
+	if _, ok := k.imageCommands(c.Image); ok {
+		set("PATH", ImageCommandsMountPath+"/bin:"+defaultPath)
+	} else {
+		set("PATH", defaultPath)
+	}
 	set("HOSTNAME", podHostname(pod))
 	if uid, _, _ := runAs(pod, c); uid == nil || *uid == 0 {
 		set("HOME", "/root")

@@ -46,6 +46,17 @@ type Config struct {
 	// Images maps an image repository (without tag or digest) to the host
 	// binary used as the entrypoint when a container has no command.
 	Images map[string]string
+	// ImageCommands lets an image's tag choose the program that runs, as pulling that image
+	// would: it maps an image reference prefix, such as "valkey/valkey:9.", to a host folder
+	// whose bin/ holds commands standing in for that image's own (valkey-server and valkey-cli
+	// of Valkey 9, say, while the host's are 8). The longest matching prefix wins. A container
+	// of such an image gets the folder bind-mounted read-only at ImageCommandsMountPath, with
+	// its bin/ first on PATH: its command, exec probes and preStop hooks find those commands
+	// before the host's. The mount, not the host path, is what the container runs, because
+	// the folder may sit below a home directory that the container's non-root user cannot
+	// enter. Commands the folder lacks come from the host as usual; a folder that is missing
+	// leaves the pod Pending with a CreateContainerConfigError naming it.
+	ImageCommands map[string]string
 	// KubeletPortBase, when not zero, makes node i serve the kubelet API
 	// (container logs) over HTTPS on Network.Gateway:KubeletPortBase+i, so that
 	// `kubectl logs` works through the API server.

@@ -136,6 +136,7 @@ func setup() (func(), error) {
 		RESTConfig: cfg, Network: network, Nodes: nodes, StateDir: stateDir,
 		APIServerHost: network.Gateway, APIServerPort: 6443,
 		Images:          map[string]string{"valkey/valkey": "valkey-server"},
+		ImageCommands:   map[string]string{missingImagePrefix: missingCommandsDir},
 		KubeletPortBase: 31250,
 	})
 	if err != nil {
@@ -742,6 +743,33 @@ func TestMissingConfigMapWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPod(t, ns, "waits", 20*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+}
+
+// An image whose commands folder (Config.ImageCommands) is missing.
+const (
+	missingImagePrefix = "example.com/valkey:9."
+	missingCommandsDir = "/nonexistent/valkey-operator-kubelet-test"
+)
+
+// TestMissingImageCommandsWaits: a pod whose image takes its commands from a folder that is
+// not there (Valkey 9 not unpacked yet) stays Pending with a message naming the folder, rather
+// than running the host's command of the same name, another version.
+func TestMissingImageCommandsWaits(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "nine"},
+		Spec: corev1.PodSpec{NodeName: "kt-a", RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: missingImagePrefix + "1.2", Command: []string{"valkey-server", "--port", "0"}}},
+		},
+	})
+	p := waitPod(t, ns, "nine", 20*time.Second, "Pending with CreateContainerConfigError", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodPending && len(p.Status.ContainerStatuses) == 1 &&
+			p.Status.ContainerStatuses[0].State.Waiting != nil && p.Status.ContainerStatuses[0].State.Waiting.Reason == "CreateContainerConfigError"
+	})
+	if msg := p.Status.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, missingCommandsDir) {
+		t.Fatalf("waiting message %q does not name %s", msg, missingCommandsDir)
+	}
 }
 
 func TestGracefulDeletion(t *testing.T) {

@@ -369,6 +369,9 @@ func (p *podRuntime) buildCommand(pod *corev1.Pod, c *corev1.Container) (*exec.C
 	script.WriteString(`m() { if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")"; [ -e "$2" ] || : > "$2"; fi; ` +
 		`mount --bind "$1" "$2"; if [ "$3" = ro ]; then mount -o remount,bind,ro "$2"; fi; }` + "\n")
 	fmt.Fprintf(&script, "echo %s > /proc/sys/kernel/hostname\n", shellQuote(podHostname(pod)))
+	if dir, ok := p.k.imageCommands(c.Image); ok {
+		fmt.Fprintf(&script, "m %s %s ro\n", shellQuote(dir), shellQuote(ImageCommandsMountPath))
+	}
 	mounts := append([]corev1.VolumeMount(nil), c.VolumeMounts...)
 	sort.SliceStable(mounts, func(i, j int) bool {
 		return strings.Count(filepath.Clean(mounts[i].MountPath), "/") < strings.Count(filepath.Clean(mounts[j].MountPath), "/")
@@ -433,8 +436,25 @@ func (p *podRuntime) buildCommand(pod *corev1.Pod, c *corev1.Container) (*exec.C
 	return cmd, nil
 }
 
-// entrypoint is the container's command and args: command[0] is looked up on
-// the host PATH; without a command, the image's repository names the host
+// ImageCommandsMountPath is where a container whose image matches Config.ImageCommands sees
+// that folder; its bin/ comes first on the container's PATH.
+const ImageCommandsMountPath = "/run/local-kubelet/image"
+
+// imageCommands is the host folder that Config.ImageCommands gives image (the longest
+// matching prefix), if any.
+func (k *Kubelet) imageCommands(image string) (string, bool) {
+	dir, best := "", -1
+	for prefix, d := range k.cfg.ImageCommands {
+		if strings.HasPrefix(image, prefix) && len(prefix) > best {
+			dir, best = d, len(prefix)
+		}
+	}
+	return dir, best >= 0
+}
+
+// entrypoint is the container's command and args: command[0], a bare name, is looked up in
+// the image's folder of Config.ImageCommands (and then runs from where the container sees that
+// folder), else on the host PATH; without a command, the image's repository names the host
 // binary in Config.Images.
 func (k *Kubelet) entrypoint(c *corev1.Container, env []string) ([]string, error) {
 	vars := map[string]string{}
@@ -454,6 +474,17 @@ func (k *Kubelet) entrypoint(c *corev1.Container, env []string) ([]string, error
 	}
 	for i := range argv {
 		argv[i] = expand(argv[i], vars)
+	}
+	if dir, ok := k.imageCommands(c.Image); ok {
+		if _, err := os.Stat(filepath.Join(dir, "bin")); err != nil {
+			return nil, fmt.Errorf("container %s: image %q takes its commands from %s: %w", c.Name, c.Image, dir, err)
+		}
+		if !strings.Contains(argv[0], "/") {
+			if st, err := os.Stat(filepath.Join(dir, "bin", argv[0])); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+				argv[0] = ImageCommandsMountPath + "/bin/" + argv[0]
+				return argv, nil
+			}
+		}
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
