@@ -3,9 +3,14 @@ package plan
 // The pods planner (stability) keeps every shard at its pod count. Its rules, in order:
 //
 //  1. Create the missing pods of every shard: shards × (replicas + 1) live pods are wanted.
-//     Creating a pod is harmless (a new node joins nobody until it is met), so every missing
-//     pod is created in one pass.
-//  2. Unless MaxFailedPerShard pods of the current spec already failed on start in that shard:
+//     Creating a pod is harmless (a new node joins nobody until it is met), so a new cluster's
+//     pods, and the replacements of dead pods (Failed, lost, gone: their record is still
+//     there), are all created in one pass.
+//  2. Growth of a formed cluster (replicasPerShard raised, a new shard) is gradual, as the docs
+//     describe replica scaling: one node at a time for the whole cluster, only while no other
+//     node is Joining (syncing from its primary), in the shard with the fewest live pods, then
+//     the first by index, so shards grow evenly.
+//  3. Unless MaxFailedPerShard pods of the current spec already failed on start in that shard:
 //     then the shard is blocked, and the pass with it, until the spec changes (another spec
 //     hash) or the shard is whole again. Never more than MaxFailedPerShard pods of one spec
 //     are tried in a shard, even when more are missing.
@@ -17,6 +22,7 @@ import (
 	"sort"
 	"strings"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 )
 
@@ -31,6 +37,8 @@ var pods = Planner{Name: "pods", Plan: planPods}
 func planPods(in Input) Step {
 	s := in.Snapshot
 	var st Step
+	gradual := formedOnce(in.State)
+	grow, growLive := -1, 0
 	for shard, live := range s.ShardPods() {
 		missing := s.ReplicasPerShard + 1 - len(live)
 		if missing <= 0 {
@@ -42,11 +50,47 @@ func planPods(in Input) Step {
 				shard, strings.Join(failed, ", "), failureOf(s, failed[len(failed)-1]))
 			continue
 		}
-		for range min(missing, MaxFailedPerShard-len(failed)) {
+		n := min(missing, MaxFailedPerShard-len(failed))
+		if gradual {
+			if dead := deadRecords(s, shard); n > dead {
+				if grow < 0 || len(live) < growLive {
+					grow, growLive = shard, len(live)
+				}
+				n = dead
+			}
+		}
+		for range n {
 			st.Actions = append(st.Actions, CreatePod{Shard: shard})
 		}
 	}
+	if grow >= 0 && len(st.Actions) == 0 && !anyJoining(s) {
+		st.Actions = append(st.Actions, CreatePod{Shard: grow})
+	}
 	return st
+}
+
+// deadRecords counts the shard's pods that died or are going and are not replaced yet: Failed or
+// Succeeded, gone from the API (their ValkeyNode remains), lost with their Kubernetes node, or
+// being deleted (a drain). The operator's own retirements never leave a shard short, so a
+// deleting pod in a shard below its count is a loss to replace at once.
+func deadRecords(s fsm.Snapshot, shard int) int {
+	n := 0
+	for _, p := range s.Pods {
+		if p.Shard == shard && (p.Deleting || p.Phase == fsm.PodFailed || p.Phase == fsm.PodSucceeded || p.Lost()) {
+			n++
+		}
+	}
+	return n
+}
+
+// anyJoining reports whether a live node has not completed its join yet.
+func anyJoining(s fsm.Snapshot) bool {
+	for _, p := range s.LivePods() {
+		if p.Lifecycle == string(v1.LifecycleJoining) {
+			return true
+		}
+	}
+	return false
 }
 
 // failedOnStart names the shard's pods of the current spec that failed on start, by name.

@@ -24,6 +24,14 @@ func TestPods(t *testing.T) {
 		{"a deleting pod is replaced", fsm.Active, newSnapshot(fsm.Active, 2, 1, formed, withPod("p0-0", func(p *fsm.Pod) { p.Deleting = true })),
 			[]Action{CreatePod{0}}, ""},
 		{"a cut pod still runs: nothing to create", fsm.Active, newSnapshot(fsm.Active, 3, 1, formed, withCut("p0-0")), nil, ""},
+		{"replicas scaled up: one node at a time, in the first shard", fsm.Active, grown(newSnapshot(fsm.Active, 3, 1, formed), 2),
+			[]Action{CreatePod{0}}, ""},
+		{"replicas scaled up: the shard with the fewest nodes next", fsm.Active,
+			grown(newSnapshot(fsm.Active, 3, 1, formed, withReplica("p0-7", 0, true)), 2), []Action{CreatePod{1}}, ""},
+		{"replicas scaled up: nothing while a node is joining", fsm.Active,
+			grown(newSnapshot(fsm.Active, 3, 1, formed, withReplica("p0-7", 0, false)), 2), nil, ""},
+		{"replicas scaled up while a pod died: the dead one is replaced at once", fsm.Active,
+			grown(newSnapshot(fsm.Active, 3, 1, formed, withReplica("p0-7", 0, false), withFailed("p2-1")), 2), []Action{CreatePod{2}}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -33,6 +41,12 @@ func TestPods(t *testing.T) {
 			}
 		})
 	}
+}
+
+// grown: the spec now asks for replicas per shard.
+func grown(s fsm.Snapshot, replicas int) fsm.Snapshot {
+	s.ReplicasPerShard = replicas
+	return s
 }
 
 // Pods that fail on start are not replaced without end.
