@@ -7,9 +7,12 @@ package plan
 //     runs and its node answered with its id. Forgetting needs every id that live pods own:
 //     unknown is not absent, and a node that merely does not answer is never forgotten.
 //  2. FORGET, on every live node that knows it, one node id (the first by id) that no live pod
-//     owns, that every live node knowing it flags `fail`, and that no live replica follows
-//     (while one does, Valkey's own failover or the quorum planner must promote it first:
-//     forgetting the primary would leave its slots without an owner).
+//     owns, that no live replica follows (while one does, Valkey's own failover or the quorum
+//     planner must promote it first: forgetting the primary would leave its slots without an
+//     owner), and that either every live node knowing it flags `fail`, or is the id of a pod
+//     being deleted that serves no slot in any live node's view (a retired replica, a demoted
+//     primary drained away): valkey-cli del-node forgets such a node at once too. A node that
+//     is not yet gone ignores it: only a MEET adds a node, and FORGET bans the id for 60 s.
 //  3. Once the cluster is formed and every replica synced, delete one Failed pod, or one pod
 //     lost with its Kubernetes node (fsm.Pod.Lost), by name, whose shard is whole again.
 
@@ -49,6 +52,7 @@ func planForget(s fsm.Snapshot) (Forget, bool) {
 	for _, pod := range live {
 		followed[pod.Node.PrimaryID] = true
 	}
+	leaving := leavingIDs(s, live)
 	var gone []string
 	seen := map[string]bool{}
 	for _, pod := range live {
@@ -57,7 +61,7 @@ func planForget(s fsm.Snapshot) (Forget, bool) {
 				continue
 			}
 			seen[id] = true
-			if flaggedByAllThatKnow(live, id) {
+			if leaving[id] || flaggedByAllThatKnow(live, id) {
 				gone = append(gone, id)
 			}
 		}
@@ -73,6 +77,32 @@ func planForget(s fsm.Snapshot) (Forget, bool) {
 		}
 	}
 	return f, true
+}
+
+// leavingIDs are the node ids of pods being deleted (by what their node said, or the last status)
+// that hold no slot in any live node's view.
+func leavingIDs(s fsm.Snapshot, live []fsm.Pod) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range s.Pods {
+		if !p.Deleting {
+			continue
+		}
+		id := p.LastNodeID
+		if p.Node != nil && p.Node.Reachable && p.Node.ID != "" {
+			id = p.Node.ID
+		}
+		if id == "" {
+			continue
+		}
+		holds := false
+		for _, l := range live {
+			holds = holds || len(l.Node.Known[id]) > 0
+		}
+		if !holds {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 func flaggedByAllThatKnow(live []fsm.Pod, id string) bool {

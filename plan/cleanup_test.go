@@ -162,3 +162,18 @@ func TestPodLostWithItsNodeIsReplacedThenRetired(t *testing.T) {
 		t.Fatalf("want the lost pod retired: %v", p.Actions)
 	}
 }
+
+// A node the operator retired (its pod being deleted) that serves no slot is forgotten at once,
+// without waiting for Valkey to flag it `fail`; a deleting primary that still serves slots is not.
+func TestRetiredNodeIsForgottenAtOnce(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 2, 1, formed, withDeleting("p1-1", true))
+	p := run(cleanup, fsm.Upgrading, s)
+	want := Forget{NodeID: "id-p1-1", Pods: []string{"p0-0", "p0-1", "p1-0"}}
+	if !reflect.DeepEqual(p.Actions, []Action{want}) {
+		t.Fatalf("want %v, got %v", want, p.Actions)
+	}
+	s = newSnapshot(fsm.Upgrading, 2, 1, formed, withDeleting("p1-0", true))
+	if p := run(cleanup, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("a deleting primary that serves slots was forgotten: %v", p.Actions)
+	}
+}
