@@ -14,7 +14,8 @@ package plan
 //  3. The shard in motion is the first, by index, holding nodes of both the current and an older
 //     spec (a roll under way); else the one with the most surplus live nodes (then the first by
 //     index); else the first holding a node of an older spec. Only it is acted on.
-//  4. Stalls: a node of the current spec in that shard that the scheduler cannot place, or
+//  4. Stalls: a node of the current spec in that shard that the scheduler cannot place (the pass
+//     waits: status and `bootstrap blocked` give the scheduler's reason), or
 //     MaxFailedPerShard pods of the current spec that failed on start there, block the roll
 //     with the reason; the old nodes keep serving. Reverting or fixing the spec lifts it (rule 2
 //     then removes the stuck node).
@@ -67,7 +68,10 @@ func planUpgrade(in Input) Step {
 		return Step{}
 	}
 	pods := shardPods[shard]
-	if why := stalled(s, shard, pods); why != "" {
+	if why := unschedulable(s, shard, pods); why != "" {
+		return Step{Wait: why}
+	}
+	if why := failingOnStart(s, shard); why != "" {
 		return Step{Blocked: why}
 	}
 	if !s.Formed() || s.AllAnswer() != "" {
@@ -170,13 +174,21 @@ func shardInMotion(s fsm.Snapshot, shardPods [][]fsm.Pod) (int, bool) {
 	return 0, false
 }
 
-// stalled applies rule 4 to the shard in motion.
-func stalled(s fsm.Snapshot, shard int, pods []fsm.Pod) string {
+// unschedulable applies rule 4 to the shard in motion: a replacement the scheduler cannot place.
+// The pass waits (the status and the `bootstrap blocked` line name the pod and the scheduler's
+// reason); it is not a start failure.
+func unschedulable(s fsm.Snapshot, shard int, pods []fsm.Pod) string {
 	for _, p := range pods {
 		if p.SpecHash == s.SpecHash && p.Unschedulable != "" {
 			return fmt.Sprintf("shard %d: rolling upgrade stalled: pod %s cannot be scheduled: %s", shard, p.Name, p.Unschedulable)
 		}
 	}
+	return ""
+}
+
+// failingOnStart applies rule 4 to the shard in motion: pods of the current spec that exit on
+// start block the roll.
+func failingOnStart(s fsm.Snapshot, shard int) string {
 	if failed := failedOnStart(s, shard); len(failed) >= MaxFailedPerShard {
 		return fmt.Sprintf("shard %d: rolling upgrade stalled: pods %s failed on start (%s); not creating more until the spec changes",
 			shard, strings.Join(failed, ", "), failureOf(s, failed[len(failed)-1]))

@@ -217,8 +217,8 @@ func TestRollStalls(t *testing.T) {
 	}
 	s := newSnapshot(fsm.Upgrading, 1, 1, formed, outdated, pending("new", "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."))
 	p := Pass(fsm.Upgrading, s)
-	if !strings.Contains(p.Blocked, "p0-9 cannot be scheduled: 0/3 nodes are available") || len(p.Actions) != 0 {
-		t.Fatalf("want the roll blocked with the scheduler's reason, got %v blocked %q", p.Actions, p.Blocked)
+	if !strings.Contains(p.Waiting, "p0-9 cannot be scheduled: 0/3 nodes are available") || len(p.Actions) != 0 || p.Blocked != "" {
+		t.Fatalf("want the roll stalled on the scheduler's reason (not a start failure), got %v waiting %q blocked %q", p.Actions, p.Waiting, p.Blocked)
 	}
 	reverted := newSnapshot(fsm.Upgrading, 1, 1, formed, pending("bad", "0/3 nodes are available"))
 	reverted.SpecHash = ""
