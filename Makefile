@@ -76,8 +76,9 @@ demo: deps
 # Benchmarks on the local cluster, 3 runs each, reported and never asserted: apply -> Ready
 # for 3x1 and 10x1 (pod start, formation, replica sync); a primary killed under write load
 # (longest refusal, time back to Ready); 100 clusters of 1x0 in one operator (API writes,
-# RSS and CPU per tick, tick intervals, recovery after 50 lose their pod). `make test` runs
-# none of them. One at a time: make bench BENCH=Scale100
+# RSS and CPU per tick, tick intervals, recovery after 50 lose their pod); a 3x1 rolling upgrade
+# from Valkey 8.0.1 to 9.1.2 under writes (duration, write errors and longest refusal per shard).
+# `make test` runs none of them. One at a time: make bench BENCH=Scale100
 BENCH ?= .
 bench: deps
 	go test -run '^$$' -bench '$(BENCH)' -benchtime 3x -timeout 90m ./tests/e2e/
