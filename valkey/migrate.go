@@ -3,6 +3,8 @@ package valkey
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -81,4 +83,67 @@ func (c *Client) MigrateKeys(ctx context.Context, ip string, port int, keys []st
 	default:
 		return c.doOK(ctx, op, t.Keys(keys...).Build())
 	}
+}
+
+// MigrateSlots starts CLUSTER MIGRATESLOTS (Valkey 9.0 and later) on this node, the source: an
+// atomic migration of ranges, keys included, to the primary targetID, run by Valkey in the
+// background. Its progress is in SlotMigrations.
+func (c *Client) MigrateSlots(ctx context.Context, ranges SlotRanges, targetID string) error {
+	args := []string{"SLOTSRANGE"}
+	for _, r := range ranges {
+		args = append(args, strconv.Itoa(r.Start), strconv.Itoa(r.End))
+	}
+	args = append(args, "NODE", targetID)
+	return c.doOK(ctx, "cluster migrateslots", c.c.B().Arbitrary("CLUSTER", "MIGRATESLOTS").Args(args...).Build())
+}
+
+// SlotMigration9 is one entry of CLUSTER GETSLOTMIGRATIONS: an atomic slot migration this node
+// takes part in, newest first.
+type SlotMigration9 struct {
+	Name, Operation, SlotRanges, TargetNode, SourceNode, State, Message string
+}
+
+// Terminal reports whether the migration ended (success, failed or cancelled).
+func (m SlotMigration9) Terminal() bool {
+	switch m.State {
+	case "success", "failed", "cancelled", "canceled":
+		return true
+	}
+	return false
+}
+
+// SlotMigrations sends CLUSTER GETSLOTMIGRATIONS (Valkey 9.0 and later).
+func (c *Client) SlotMigrations(ctx context.Context) ([]SlotMigration9, error) {
+	entries, err := c.do(ctx, c.c.B().Arbitrary("CLUSTER", "GETSLOTMIGRATIONS").Build()).ToArray()
+	if err != nil {
+		return nil, c.wrap("cluster getslotmigrations", err)
+	}
+	var out []SlotMigration9
+	for _, e := range entries {
+		kv, err := e.AsStrMap()
+		if err != nil {
+			return nil, c.wrap("cluster getslotmigrations", err)
+		}
+		out = append(out, SlotMigration9{Name: kv["name"], Operation: kv["operation"], SlotRanges: kv["slot_ranges"],
+			TargetNode: kv["target_node"], SourceNode: kv["source_node"], State: kv["state"], Message: kv["message"]})
+	}
+	return out, nil
+}
+
+// FormatRanges prints ranges as CLUSTER GETSLOTMIGRATIONS does: "0-10 20-30".
+func FormatRanges(ranges SlotRanges) string {
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = strconv.Itoa(r.Start) + "-" + strconv.Itoa(r.End)
+	}
+	return strings.Join(parts, " ")
+}
+
+// Version returns valkey_version from INFO server.
+func (c *Client) Version(ctx context.Context) (string, error) {
+	info, err := c.Info(ctx, "server")
+	if err != nil {
+		return "", err
+	}
+	return info["valkey_version"], nil
 }
