@@ -99,6 +99,18 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					break
 				}
 			}
+		case plan.MoveSlots:
+			err = moveSlots(ctx, log, node, func(pod string) string { return obs.pods[pod].Status.PodIP }, livePrimaries(obs), a)
+		case plan.CloseSlot:
+			var c *valkey.Client
+			if c, err = node(a.Pod); err == nil {
+				log.Info(logging.MsgClosingSlot, logging.Pod(a.Pod), zap.Int(logging.FieldSlot, a.Slot), logging.Node(a.Owner))
+				if a.Owner != "" {
+					err = c.SetSlotNode(ctx, a.Slot, a.Owner)
+				} else {
+					err = c.SetSlotStable(ctx, a.Slot)
+				}
+			}
 		case plan.DeletePod:
 			err = r.retireNode(ctx, log, obs, a.Pod, a.Reason)
 		default:

@@ -180,6 +180,18 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 			n.Primary = e.Role == valkey.RolePrimary
 			n.PrimaryID = e.PrimaryID
 			n.MySlots = e.Slots
+			for _, m := range e.Migrating {
+				if n.Migrating == nil {
+					n.Migrating = map[int]string{}
+				}
+				n.Migrating[m.Slot] = m.NodeID
+			}
+			for _, m := range e.Importing {
+				if n.Importing == nil {
+					n.Importing = map[int]string{}
+				}
+				n.Importing[m.Slot] = m.NodeID
+			}
 		}
 	}
 	return n

@@ -131,6 +131,9 @@ type Node struct {
 	ReplOffset int64
 	// SyncInProgress is master_sync_in_progress:1 (replicas only): a full sync is under way.
 	SyncInProgress bool
+	// Migrating and Importing are this node's open slots by its own CLUSTER NODES line: slot ->
+	// the node id it migrates to, or imports from. An interrupted slot move leaves them.
+	Migrating, Importing map[int]string
 }
 
 // DesiredNodes is shards × (replicas + 1).
@@ -404,7 +407,8 @@ func CaughtUp(replica, primary Pod) bool {
 // Changing says why the cluster's nodes are not yet what the spec asks for, "" when they are:
 // nodes of an older spec are still live, a shard has more live nodes than wanted, fewer nodes of
 // any kind than wanted (replicas or shards were added: a pod that merely failed still has its
-// record and is not a change), or nodes of a shard the spec no longer has. It is what Upgrading
+// record and is not a change), nodes of a shard the spec no longer has, or a shard's primary
+// does not serve its even share of the slots. It is what Upgrading
 // means (SPEC.md §2.1): pods replaced, shards or replicas added or removed. Healing a failed
 // node is not a change.
 func (s Snapshot) Changing() string {
@@ -430,6 +434,16 @@ func (s Snapshot) Changing() string {
 			return fmt.Sprintf("shard %d has %d nodes, %d wanted", shard, len(pods), want)
 		case records[shard] < want:
 			return fmt.Sprintf("shard %d has %d nodes, %d wanted", shard, records[shard], want)
+		}
+	}
+	// Slots: while every slot is served, each shard's primary serves its even share. (Slots
+	// nobody serves are a loss that formation assigns again, not a change.)
+	if s.Serving() {
+		spread := slot.EvenSpread(s.Shards)
+		for shard, pods := range s.ShardPods() {
+			if p := ShardPrimary(pods); p != nil && p.Node.MySlots.Count() != spread[shard].Count() {
+				return fmt.Sprintf("resharding: shard %d serves %d slots, %d wanted", shard, p.Node.MySlots.Count(), spread[shard].Count())
+			}
 		}
 	}
 	return ""

@@ -53,6 +53,8 @@ const (
 	FieldState       = "state"
 	FieldKey         = "key"
 	FieldValue       = "value"
+	FieldTarget      = "target"
+	FieldSlot        = "slot"
 )
 
 // The message catalogue.
@@ -115,6 +117,12 @@ const (
 	MsgForgettingNode = "forgetting node"
 	// MsgDeletingFailedPod (INFO, TargetCluster): cluster_name, pod.
 	MsgDeletingFailedPod = "deleting failed Pod"
+	// MsgMovingSlots (INFO, TargetCluster): cluster_name, pod (the source primary), target (the
+	// target primary's pod), slots (how many moved in this batch, keys included).
+	MsgMovingSlots = "moved slots"
+	// MsgClosingSlot (INFO, TargetCluster): cluster_name, pod, slot, node (the owner it was
+	// assigned to, empty for SETSLOT STABLE). An open slot whose move could not go on.
+	MsgClosingSlot = "closing open slot"
 	// MsgRetiringNode (INFO, TargetCluster): cluster_name, pod, reason. A live node leaves on
 	// purpose: built from an older spec (rolling upgrade), beyond replicasPerShard (scale-down),
 	// or a replacement that never joined and is no longer wanted.
@@ -199,6 +207,8 @@ var Catalogue = []Entry{
 	{MsgPrimaryLeavingHandover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
+	{MsgMovingSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldTarget, FieldSlots}},
+	{MsgClosingSlot, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlot, FieldNode}},
 	{MsgRetiringNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldReason}},
 	{MsgCompletedJoin, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},

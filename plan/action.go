@@ -87,6 +87,34 @@ type Failover struct {
 	Roll           bool
 }
 
+// SlotMove is one slot to move, keys included, from the primary in pod Source (node SourceID)
+// to the primary in pod Target (node TargetID).
+type SlotMove struct {
+	Slot               int
+	Source, Target     string
+	SourceID, TargetID string
+}
+
+// MoveSlots moves a batch of slots with the classic protocol (SETSLOT IMPORTING on the target,
+// MIGRATING on the source, GETKEYSINSLOT and MIGRATE until the source holds none of the slot's
+// keys, then SETSLOT NODE on the target, the source and every other primary); every step is
+// idempotent, so a batch cut short is resumed by settling. Settle is true when the batch resumes
+// a move an earlier pass (or operator) left open.
+type MoveSlots struct {
+	Moves  []SlotMove
+	Settle bool
+}
+
+// CloseSlot closes an open slot on Pod's node whose move cannot go on: CLUSTER SETSLOT Slot
+// STABLE, or SETSLOT Slot NODE Owner when Owner is set (the node already serves the slot).
+type CloseSlot struct {
+	Pod   string
+	Slot  int
+	Owner string
+}
+
+func (MoveSlots) action()     {}
+func (CloseSlot) action()     {}
 func (CreatePod) action()     {}
 func (Meet) action()          {}
 func (AddSlots) action()      {}
@@ -111,6 +139,12 @@ func (Replicate) Disruptive() bool { return false }
 
 // Disruptive: a node forgotten by mistake loses its place in the cluster.
 func (Forget) Disruptive() bool { return true }
+
+// Disruptive: slots change owner; a client is redirected, and a move cut short must be settled.
+func (MoveSlots) Disruptive() bool { return true }
+
+// Disruptive: a slot's migration state changes on a node.
+func (CloseSlot) Disruptive() bool { return true }
 
 // Disruptive: a deleted pod is gone for good.
 func (DeletePod) Disruptive() bool { return true }
@@ -149,6 +183,26 @@ func (a Replicate) String() string { return fmt.Sprintf("%s replicates %s", a.Po
 
 // String describes the action.
 func (a Forget) String() string { return fmt.Sprintf("%d nodes forget %s", len(a.Pods), a.NodeID) }
+
+// String describes the action.
+func (a MoveSlots) String() string {
+	pairs := map[string]bool{}
+	for _, m := range a.Moves {
+		pairs[m.Source+">"+m.Target] = true
+	}
+	if a.Settle {
+		return fmt.Sprintf("resume the move of %d slots", len(a.Moves))
+	}
+	return fmt.Sprintf("move %d slots over %d source/target pairs", len(a.Moves), len(pairs))
+}
+
+// String describes the action.
+func (a CloseSlot) String() string {
+	if a.Owner != "" {
+		return fmt.Sprintf("close slot %d on %s, which serves it", a.Slot, a.Pod)
+	}
+	return fmt.Sprintf("close slot %d on %s", a.Slot, a.Pod)
+}
 
 // String describes the action.
 func (a DeletePod) String() string {

@@ -115,7 +115,8 @@ func (c Chain) Run(in Input) Plan {
 // Default returns the operator's chain in priority order. Stability first: replace missing pods,
 // promote the replica of a primary whose container is gone (or hand over a leaving primary's
 // slots), then save a shard whose primaries lost their majority. Then topology: form the cluster
-// (meet, slots, replicas). Then updates: replace nodes of an older spec and remove surplus
+// (meet, slots, replicas) and reshard it (slot moves to an even spread, removed shards retired).
+// Then updates: replace nodes of an older spec and remove surplus
 // replicas, one shard at a time. Cleanup last: forget departed nodes, delete failed pods. A new
 // concern is one new file and one line here.
 func Default() Chain {
@@ -124,6 +125,7 @@ func Default() Chain {
 		failover,
 		quorum,
 		formation,
+		reshard,
 		upgrade,
 		cleanup,
 	}

@@ -106,7 +106,23 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 				if f, ok := a.(Failover); ok && f.Roll {
 					disruptive["roll"]++
 				}
-				if d, ok := a.(DeletePod); ok && d.Reason != "" {
+				if m, ok := a.(MoveSlots); ok {
+		if s.AllAnswer() != "" {
+			t.Fatalf("snapshot %d, %s: %s while %s\n%s", i, st, a, s.AllAnswer(), dump(s))
+		}
+		for _, mv := range m.Moves {
+			for _, name := range []string{mv.Source, mv.Target} {
+				ok := false
+				for _, p := range s.LivePods() {
+					ok = ok || (p.Name == name && p.Node != nil && p.Node.Reachable && p.Node.Primary)
+				}
+				if !ok {
+					t.Fatalf("snapshot %d, %s: %s involves %s, not a live reachable primary\n%s", i, st, a, name, dump(s))
+				}
+			}
+		}
+	}
+	if d, ok := a.(DeletePod); ok && d.Reason != "" {
 					disruptive["retire"]++
 				}
 				checkSafe(t, i, st, s, a)
@@ -117,7 +133,7 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 		}
 	}
 	// The generator must reach every disruptive kind, or the property says little.
-	for _, kind := range []string{"plan.Forget", "plan.DeletePod", "plan.Takeover", "plan.FailoverForce", "plan.Failover", "roll", "retire"} {
+	for _, kind := range []string{"plan.Forget", "plan.DeletePod", "plan.Takeover", "plan.FailoverForce", "plan.Failover", "roll", "retire", "plan.MoveSlots", "plan.CloseSlot"} {
 		if disruptive[kind] == 0 {
 			t.Errorf("no generated snapshot planned a %s: %v", kind, disruptive)
 		}
@@ -133,6 +149,22 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 		}
 		if s.AllAnswer() != "" {
 			t.Fatalf("snapshot %d, %s: forgets %s while %s\n%s", i, st, f.NodeID, s.AllAnswer(), dump(s))
+		}
+	}
+	if m, ok := a.(MoveSlots); ok {
+		if s.AllAnswer() != "" {
+			t.Fatalf("snapshot %d, %s: %s while %s\n%s", i, st, a, s.AllAnswer(), dump(s))
+		}
+		for _, mv := range m.Moves {
+			for _, name := range []string{mv.Source, mv.Target} {
+				ok := false
+				for _, p := range s.LivePods() {
+					ok = ok || (p.Name == name && p.Node != nil && p.Node.Reachable && p.Node.Primary)
+				}
+				if !ok {
+					t.Fatalf("snapshot %d, %s: %s involves %s, not a live reachable primary\n%s", i, st, a, name, dump(s))
+				}
+			}
 		}
 	}
 	if d, ok := a.(DeletePod); ok && d.Reason != "" {
@@ -283,6 +315,23 @@ func perturbedFormed(rng *rand.Rand) fsm.Snapshot {
 	}
 	if s.ReplicasPerShard > 0 && rng.IntN(4) == 0 {
 		s.ReplicasPerShard--
+	}
+	// A shard count change, and a move left open.
+	switch rng.IntN(6) {
+	case 0:
+		s.Shards++
+	case 1:
+		if s.Shards > 1 {
+			s.Shards--
+		}
+	case 2:
+		if n := s.Pods[rng.IntN(len(s.Pods))].Node; n.Primary {
+			n.Migrating = map[int]string{rng.IntN(slot.Count): "id-p0-0"}
+		}
+	case 3:
+		if n := s.Pods[rng.IntN(len(s.Pods))].Node; n.Primary {
+			n.Importing = map[int]string{rng.IntN(slot.Count): "id-p1-0"}
+		}
 	}
 	var opts []opt
 	var ids []string

@@ -1,0 +1,229 @@
+package plan
+
+// The reshard planner (topology) moves slots, keys included, so that the primaries of shards
+// 0..shards-1 serve an even share of the 16384 slots and the primaries of shards the spec no
+// longer has serve none; it then retires those shards' nodes. Its rules, in order:
+//
+//  1. Only a cluster formed once (Forming, Active, Upgrading), and only when every live node
+//     answers: a move needs the whole picture.
+//  2. Open slots are settled first, on every pass: a slot a live primary reports MIGRATING to a
+//     live primary is moved on (the move's steps are idempotent); MIGRATING to a node that is not
+//     a live primary is closed on the source (SETSLOT STABLE: it still holds the slot and its
+//     keys); IMPORTING on a primary that serves the slot by its own view is closed by assigning
+//     the slot to it (SETSLOT NODE itself); IMPORTING from a live primary that serves the slot is
+//     moved on; any other IMPORTING is closed (STABLE). By slot, then pod, so every pass and a
+//     restarted operator settle the same way. Settling is one disruptive step.
+//  3. New moves wait until every live node knows every other (a new shard's nodes were met) and
+//     says cluster_state:ok, no failover is awaited, and every shard 0..shards-1 has a reachable
+//     primary.
+//  4. Each shard's target is its share of slot.EvenSpread(shards) (0 for a removed shard). Shards
+//     over their target give slots (the highest first) to shards under it, by index, so a
+//     removed shard's slots spread over every remaining shard in proportion to what each lacks.
+//     One batch of at most MaxSlotsPerBatch slot moves, interleaved over the (source, target)
+//     pairs, is one disruptive step; the executor moves the pairs concurrently.
+//  5. Once no primary of a removed shard serves a slot, its nodes are retired one per pass, the
+//     first by name (RetireRemovedShard); cleanup forgets them at once.
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/slot"
+)
+
+// MaxSlotsPerBatch bounds one batch of slot moves: enough slots in flight over several pairs to
+// keep the nodes busy, few enough that a pass finishes within its budget with typical key
+// counts. A batch cut short by the pass budget leaves open slots that the next pass settles.
+const MaxSlotsPerBatch = 1024
+
+// RetireRemovedShard is why the nodes of a shard the spec no longer has are retired.
+const RetireRemovedShard = "shard removed by spec.shards"
+
+var reshard = Planner{Name: "reshard", Gate: gateReshard, Plan: planReshard}
+
+func gateReshard(in Input) string {
+	if !formedOnce(in.State) {
+		return "waiting for the cluster to form before moving slots"
+	}
+	return in.Snapshot.AllAnswer()
+}
+
+func planReshard(in Input) Step {
+	s := in.Snapshot
+	live := s.LivePods()
+	if a, ok := planSettle(live); ok {
+		return Step{Actions: []Action{a}, Wait: "waiting for open slots to settle"}
+	}
+	byShard := map[int][]fsm.Pod{}
+	for _, p := range live {
+		byShard[p.Shard] = append(byShard[p.Shard], p)
+	}
+	if why := moveGate(s, live, byShard); why != "" {
+		return Step{}
+	}
+	if moves := planMoves(s, byShard); len(moves) > 0 {
+		return Step{Actions: []Action{MoveSlots{Moves: moves}}, Wait: fmt.Sprintf("waiting for %d slot moves to land", len(moves))}
+	}
+	for _, p := range live { // by name
+		if p.Shard >= s.Shards && len(p.Node.MySlots) == 0 {
+			return Step{Actions: []Action{DeletePod{Pod: p.Name, Reason: RetireRemovedShard}}, Wait: fmt.Sprintf("waiting for %s to leave", p.Name)}
+		}
+	}
+	return Step{}
+}
+
+// planSettle applies rule 2: one action for the first open slot found, by slot then pod.
+func planSettle(live []fsm.Pod) (Action, bool) {
+	primaries := map[string]fsm.Pod{}
+	for _, p := range live {
+		if p.Node.Primary {
+			primaries[p.Node.ID] = p
+		}
+	}
+	type open struct {
+		slot      int
+		pod       fsm.Pod
+		migrating bool
+		other     string
+	}
+	var opens []open
+	for _, p := range live {
+		if !p.Node.Primary {
+			continue // replicas follow their primary's SETSLOT
+		}
+		for sl, id := range p.Node.Migrating {
+			opens = append(opens, open{sl, p, true, id})
+		}
+		for sl, id := range p.Node.Importing {
+			opens = append(opens, open{sl, p, false, id})
+		}
+	}
+	if len(opens) == 0 {
+		return nil, false
+	}
+	sort.Slice(opens, func(i, j int) bool {
+		if opens[i].slot != opens[j].slot {
+			return opens[i].slot < opens[j].slot
+		}
+		if opens[i].pod.Name != opens[j].pod.Name {
+			return opens[i].pod.Name < opens[j].pod.Name
+		}
+		return opens[i].migrating && !opens[j].migrating
+	})
+	o := opens[0]
+	other, otherLive := primaries[o.other]
+	if o.migrating {
+		if otherLive {
+			return MoveSlots{Moves: []SlotMove{{Slot: o.slot, Source: o.pod.Name, SourceID: o.pod.Node.ID, Target: other.Name, TargetID: other.Node.ID}}, Settle: true}, true
+		}
+		return CloseSlot{Pod: o.pod.Name, Slot: o.slot}, true
+	}
+	if o.pod.Node.MySlots.Contains(o.slot) {
+		return CloseSlot{Pod: o.pod.Name, Slot: o.slot, Owner: o.pod.Node.ID}, true
+	}
+	if otherLive && other.Node.MySlots.Contains(o.slot) {
+		return MoveSlots{Moves: []SlotMove{{Slot: o.slot, Source: other.Name, SourceID: other.Node.ID, Target: o.pod.Name, TargetID: o.pod.Node.ID}}, Settle: true}, true
+	}
+	return CloseSlot{Pod: o.pod.Name, Slot: o.slot}, true
+}
+
+// moveGate applies rule 3.
+func moveGate(s fsm.Snapshot, live []fsm.Pod, byShard map[int][]fsm.Pod) string {
+	for _, p := range live {
+		if len(p.Node.Known) != len(live) || len(p.Node.Meeting) > 0 {
+			return "waiting for every node to know every node"
+		}
+		// A node that just joined says cluster_state:fail until it learnt every slot's owner,
+		// and as a target it refuses MIGRATE with CLUSTERDOWN meanwhile.
+		if !p.Node.ClusterStateOK {
+			return "waiting for node " + p.Name + " to see the cluster ok"
+		}
+	}
+	if f := s.Failover; f != nil && s.Now.Sub(f.StartedAt) < FailoverRetry {
+		return "waiting for a failover"
+	}
+	for shard := range s.Shards {
+		if fsm.ShardPrimary(byShard[shard]) == nil {
+			return fmt.Sprintf("waiting for shard %d to have a primary", shard)
+		}
+	}
+	return ""
+}
+
+// planMoves applies rule 4.
+func planMoves(s fsm.Snapshot, byShard map[int][]fsm.Pod) []SlotMove {
+	spread := slot.EvenSpread(s.Shards)
+	type holder struct {
+		shard int
+		pod   fsm.Pod
+		slots []int // ascending
+		want  int
+	}
+	var shards []int
+	for shard := range byShard {
+		shards = append(shards, shard)
+	}
+	sort.Ints(shards)
+	var give, take []*holder
+	for _, shard := range shards {
+		primary := fsm.ShardPrimary(byShard[shard])
+		if primary == nil {
+			continue
+		}
+		h := &holder{shard: shard, pod: *primary}
+		if shard >= 0 && shard < s.Shards {
+			h.want = spread[shard].Count()
+		}
+		for _, r := range primary.Node.MySlots {
+			for sl := r.Start; sl <= r.End; sl++ {
+				h.slots = append(h.slots, sl)
+			}
+		}
+		switch {
+		case len(h.slots) > h.want:
+			give = append(give, h)
+		case len(h.slots) < h.want && shard < s.Shards:
+			take = append(take, h)
+		}
+	}
+	// Pair each giver's surplus with the takers' deficits, then interleave the pairs so a batch
+	// spreads over every pair.
+	type pair struct{ moves []SlotMove }
+	var pairs []*pair
+	ti := 0
+	deficit := func(h *holder) int { return h.want - len(h.slots) }
+	for _, g := range give {
+		surplus := len(g.slots) - g.want
+		for surplus > 0 && ti < len(take) {
+			t := take[ti]
+			n := min(surplus, deficit(t))
+			p := &pair{}
+			for range n {
+				sl := g.slots[len(g.slots)-1]
+				g.slots = g.slots[:len(g.slots)-1]
+				t.slots = append(t.slots, sl)
+				p.moves = append(p.moves, SlotMove{Slot: sl, Source: g.pod.Name, SourceID: g.pod.Node.ID, Target: t.pod.Name, TargetID: t.pod.Node.ID})
+			}
+			pairs = append(pairs, p)
+			surplus -= n
+			if deficit(t) == 0 {
+				ti++
+			}
+		}
+	}
+	var out []SlotMove
+	for i := 0; len(out) < MaxSlotsPerBatch; i++ {
+		added := false
+		for _, p := range pairs {
+			if i < len(p.moves) && len(out) < MaxSlotsPerBatch {
+				out = append(out, p.moves[i])
+				added = true
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	return out
+}

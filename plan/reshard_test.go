@@ -1,0 +1,135 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/slot"
+)
+
+// withNewShard adds a running, met, slot-less primary pod for shard, known to every node.
+func withNewShard(shard int) opt {
+	return func(s *fsm.Snapshot) {
+		name := "p" + string(rune('0'+shard)) + "-0"
+		p := fsm.Pod{Name: name, Shard: shard, Phase: fsm.PodRunning, IP: "10.244.9.9", Lifecycle: "Joining",
+			Node: &fsm.Node{Reachable: true, ID: "id-" + name, Primary: true, ClusterStateOK: true, SlotsAssigned: slot.Count, Known: map[string]slot.Set{}}}
+		s.Pods = append(s.Pods, p)
+		for i := range s.Pods {
+			for j := range s.Pods {
+				s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+			}
+		}
+		sortPods(s.Pods)
+	}
+}
+
+func moves(t *testing.T, p Plan) MoveSlots {
+	t.Helper()
+	if len(p.Actions) != 1 {
+		t.Fatalf("want one batch of moves, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	m, ok := p.Actions[0].(MoveSlots)
+	if !ok {
+		t.Fatalf("want MoveSlots, got %v", p.Actions[0])
+	}
+	return m
+}
+
+// Scale out 3 → 4: the new shard's primary takes slots from every old primary, interleaved, the
+// highest of each first; the batch is bounded.
+func TestReshardScaleOut(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 3, 0, formed)
+	s.Shards = 4
+	withNewShard(3)(&s)
+	m := moves(t, run(reshard, fsm.Upgrading, s))
+	if len(m.Moves) != MaxSlotsPerBatch {
+		t.Fatalf("want a batch of %d moves, got %d", MaxSlotsPerBatch, len(m.Moves))
+	}
+	from := map[string]int{}
+	for i, mv := range m.Moves {
+		if mv.Target != "p3-0" || mv.TargetID != "id-p3-0" {
+			t.Fatalf("move %d to %s, want the new shard's primary", i, mv.Target)
+		}
+		from[mv.Source]++
+	}
+	if len(from) != 3 {
+		t.Fatalf("want slots from all three old primaries, got %v", from)
+	}
+	spread := slot.EvenSpread(3)
+	if m.Moves[0].Source != "p0-0" || m.Moves[0].Slot != spread[0].End || m.Moves[1].Source != "p1-0" {
+		t.Fatalf("want the highest slot of p0-0 first, then p1-0's: %+v", m.Moves[:3])
+	}
+}
+
+// Scale in 4 → 2: the removed shards' slots go to both remaining shards in proportion, and once
+// a removed shard serves nothing its nodes are retired.
+func TestReshardScaleIn(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 4, 0, formed)
+	s.Shards = 2
+	m := moves(t, run(reshard, fsm.Upgrading, s))
+	to := map[string]int{}
+	for _, mv := range m.Moves {
+		if mv.Source != "p2-0" && mv.Source != "p3-0" {
+			t.Fatalf("a remaining shard gave slot %d", mv.Slot)
+		}
+		to[mv.Target]++
+	}
+	if len(to) != 2 {
+		t.Fatalf("want both remaining shards to receive slots, got %v", to)
+	}
+	// Every slot moved: retire the removed shards' nodes, one per pass.
+	spread := slot.EvenSpread(2)
+	done := newSnapshot(fsm.Upgrading, 4, 0, formed)
+	done.Shards = 2
+	for i := range done.Pods {
+		p := &done.Pods[i]
+		switch p.Shard {
+		case 0, 1:
+			p.Node.MySlots = slot.Set{spread[p.Shard]}
+		default:
+			p.Node.MySlots = nil
+		}
+	}
+	for i := range done.Pods {
+		for j := range done.Pods {
+			done.Pods[i].Node.Known[done.Pods[j].Node.ID] = done.Pods[j].Node.MySlots
+		}
+	}
+	p := run(reshard, fsm.Upgrading, done)
+	if len(p.Actions) != 1 || p.Actions[0] != (DeletePod{Pod: "p2-0", Reason: RetireRemovedShard}) {
+		t.Fatalf("want p2-0 retired, got %v", p.Actions)
+	}
+	if why := done.Changing(); why == "" {
+		t.Fatal("nodes of a removed shard are a change")
+	}
+}
+
+// Open slots are settled before any new move, deterministically.
+func TestReshardSettlesOpenSlots(t *testing.T) {
+	s := newSnapshot(fsm.Active, 2, 0, formed)
+	slot0 := slot.EvenSpread(2)[0].End
+	s.Pods[0].Node.Migrating = map[int]string{slot0: "id-p1-0"}
+	m := moves(t, run(reshard, fsm.Active, s))
+	if !m.Settle || len(m.Moves) != 1 || m.Moves[0] != (SlotMove{Slot: slot0, Source: "p0-0", SourceID: "id-p0-0", Target: "p1-0", TargetID: "id-p1-0"}) {
+		t.Fatalf("want the open move resumed, got %+v", m)
+	}
+	s.Pods[0].Node.Migrating = map[int]string{slot0: "id-gone"}
+	if p := run(reshard, fsm.Active, s); len(p.Actions) != 1 || p.Actions[0] != (CloseSlot{Pod: "p0-0", Slot: slot0}) {
+		t.Fatalf("a move to a node that is gone is closed on the source, got %v", p.Actions)
+	}
+	s.Pods[0].Node.Migrating = nil
+	s.Pods[0].Node.Importing = map[int]string{slot0: "id-p1-0"}
+	if p := run(reshard, fsm.Active, s); len(p.Actions) != 1 || p.Actions[0] != (CloseSlot{Pod: "p0-0", Slot: slot0, Owner: "id-p0-0"}) {
+		t.Fatalf("an import on the slot's owner is closed by assigning it, got %v", p.Actions)
+	}
+	s.Pods[0].Node.Importing = nil
+	s.Pods[1].Node.Importing = map[int]string{slot0: "id-p0-0"}
+	m = moves(t, run(reshard, fsm.Active, s))
+	if m.Moves[0].Source != "p0-0" || m.Moves[0].Target != "p1-0" {
+		t.Fatalf("an import from the live owner is resumed, got %+v", m)
+	}
+	// A balanced cluster with nothing open: nothing to do.
+	if p := run(reshard, fsm.Active, newSnapshot(fsm.Active, 3, 1, formed)); len(p.Actions) != 0 {
+		t.Fatalf("balanced: %v", p.Actions)
+	}
+}
