@@ -150,17 +150,17 @@ func (w *Writer) run(ctx context.Context, s *slotWriter, prefix string, id int, 
 	}
 }
 
-// doMulti is the client's DoMulti, with a panic of the client turned into a failed write.
-// valkey-go v1.0.79 panics (index out of range in clusterClient.doresultfn) when the SET of a
-// SET+WAIT batch is answered ASK during a slot migration; the write is then not acknowledged,
-// which is what a refusal is, so the writer counts it and goes on rather than crash the test.
+// doMulti is the client's DoMulti of a SET and its WAIT. valkey-go v1.0.79 panics (index out
+// of range in clusterClient.doresultfn; v1.0.80 has the same code) when the SET of such a batch
+// is answered ASK, as it is while its slot migrates. Then the SET alone is sent again with Do,
+// which follows ASK; the write counts as acknowledged by its primary only (WAIT did not run), so
+// it is never taken for a replicated one.
 func (w *Writer) doMulti(ctx context.Context, cmds ...valkeygo.Completed) (res []valkeygo.ValkeyResult) {
 	defer func() {
 		if r := recover(); r != nil {
-			err := fmt.Errorf("valkey-go panicked: %v", r)
-			res = make([]valkeygo.ValkeyResult, len(cmds))
-			for i := range res {
-				res[i] = valkeygo.NewErrorResult(err)
+			res = []valkeygo.ValkeyResult{
+				w.client.Do(ctx, cmds[0]),
+				valkeygo.NewErrorResult(fmt.Errorf("WAIT not sent: valkey-go panicked on the batch: %v", r)),
 			}
 		}
 	}()
