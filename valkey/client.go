@@ -296,6 +296,13 @@ func (c *Client) ACLLoad(ctx context.Context) error {
 	return c.doOK(ctx, "acl load", c.c.B().AclLoad().Build())
 }
 
+// ACLList sends ACL LIST: one line per user, as the node enforces the rules now (normalised by
+// Valkey, password hashes included). The error never carries a reply line.
+func (c *Client) ACLList(ctx context.Context) ([]string, error) {
+	lines, err := c.do(ctx, c.c.B().AclList().Build()).AsStrSlice()
+	return lines, c.wrap("acl list", err)
+}
+
 // secretParameters are configuration parameters whose values are
 // passwords, kept out of error messages.
 var secretParameters = []string{"masterauth", "requirepass"}
