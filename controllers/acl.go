@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -19,9 +20,12 @@ import (
 //  2. Each binding's first permission is the user's root rule; every further permission is a
 //     parenthesised selector with its own commands, keys and channels, so that read on a:* and
 //     write on b:* never add up to write on a:*.
-//  3. The default user: open (no password, everything) while no binding exists anywhere; off
+//  3. The root rule of every bound user also allows clusterClientCommands, before the role's own
+//     rules (so a role may still deny one): without them a cluster client cannot even learn the
+//     topology, and a role of @read and @write alone would be useless to it.
+//  4. The default user: open (no password, everything) while no binding exists anywhere; off
 //     as soon as one exists, unless `default` itself is bound (then its binding is its line).
-//  4. The system users, last: _momento_operator runs exactly the operator's commands and
+//  5. The system users, last: _momento_operator runs exactly the operator's commands and
 //     _momento_repl replicates; neither has a key or channel pattern.
 
 // Usernames of the operator's system users. The _momento_ prefix is refused at admission for
@@ -50,6 +54,15 @@ var operatorCommands = []string{
 	"client|setinfo",
 }
 
+// clusterClientCommands are what a cluster client sends besides its data commands: PING, the
+// topology (CLUSTER SLOTS / SHARDS / NODES / INFO / MYID, as different client libraries ask),
+// ASKING, READONLY and READWRITE around redirections and replica reads, and the client's name and
+// library (CLIENT SETNAME / SETINFO). None reads or writes a key.
+var clusterClientCommands = []string{
+	"ping", "cluster|slots", "cluster|shards", "cluster|nodes", "cluster|info", "cluster|myid",
+	"asking", "readonly", "readwrite", "client|setname", "client|setinfo",
+}
+
 // replicationCommands are what a replica sends its primary as masteruser: PING and REPLCONF
 // during the handshake, PSYNC to sync, REPLCONF ACK afterwards. The whole dataset flows over
 // PSYNC, so this user is as sensitive as the data; it still runs no command on a key.
@@ -66,6 +79,51 @@ type systemUsers struct {
 	// breaks neither replication nor the old pods' probe. This is no weaker than before (the
 	// old auth.conf held the operator's own password), and ends by itself.
 	LegacyReplication bool
+	// SetUsers: the cluster runs Valkey 8, where ACL LOAD crashes a replica (8.0.1 dereferences
+	// the user of its primary's connection, which has none). The ACL controller applies the
+	// file there with ACL SETUSER / DELUSER instead (see aclLoadSafe), which the operator's user
+	// must then be allowed. That is a wider grant (the user could grant itself more), so it is
+	// given only to clusters whose image is Valkey 8.
+	SetUsers bool
+}
+
+// aclLoadSafe reports whether ACL LOAD is safe on a node running version (INFO server's
+// valkey_version): from Valkey 9 on. 8.0.1 crashes a replica on ACL LOAD (measured); later 8.x
+// releases are not assumed fixed.
+func aclLoadSafe(version string) bool {
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 9
+}
+
+// aclLine is one user line of an ACL file.
+type aclLine struct {
+	name  string
+	rules []string
+}
+
+// aclLines are the user lines of file, the operator's own last: applied one by one with ACL
+// SETUSER, each is checked against the operator's rights as they are before it, so the
+// operator's user changes only once every other user is set.
+func aclLines(file string) []aclLine {
+	var out []aclLine
+	var op *aclLine
+	for _, line := range strings.Split(file, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "user" {
+			continue
+		}
+		l := aclLine{name: f[1], rules: f[2:]}
+		if l.name == OperatorUser {
+			op = &l
+			continue
+		}
+		out = append(out, l)
+	}
+	if op != nil {
+		out = append(out, *op)
+	}
+	return out
 }
 
 // mergeBindings returns the config-level bindings followed by the cluster's own. A username
@@ -97,7 +155,12 @@ func renderACL(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys
 		for i, p := range u.Permissions {
 			rule := permissionRule(roles[p.RoleRef], p)
 			if i == 0 {
-				fields = append(fields, rule...)
+				// After the reset (resetkeys resetchannels -@all), before the role's rules.
+				fields = append(fields, rule[:3]...)
+				for _, c := range clusterClientCommands {
+					fields = append(fields, "+"+c)
+				}
+				fields = append(fields, rule[3:]...)
 			} else {
 				fields = append(fields, "("+strings.Join(rule, " ")+")")
 			}
@@ -115,6 +178,9 @@ func renderACL(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys
 	if sys.LegacyReplication {
 		op = append(op, "#"+sha256Hex(sys.ReplPassword))
 		opCommands = slices.Concat(opCommands, []string{"psync", "replconf"})
+	}
+	if sys.SetUsers {
+		opCommands = slices.Concat(opCommands, []string{"acl|setuser", "acl|deluser"})
 	}
 	b.WriteString(strings.Join(slices.Concat(op, allowOnly(opCommands)), " ") + "\n")
 	repl := []string{"user", ReplicationUser, "on", "resetpass", "#" + sha256Hex(sys.ReplPassword)}

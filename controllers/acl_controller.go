@@ -31,7 +31,8 @@ import (
 //  1. Every running node gets ACL LOAD, whatever it enforces now: a manual ACL SETUSER or
 //     DELUSER is reverted on the next pass. Valkey loads all of the file or none of it, and
 //     keeps the connections of users that still exist, so a LOAD that changes nothing is
-//     harmless.
+//     harmless. Except on Valkey 8, where ACL LOAD crashes a replica (8.0.1): there the users
+//     that differ are set one by one with ACL SETUSER, and the extra ones deleted (setUsers).
 //  2. Then it is asked what it enforces (ACL LIST), normalised and compared with the file. A
 //     node that loaded a stale file (the kubelet refreshes Secret volumes with a delay) is
 //     loaded again soon, with a growing delay (aclCatchUp), until it matches; a node that now
@@ -115,7 +116,7 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results <- r.loadNode(ctx, clusterKey(&vc), p.Name, a, creds, want)
+			results <- r.loadNode(ctx, clusterKey(&vc), p.Name, a, creds, file, want)
 		}()
 	}
 	wg.Wait()
@@ -175,7 +176,7 @@ func aclTarget(p *corev1.Pod) bool {
 
 // loadNode loads the ACL file on one node and compares what it enforces, before and after,
 // with want (normalizeACL of the file).
-func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string, creds valkey.Credentials, want map[string]string) nodeACL {
+func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string, creds valkey.Credentials, file string, want map[string]string) nodeACL {
 	n := nodeACL{pod: pod}
 	c, err := r.conns.Client(cluster, addr, creds)
 	if err != nil {
@@ -187,7 +188,17 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 		n.err = err
 		return n
 	}
-	if n.err = c.ACLLoad(ctx); n.err != nil {
+	info, err := c.Info(ctx, "server")
+	if err != nil {
+		n.err = err
+		return n
+	}
+	if aclLoadSafe(info["valkey_version"]) {
+		n.err = c.ACLLoad(ctx)
+	} else {
+		n.err = setUsers(ctx, c, file, before)
+	}
+	if n.err != nil {
 		return n
 	}
 	after, err := c.ACLList(ctx)
@@ -198,6 +209,31 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 	n.enforcing = maps.Equal(normalizeACL(strings.Join(after, "\n")), want)
 	n.changed = n.enforcing && !maps.Equal(normalizeACL(strings.Join(before, "\n")), want)
 	return n
+}
+
+// setUsers makes a node whose ACL LOAD is unsafe (aclLoadSafe) enforce file: ACL SETUSER name
+// reset <rules> for every user whose rules differ from what the node has (the operator's own
+// last), then ACL DELUSER for every user the file does not name. It applies what the operator
+// rendered, not the node's mounted file, so there is no file to catch up with.
+func setUsers(ctx context.Context, c *valkey.Client, file string, current []string) error {
+	have := normalizeACL(strings.Join(current, "\n"))
+	want := normalizeACL(file)
+	for _, l := range aclLines(file) {
+		if rules, ok := have[l.name]; ok && rules == want[l.name] {
+			continue
+		}
+		if err := c.ACLSetUser(ctx, l.name, append([]string{"reset"}, l.rules...)); err != nil {
+			return err
+		}
+	}
+	for name := range have {
+		if _, ok := want[name]; !ok && name != "default" {
+			if err := c.ACLDelUser(ctx, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // next is the delay before the next pass: the tick, or while a node's file is behind, a delay

@@ -77,7 +77,9 @@ func TestRenderACL(t *testing.T) {
 		{RoleRef: "write", Keys: []v1.KeyPattern{keys("b:*", v1.KeyAccessReadWrite)}, Channels: []string{"orders:*"}},
 	}}}
 	got = renderACL(b, testRoles, testSys)
-	want := "user app on resetpass #" + hashA + " #" + hashB + " resetkeys resetchannels -@all +@read %R~a:*" +
+	want := "user app on resetpass #" + hashA + " #" + hashB + " resetkeys resetchannels -@all " +
+		"+ping +cluster|slots +cluster|shards +cluster|nodes +cluster|info +cluster|myid +asking +readonly +readwrite +client|setname +client|setinfo " +
+		"+@read %R~a:*" +
 		" (resetkeys resetchannels -@all +@write ~b:* &orders:*)\n" +
 		"user default off resetpass resetkeys resetchannels -@all\n"
 	if !strings.HasPrefix(got, want) {
@@ -198,7 +200,9 @@ func TestRenderedACLOnValkey(t *testing.T) {
 		binding("split", perm("read", keys("a:*", v1.KeyAccessRead)), perm("write", keys("b:*", v1.KeyAccessReadWrite))),
 		binding("rw", perm("read-write", keys("app:*", v1.KeyAccessReadWrite))),
 	}
-	file := renderACL(bindings, testRoles, testSys)
+	sys := testSys
+	sys.SetUsers = true
+	file := renderACL(bindings, testRoles, sys)
 	aclPath := filepath.Join(dir, aclFileName)
 	if err := os.WriteFile(aclPath, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
@@ -269,5 +273,28 @@ func TestRenderedACLOnValkey(t *testing.T) {
 		if got := run(c.user, c.pw, c.args...); !strings.Contains(got, c.want) || (c.want == "" && got != "") {
 			t.Errorf("%s %v: %q, want %q", c.user, c.args, got, c.want)
 		}
+	}
+
+	// Where ACL LOAD is unsafe (Valkey 8), setUsers reaches the same state: a user changed, one
+	// removed, one set by hand reverted.
+	admin := exec.Command("valkey-cli", "-p", strconv.Itoa(port), "--user", OperatorUser, "--no-auth-warning", "ACL", "SETUSER", "intruder", "on", "nopass", "~*", "+@all")
+	admin.Env = append(os.Environ(), "REDISCLI_AUTH="+testSys.OperatorPassword)
+	if out, err := admin.CombinedOutput(); err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("acl setuser as the operator (Valkey 8 grant): %v %s", err, out)
+	}
+	next := renderACL([]v1.ACLBinding{binding("split", perm("write", keys("b:*", v1.KeyAccessReadWrite)))}, testRoles, sys)
+	current, err := op.ACLList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setUsers(ctx, op, next, current); err != nil {
+		t.Fatal(err)
+	}
+	list, err = op.ACLList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := normalizeACL(strings.Join(list, "\n")), normalizeACL(next); !maps.Equal(got, want) {
+		t.Fatalf("after setUsers the node enforces something else than the file:\n%v\n%v", got, want)
 	}
 }

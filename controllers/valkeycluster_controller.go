@@ -215,6 +215,7 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	if sys.LegacyReplication, err = r.legacyReplication(ctx, vc); err != nil {
 		return valkey.Credentials{}, err
 	}
+	sys.SetUsers = !aclLoadSafe(rc.Image.Version)
 	creds := valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}
 
 	var svc corev1.Service

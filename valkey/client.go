@@ -303,6 +303,17 @@ func (c *Client) ACLList(ctx context.Context) ([]string, error) {
 	return lines, c.wrap("acl list", err)
 }
 
+// ACLSetUser sends ACL SETUSER name rules..., in one command: Valkey applies all of them or
+// none. The error names the user, never a rule (rules carry password hashes).
+func (c *Client) ACLSetUser(ctx context.Context, name string, rules []string) error {
+	return c.doOK(ctx, "acl setuser "+name, c.c.B().AclSetuser().Username(name).Rule(rules...).Build())
+}
+
+// ACLDelUser sends ACL DELUSER name.
+func (c *Client) ACLDelUser(ctx context.Context, name string) error {
+	return c.doOK(ctx, "acl deluser "+name, c.c.B().AclDeluser().Username(name).Build())
+}
+
 // secretParameters are configuration parameters whose values are
 // passwords, kept out of error messages.
 var secretParameters = []string{"masterauth", "requirepass"}
