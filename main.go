@@ -105,6 +105,11 @@ func run() int {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
+	acl := &controllers.ACLReconciler{Client: mgr.GetClient()}
+	if err := acl.SetupWithManager(mgr, log); err != nil {
+		opLog.Error("controller setup failed", logging.Err(err))
+		return 1
+	}
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		opLog.Error("manager stopped", logging.Err(err))
 		return 1

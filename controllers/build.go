@@ -33,12 +33,10 @@ const (
 	aclFileName    = "users.acl"
 	authFileName   = "auth.conf"
 
-	// OperatorUser is the Valkey user the operator runs CLUSTER and ACL commands with; it
-	// also authenticates replication (masteruser). The _momento_ prefix is reserved at
-	// admission, so no declared user can collide with it.
-	OperatorUser = "_momento_operator"
-	// operatorPasswordKey is the key of the password in the operator's credential Secret.
+	// operatorPasswordKey is the key of the operator's password in its credential Secret.
 	operatorPasswordKey = "password"
+	// replPasswordKey is the key of the replication user's password in the same Secret.
+	replPasswordKey = "repl-password"
 
 	// valkeyUID runs valkey-server (the uid of the valkey user in the official images).
 	valkeyUID = 999
@@ -208,73 +206,10 @@ func nodeObjectMeta(vc *v1.ValkeyCluster, vn *v1.ValkeyNode, name string) metav1
 	}
 }
 
-// renderACL renders the ACL file: the operator's user (by SHA-256 of its password), then the
-// default user, then spec.acl. While spec.acl is empty the default user stays as Valkey ships
-// it (on, no password, all commands); once any user is declared it is switched off, unless
-// spec.acl declares `default` itself (as the original's password-rotation example does).
-// The operator's user is under the _momento_ prefix, which admission reserves.
-func renderACL(vc *v1.ValkeyCluster, roles map[string]v1.ValkeyRoleSpec, operatorPassword string) string {
-	var b strings.Builder
-	sum := sha256.Sum256([]byte(operatorPassword))
-	fmt.Fprintf(&b, "user %s on #%s ~* &* +@all\n", OperatorUser, hex.EncodeToString(sum[:]))
-	if len(vc.Spec.ACL) == 0 {
-		b.WriteString("user default on nopass ~* &* +@all\n")
-		return b.String()
-	}
-	declaresDefault := false
-	for _, u := range vc.Spec.ACL {
-		declaresDefault = declaresDefault || u.Username == "default"
-	}
-	if !declaresDefault {
-		// A user file may name a user once: a declared default user replaces this line.
-		b.WriteString("user default off resetkeys resetchannels -@all\n")
-	}
-	for _, u := range vc.Spec.ACL {
-		fields := []string{"user", u.Username, "on", "resetpass", "resetkeys", "resetchannels", "-@all"}
-		for _, h := range u.PasswordHashes {
-			fields = append(fields, "#"+h)
-		}
-		for _, p := range u.Permissions {
-			role := roles[p.RoleRef]
-			for _, c := range role.Categories {
-				fields = append(fields, aclSign(c.Access)+"@"+c.Name)
-			}
-			for _, c := range role.Commands {
-				name := c.Name
-				if c.Subcommand != "" {
-					name += "|" + c.Subcommand
-				}
-				fields = append(fields, aclSign(c.Access)+name)
-			}
-			for _, k := range p.Keys {
-				switch k.Access {
-				case v1.KeyAccessRead:
-					fields = append(fields, "%R~"+k.Pattern)
-				case v1.KeyAccessWrite:
-					fields = append(fields, "%W~"+k.Pattern)
-				default:
-					fields = append(fields, "~"+k.Pattern)
-				}
-			}
-			for _, ch := range p.Channels {
-				fields = append(fields, "&"+ch)
-			}
-		}
-		b.WriteString(strings.Join(fields, " ") + "\n")
-	}
-	return b.String()
-}
-
-func aclSign(a v1.RuleAccess) string {
-	if a == v1.RuleDeny {
-		return "-"
-	}
-	return "+"
-}
-
-// buildSecret holds the ACL file and auth.conf (masteruser / masterauth for replication).
-func buildSecret(vc *v1.ValkeyCluster, acl, operatorPassword string) *corev1.Secret {
-	auth := fmt.Sprintf("masteruser %s\nmasterauth %s\n", OperatorUser, operatorPassword)
+// buildSecret holds the ACL file and auth.conf: masteruser / masterauth, with which replicas
+// authenticate to their primary as the replication user (and the liveness probe PINGs).
+func buildSecret(vc *v1.ValkeyCluster, acl, replPassword string) *corev1.Secret {
+	auth := fmt.Sprintf("masteruser %s\nmasterauth %s\n", ReplicationUser, replPassword)
 	return &corev1.Secret{
 		ObjectMeta: objectMeta(vc, secretName(vc)),
 		Type:       corev1.SecretTypeOpaque,
@@ -282,17 +217,30 @@ func buildSecret(vc *v1.ValkeyCluster, acl, operatorPassword string) *corev1.Sec
 	}
 }
 
-// buildCredentialSecret holds the operator's own password for the cluster, generated once.
+// buildCredentialSecret holds the system users' passwords for the cluster, generated once.
 func buildCredentialSecret(vc *v1.ValkeyCluster) (*corev1.Secret, error) {
-	buf := make([]byte, 32)
-	if _, err := rand.Read(buf); err != nil {
-		return nil, fmt.Errorf("generate operator password: %w", err)
+	op, err := newPassword()
+	if err != nil {
+		return nil, err
+	}
+	repl, err := newPassword()
+	if err != nil {
+		return nil, err
 	}
 	return &corev1.Secret{
 		ObjectMeta: objectMeta(vc, credentialName(vc)),
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{operatorPasswordKey: []byte(hex.EncodeToString(buf))},
+		Data:       map[string][]byte{operatorPasswordKey: []byte(op), replPasswordKey: []byte(repl)},
 	}, nil
+}
+
+// newPassword is 32 random bytes in hex.
+func newPassword() (string, error) {
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", fmt.Errorf("generate password: %w", err)
+	}
+	return hex.EncodeToString(buf), nil
 }
 
 // nodeSpecHash hashes what a node is built from, its ValkeyNode's spec, reduced to what the
@@ -369,6 +317,9 @@ func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 	meta.Annotations = map[string]string{}
 	maps.Copy(meta.Annotations, vc.Spec.PodAnnotations)
 	meta.Annotations[v1.AnnotationSpecHash] = hash
+	// Says the node replicates as ReplicationUser: a pod without it was started by an older
+	// operator, whose replicas authenticate as OperatorUser (see systemUsers).
+	meta.Annotations[v1.AnnotationReplicationUser] = ReplicationUser
 
 	res := corev1.ResourceList{}
 	if q := rc.Resources.CPU; q != nil {

@@ -208,35 +208,6 @@ func TestSpecHash(t *testing.T) {
 	}
 }
 
-func TestRenderACL(t *testing.T) {
-	vc := newTestCluster()
-	got := renderACL(vc, nil, "s3cret")
-	if !strings.Contains(got, "user default on nopass ~* &* +@all\n") || strings.Contains(got, "s3cret") {
-		t.Fatalf("no spec.acl: default user must stay as shipped and the password must be hashed:\n%s", got)
-	}
-	vc.Spec.ACL = []v1.ACLBinding{{
-		Username:       "app-user",
-		PasswordHashes: []string{strings.Repeat("a", 64), strings.Repeat("b", 64)},
-		Permissions: []v1.ACLPermission{{RoleRef: "read-write", Keys: []v1.KeyPattern{
-			{Pattern: "myapp:*", Access: v1.KeyAccessReadWrite}, {Pattern: "ro:*", Access: v1.KeyAccessRead}}}},
-	}}
-	roles := map[string]v1.ValkeyRoleSpec{"read-write": {
-		Categories: []v1.CategoryRule{{Name: "read", Access: v1.RuleAllow}, {Name: "dangerous", Access: v1.RuleDeny}},
-		Commands:   []v1.CommandRule{{Name: "cluster", Subcommand: "info", Access: v1.RuleAllow}},
-	}}
-	got = renderACL(vc, roles, "s3cret")
-	want := "user app-user on resetpass resetkeys resetchannels -@all #" + strings.Repeat("a", 64) + " #" + strings.Repeat("b", 64) +
-		" +@read -@dangerous +cluster|info ~myapp:* %R~ro:*\n"
-	if !strings.Contains(got, "user default off") || !strings.HasSuffix(got, want) {
-		t.Fatalf("got:\n%s\nwant suffix:\n%s", got, want)
-	}
-	// Declaring default replaces the switched-off line: a user may appear once in the file.
-	vc.Spec.ACL[0].Username = "default"
-	if got = renderACL(vc, roles, "s3cret"); strings.Count(got, "user default ") != 1 || strings.Contains(got, "user default off") {
-		t.Fatalf("declared default user:\n%s", got)
-	}
-}
-
 func TestResolveConfig(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = v1.AddToScheme(scheme)

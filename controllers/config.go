@@ -30,6 +30,10 @@ type ResolvedConfig struct {
 	Resources v1.ValkeyResources
 	// Valkey is the merged valkey.conf directive map (child keys win).
 	Valkey map[string]string
+	// ACL is the config-level bindings: those of the first config up the chain (from the
+	// cluster's configRef towards the root) that sets acl at all, replacing, never merging with,
+	// its bases'. An explicit empty list there clears the inherited bindings.
+	ACL []v1.ACLBinding
 }
 
 // maxChain bounds a baseRef chain; a longer one is reported like a cycle.
@@ -60,7 +64,7 @@ func resolveConfig(ctx context.Context, c client.Reader, name string) (*Resolved
 		chain = append(chain, cfg)
 		next = cfg.Spec.BaseRef
 	}
-	r := &ResolvedConfig{Valkey: map[string]string{}}
+	r := &ResolvedConfig{Valkey: map[string]string{}, ACL: configACL(chain)}
 	imageRef := ""
 	// Walk from the root base to the child so that children override.
 	for i := len(chain) - 1; i >= 0; i-- {
@@ -98,6 +102,17 @@ func resolveConfig(ctx context.Context, c client.Reader, name string) (*Resolved
 	return r, nil
 }
 
+// configACL is the acl of the first config of chain (the cluster's configRef first) that sets
+// it at all: replaced, not merged, along the chain.
+func configACL(chain []v1.ValkeyConfig) []v1.ACLBinding {
+	for _, cfg := range chain {
+		if cfg.Spec.ACL != nil {
+			return cfg.Spec.ACL
+		}
+	}
+	return nil
+}
+
 func chainString(chain []v1.ValkeyConfig) string {
 	names := make([]string, len(chain))
 	for i, c := range chain {
@@ -106,11 +121,11 @@ func chainString(chain []v1.ValkeyConfig) string {
 	return strings.Join(names, " -> ")
 }
 
-// resolveRoles reads every ValkeyRole the cluster's ACL bindings name. A missing role is a
-// *SpecProblem.
-func resolveRoles(ctx context.Context, c client.Reader, vc *v1.ValkeyCluster) (map[string]v1.ValkeyRoleSpec, error) {
+// resolveRoles reads every ValkeyRole that bindings name. A missing role is a *SpecProblem with
+// the original's message (operations/troubleshooting.md), naming the first user that refers to it.
+func resolveRoles(ctx context.Context, c client.Reader, bindings []v1.ACLBinding) (map[string]v1.ValkeyRoleSpec, error) {
 	roles := map[string]v1.ValkeyRoleSpec{}
-	for _, b := range vc.Spec.ACL {
+	for _, b := range bindings {
 		for _, p := range b.Permissions {
 			if _, ok := roles[p.RoleRef]; ok {
 				continue
@@ -118,7 +133,7 @@ func resolveRoles(ctx context.Context, c client.Reader, vc *v1.ValkeyCluster) (m
 			var role v1.ValkeyRole
 			if err := c.Get(ctx, types.NamespacedName{Name: p.RoleRef}, &role); err != nil {
 				if apierrors.IsNotFound(err) {
-					return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyRole %q (user %s) not found", p.RoleRef, b.Username)}
+					return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyRole %q not found (referenced by user %q)", p.RoleRef, b.Username)}
 				}
 				return nil, fmt.Errorf("get ValkeyRole %s: %w", p.RoleRef, err)
 			}

@@ -26,7 +26,8 @@ const ReasonCredentialMissing = "CredentialMissing"
 // the pass stops and says so instead.
 type credentialMissing struct {
 	Secret, Key string
-	// ACLSecret holds the same password in its auth.conf (masterauth), for the user's recovery.
+	// ACLSecret holds the replication password in its auth.conf (masterauth), for the user's
+	// recovery of the repl-password key; the operator's password is nowhere else.
 	ACLSecret string
 }
 
@@ -39,8 +40,9 @@ func (e *credentialMissing) Error() string {
 func (e *credentialMissing) message() string {
 	return fmt.Sprintf("operator credential Secret %s (key %q) is missing and is not regenerated: the nodes only accept "+
 		"the original password. The cluster keeps serving, but the operator cannot manage it until the Secret is "+
-		"recreated with that password (the masterauth line of key %q in Secret %s holds it)",
-		e.Secret, e.Key, authFileName, e.ACLSecret)
+		"recreated with that password (from a backup: the nodes hold only its hash; key %q may be left out, the "+
+		"operator takes it back from the masterauth line of key %q in Secret %s)",
+		e.Secret, e.Key, replPasswordKey, authFileName, e.ACLSecret)
 }
 
 // hasPods reports whether any pod of the cluster exists, whatever its phase: a pod that has

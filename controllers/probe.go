@@ -19,21 +19,23 @@ const (
 	livenessFailureThreshold = 3
 )
 
-// livenessScript is an authenticated PING through valkey-cli, run inside the container. The
-// password is read from the mounted auth.conf (masterauth is the operator's password) into
-// valkey-cli's environment, never onto a command line that ps or an event would show.
+// livenessScript is an authenticated PING through valkey-cli, run inside the container, as the
+// replication user (which may PING and nothing else that matters here): the user and password
+// are read from the mounted auth.conf (masteruser / masterauth), the password into valkey-cli's
+// environment, never onto a command line that ps or an event would show.
 // valkey-cli exits 0 on error replies, so the reply is what counts. Alive: PONG, and the
 // replies of a server that answers but cannot serve yet (LOADING a dataset, MASTERDOWN while a
 // replica's link is down) or refuses the credentials (NOAUTH: a credential problem is the
 // operator's to report, never a reason to kill every node of a cluster at once). Not alive: no
 // reply within the timeout (hung, or stopped), a refused connection, BUSY (a script that will
 // not end), anything else.
-var livenessScript = fmt.Sprintf(`pw=$(sed -n 's/^masterauth //p' %[1]s/%[2]s)
-reply=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" valkey-cli --no-auth-warning --user %[3]s -p %[4]d PING 2>/dev/null)
+var livenessScript = fmt.Sprintf(`user=$(sed -n 's/^masteruser //p' %[1]s/%[2]s)
+pw=$(sed -n 's/^masterauth //p' %[1]s/%[2]s)
+reply=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" valkey-cli --no-auth-warning --user "$user" -p %[3]d PING 2>/dev/null)
 case "$reply" in PONG|LOADING*|MASTERDOWN*|NOAUTH*) exit 0 ;; esac
 echo "PING: ${reply:-no reply}"
 exit 1
-`, secretMountPath, authFileName, OperatorUser, ClientPort)
+`, secretMountPath, authFileName, ClientPort)
 
 // livenessProbe is the pod's only probe, as the original's pods carry (concepts/pod-management):
 // it turns a hung server into a dead pod. There is no readiness probe: clients find nodes

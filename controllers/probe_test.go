@@ -34,10 +34,10 @@ func runLiveness(t *testing.T, secretDir string, port int) (bool, string) {
 	return err == nil, string(out)
 }
 
-// TestLivenessScript runs the liveness command against a real valkey-server whose ACL is the
-// operator's: it passes while the server answers, also when the credentials are refused, and
-// fails when nothing listens and when the server is stopped (hung). The password never reaches
-// a command line.
+// TestLivenessScript runs the liveness command against a real valkey-server whose replication
+// user is as the operator renders it (the probe PINGs as that user): it passes while the server
+// answers, also when the credentials are refused, and fails when nothing listens and when the
+// server is stopped (hung). The password never reaches a command line.
 func TestLivenessScript(t *testing.T) {
 	bin, err := exec.LookPath("valkey-server")
 	if err != nil {
@@ -57,7 +57,7 @@ func TestLivenessScript(t *testing.T) {
 	const password = "0123456789abcdef-liveness"
 	sum := sha256.Sum256([]byte(password))
 	writeAuth := func(pw string) {
-		if err := os.WriteFile(filepath.Join(dir, authFileName), []byte("masteruser "+OperatorUser+"\nmasterauth "+pw+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, authFileName), []byte("masteruser "+ReplicationUser+"\nmasterauth "+pw+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +68,8 @@ func TestLivenessScript(t *testing.T) {
 	}
 
 	srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--user", "default", "on", "nopass", "-@all", "--user", OperatorUser, "on", "#"+hex.EncodeToString(sum[:]), "~*", "&*", "+@all")
+		"--dir", dir, "--user", "default", "on", "nopass", "-@all", "--user", ReplicationUser, "on", "#"+hex.EncodeToString(sum[:]), "resetkeys", "resetchannels", "-@all", "+ping", "+psync", "+replconf",
+		"--user", "admin", "on", "#"+hex.EncodeToString(sum[:]), "~*", "&*", "+@all")
 	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -87,14 +88,14 @@ func TestLivenessScript(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// Authenticated: the default user may run nothing (PING replies NOPERM), so the probe passed
-	// only because AUTH as the operator succeeded; with a wrong password it falls back to the
+	// only because AUTH as the replication user succeeded; with a wrong password it falls back to the
 	// default user and fails.
 	writeAuth("wrong")
 	if ok, out := runLiveness(t, dir, port); ok || !strings.Contains(out, "NOPERM") {
-		t.Fatalf("passed without the operator's credentials, or not for the expected reason: %q", out)
+		t.Fatalf("passed without the replication credentials, or not for the expected reason: %q", out)
 	}
 	// A server that refuses every credential still answers: alive (NOAUTH).
-	admin := exec.Command("valkey-cli", "--no-auth-warning", "--user", OperatorUser, "-p", strconv.Itoa(port), "ACL", "SETUSER", "default", "off")
+	admin := exec.Command("valkey-cli", "--no-auth-warning", "--user", "admin", "-p", strconv.Itoa(port), "ACL", "SETUSER", "default", "off")
 	admin.Env = append(os.Environ(), "REDISCLI_AUTH="+password)
 	if out, err := admin.CombinedOutput(); err != nil || !strings.Contains(string(out), "OK") {
 		t.Fatalf("acl setuser: %v %s", err, out)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -94,14 +95,14 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 
-	rc, roles, problem, err := r.load(ctx, &vc)
+	rc, acl, problem, err := r.load(ctx, &vc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	var creds valkey.Credentials
 	var hash string
 	if problem == "" {
-		if creds, err = r.ensureObjects(ctx, log, &vc, rc, roles); err != nil {
+		if creds, err = r.ensureObjects(ctx, log, &vc, rc, acl); err != nil {
 			if missing := (*credentialMissing)(nil); errors.As(err, &missing) {
 				return r.holdWithoutCredential(ctx, log, &vc, missing)
 			}
@@ -168,9 +169,17 @@ func requeueAfter(h health, pl plan.Plan) time.Duration {
 	return TickInterval
 }
 
-// load resolves the cluster's references. A reference that does not resolve is returned as
-// problem (the cluster goes Invalid); err is a transient API error.
-func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster) (*ResolvedConfig, map[string]v1.ValkeyRoleSpec, string, error) {
+// resolvedACL is the cluster's merged ACL bindings and the roles they name.
+type resolvedACL struct {
+	bindings []v1.ACLBinding
+	roles    map[string]v1.ValkeyRoleSpec
+}
+
+// load resolves the cluster's references: its config chain, its merged ACL bindings and their
+// roles. A reference that does not resolve, or a username bound twice, is returned as problem
+// (the cluster goes Invalid, and its nodes keep the ACL they have); err is a transient API
+// error.
+func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster) (*ResolvedConfig, *resolvedACL, string, error) {
 	if vc.Spec.TLS != nil {
 		// Serving plaintext to a team that asked for TLS would be worse than not serving.
 		return nil, nil, "spec.tls is not supported by this version of the operator yet: the cluster would run without TLS", nil
@@ -182,24 +191,32 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 	} else if err != nil {
 		return nil, nil, "", err
 	}
-	roles, err := resolveRoles(ctx, r.Client, vc)
+	bindings, err := mergeBindings(rc.ACL, vc.Spec.ACL)
+	if errors.As(err, &sp) {
+		return nil, nil, sp.Reason, nil
+	}
+	roles, err := resolveRoles(ctx, r.Client, bindings)
 	if errors.As(err, &sp) {
 		return nil, nil, sp.Reason, nil
 	} else if err != nil {
 		return nil, nil, "", err
 	}
-	return rc, roles, "", nil
+	return rc, &resolvedACL{bindings: bindings, roles: roles}, "", nil
 }
 
 // ensureObjects creates what the pods need before they start: the operator's credential
-// Secret (once), the headless Service and the ACL Secret (kept up to date). It returns the
-// operator's credentials.
-func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, roles map[string]v1.ValkeyRoleSpec) (valkey.Credentials, error) {
-	password, err := r.ensureCredential(ctx, vc)
+// Secret (once), the headless Service and the ACL Secret (kept up to date; the ACL controller
+// makes the running nodes load it). It returns the operator's credentials.
+func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, acl *resolvedACL) (valkey.Credentials, error) {
+	sys, err := r.ensureCredential(ctx, vc)
 	if err != nil {
 		return valkey.Credentials{}, err
 	}
-	creds := valkey.Credentials{Username: OperatorUser, Password: password}
+	if sys.LegacyReplication, err = r.legacyReplication(ctx, vc); err != nil {
+		return valkey.Credentials{}, err
+	}
+	sys.SetUsers = !aclLoadSafe(rc.Image.Version)
+	creds := valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}
 
 	var svc corev1.Service
 	err = r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: serviceName(vc)}, &svc)
@@ -213,49 +230,105 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	}
 
 	// valkey.conf is rendered per node, into the node's own ConfigMap when it is created.
-	if err := r.apply(ctx, buildSecret(vc, renderACL(vc, roles, password), password)); err != nil {
+	if err := r.apply(ctx, buildSecret(vc, renderACL(acl.bindings, acl.roles, sys), sys.ReplPassword)); err != nil {
 		return creds, err
 	}
 	return creds, nil
 }
 
-// ensureCredential returns the operator's password for vc, generating its Secret once, for a
-// cluster that has no pod yet. Missing under a cluster that has pods, it is a
-// *credentialMissing: never regenerated (see credential.go).
-func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (string, error) {
+// ensureCredential returns the system users' passwords for vc, generating its Secret once, for
+// a cluster that has no pod yet. Missing under a cluster that has pods, it is a
+// *credentialMissing: never regenerated (see credential.go). A Secret from an operator that
+// had no replication user gets its repl-password key added (see replPassword).
+func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (systemUsers, error) {
 	var s corev1.Secret
 	key := types.NamespacedName{Namespace: vc.Namespace, Name: credentialName(vc)}
 	err := r.APIReader.Get(ctx, key, &s)
 	if apierrors.IsNotFound(err) {
 		live, err := r.hasPods(ctx, vc)
 		if err != nil {
-			return "", err
+			return systemUsers{}, err
 		}
 		if live {
-			return "", &credentialMissing{Secret: key.Name, Key: operatorPasswordKey, ACLSecret: secretName(vc)}
+			return systemUsers{}, &credentialMissing{Secret: key.Name, Key: operatorPasswordKey, ACLSecret: secretName(vc)}
 		}
 		fresh, err := buildCredentialSecret(vc)
 		if err != nil {
-			return "", err
+			return systemUsers{}, err
 		}
 		if err := r.Create(ctx, fresh); err != nil {
 			if !apierrors.IsAlreadyExists(err) {
-				return "", fmt.Errorf("create credential secret: %w", err)
+				return systemUsers{}, fmt.Errorf("create credential secret: %w", err)
 			}
 			if err := r.APIReader.Get(ctx, key, &s); err != nil {
-				return "", fmt.Errorf("get credential secret: %w", err)
+				return systemUsers{}, fmt.Errorf("get credential secret: %w", err)
 			}
 		} else {
 			s = *fresh
 		}
 	} else if err != nil {
-		return "", fmt.Errorf("get credential secret: %w", err)
+		return systemUsers{}, fmt.Errorf("get credential secret: %w", err)
 	}
 	pw := string(s.Data[operatorPasswordKey])
 	if pw == "" {
-		return "", fmt.Errorf("credential secret %s has no key %q", s.Name, operatorPasswordKey)
+		return systemUsers{}, fmt.Errorf("credential secret %s has no key %q", s.Name, operatorPasswordKey)
 	}
-	return pw, nil
+	repl := string(s.Data[replPasswordKey])
+	if repl == "" {
+		if repl, err = r.replPassword(ctx, vc); err != nil {
+			return systemUsers{}, err
+		}
+		s.Data[replPasswordKey] = []byte(repl)
+		if err := r.Update(ctx, &s); err != nil {
+			return systemUsers{}, fmt.Errorf("add %s to credential secret: %w", replPasswordKey, err)
+		}
+	}
+	return systemUsers{OperatorPassword: pw, ReplPassword: repl}, nil
+}
+
+// replPassword is the replication password for a credential Secret that lacks it: the one the
+// nodes already use when the cluster's auth.conf names the replication user (the key was lost,
+// say the Secret was restored from a copy taken before it existed: running replicas hold that
+// password and must keep it), a new one otherwise (the Secret predates the replication user,
+// so no node uses one yet).
+func (r *ValkeyClusterReconciler) replPassword(ctx context.Context, vc *v1.ValkeyCluster) (string, error) {
+	var s corev1.Secret
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: secretName(vc)}, &s)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("get acl secret: %w", err)
+	}
+	var user, pw string
+	for _, line := range strings.Split(string(s.Data[authFileName]), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == "masteruser" {
+			user = v
+		} else if ok && k == "masterauth" {
+			pw = v
+		}
+	}
+	if user == ReplicationUser && pw != "" {
+		return pw, nil
+	}
+	return newPassword()
+}
+
+// legacyReplication reports whether a live pod of vc was started by an operator whose replicas
+// authenticated as the operator's user (it lacks the replication-user annotation): see
+// systemUsers.LegacyReplication. Read from the cache: the operator never creates such a pod, so
+// a stale list can only keep the transition a moment longer.
+func (r *ValkeyClusterReconciler) legacyReplication(ctx context.Context, vc *v1.ValkeyCluster) (bool, error) {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+		return false, fmt.Errorf("list pods: %w", err)
+	}
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		if p.Annotations[v1.AnnotationReplicationUser] == "" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // apply creates obj, or updates its data when it differs. Only ConfigMaps and Secrets (the

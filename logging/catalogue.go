@@ -93,6 +93,13 @@ const (
 	MsgTLSValidationFailed = "TLS Secret validation failed, setting cluster Invalid"
 	// MsgACLLoadFailed (WARN, TargetACL): cluster_name, pod, error.
 	MsgACLLoadFailed = "ACL LOAD failed, will retry next tick"
+	// MsgACLApplied (INFO, TargetACL): cluster_name, pod. The node did not enforce the cluster's
+	// ACL file and does after an ACL LOAD: a binding, role or config edit reached it, or a manual
+	// ACL SETUSER / DELUSER on it was reverted.
+	MsgACLApplied = "ACL applied"
+	// MsgACLFileBehind (DEBUG, TargetACL): cluster_name, pod. After ACL LOAD the node still
+	// enforces an older file: its mounted Secret volume has not caught up yet. Loaded again soon.
+	MsgACLFileBehind = "ACL file not yet updated on node, reloading soon"
 	// MsgReconcileError (WARN, the controller's target): cluster_name, error. Logged by
 	// Tracker.Reconciler for every error that is retried.
 	MsgReconcileError = "reconcile error, requeuing"
@@ -200,6 +207,8 @@ var Catalogue = []Entry{
 	{MsgNoQuorumTakeover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgTLSValidationFailed, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName, FieldReason}},
 	{MsgACLLoadFailed, zapcore.WarnLevel, TargetACL, []string{FieldClusterName, FieldPod, FieldError}},
+	{MsgACLApplied, zapcore.InfoLevel, TargetACL, []string{FieldClusterName, FieldPod}},
+	{MsgACLFileBehind, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgMeshMeetIssued, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldIP}},
 	{MsgAssigningSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlots}},
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},

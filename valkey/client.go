@@ -296,6 +296,24 @@ func (c *Client) ACLLoad(ctx context.Context) error {
 	return c.doOK(ctx, "acl load", c.c.B().AclLoad().Build())
 }
 
+// ACLList sends ACL LIST: one line per user, as the node enforces the rules now (normalised by
+// Valkey, password hashes included). The error never carries a reply line.
+func (c *Client) ACLList(ctx context.Context) ([]string, error) {
+	lines, err := c.do(ctx, c.c.B().AclList().Build()).AsStrSlice()
+	return lines, c.wrap("acl list", err)
+}
+
+// ACLSetUser sends ACL SETUSER name rules..., in one command: Valkey applies all of them or
+// none. The error names the user, never a rule (rules carry password hashes).
+func (c *Client) ACLSetUser(ctx context.Context, name string, rules []string) error {
+	return c.doOK(ctx, "acl setuser "+name, c.c.B().AclSetuser().Username(name).Rule(rules...).Build())
+}
+
+// ACLDelUser sends ACL DELUSER name.
+func (c *Client) ACLDelUser(ctx context.Context, name string) error {
+	return c.doOK(ctx, "acl deluser "+name, c.c.B().AclDeluser().Username(name).Build())
+}
+
 // secretParameters are configuration parameters whose values are
 // passwords, kept out of error messages.
 var secretParameters = []string{"masterauth", "requirepass"}

@@ -13,8 +13,7 @@ type ACLBinding struct {
 	// passwordHashes are SHA-256 digests of the user's passwords, each 64 lowercase hex
 	// characters (`echo -n "$PASSWORD" | sha256sum`), without Valkey's '#' prefix. Every
 	// listed password works, which makes rotation possible: add the new hash, move the
-	// clients, remove the old one. 1 to 8 entries. Running nodes do not reload a change yet:
-	// it applies to nodes created afterwards.
+	// clients, remove the old one. 1 to 8 entries.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=128

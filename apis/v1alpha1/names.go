@@ -30,6 +30,10 @@ const (
 	// (image, resources, rendered config, hard placement). A pod whose hash differs from the
 	// one the operator computes now is out of date and is replaced during Upgrading.
 	AnnotationSpecHash = KeyPrefix + "spec-hash"
+	// AnnotationReplicationUser is on every Pod: the Valkey user its node authenticates to its
+	// primary with (masteruser, read once when the node starts). A pod without it predates the
+	// replication user and replicates as the operator's user.
+	AnnotationReplicationUser = KeyPrefix + "replication-user"
 )
 
 // JoinType is the value of LabelJoinType.

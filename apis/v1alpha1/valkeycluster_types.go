@@ -48,11 +48,11 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 5",message="replicasPerShard must be between 0 and 5"
 	ReplicasPerShard int32 `json:"replicasPerShard"`
 
-	// acl binds Valkey users on this cluster, in addition to those of the config. Empty (and
-	// none on the config), the default user stays as Valkey ships it; as soon as one user is
-	// bound, the default user is switched off. At most 64 entries, one per username. A change
-	// updates the cluster's ACL file, which nodes read when they start: running nodes do not
-	// reload it yet, so it applies to nodes created afterwards.
+	// acl binds Valkey users on this cluster, in addition to those of the config; a username
+	// the config already binds makes the cluster Invalid. Empty (and none on the config), the
+	// default user stays as Valkey ships it; as soon as one user is bound, the default user is
+	// switched off. At most 64 entries, one per username. A change reaches every running node
+	// within seconds (the ACL controller), without replacing any.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.username == a.username))",message="duplicate username in ACL bindings: each username may be bound only once; merge the entries into one"

@@ -82,8 +82,8 @@ type ValkeyConfigSpec struct {
 
 	// acl are platform-level user bindings, applied to every cluster that uses this config.
 	// A cluster's own spec.acl adds to them but may not bind a username bound here. At most
-	// 64 entries, one per username. As with spec.acl, running nodes do not reload a change
-	// yet.
+	// 64 entries, one per username. A change reaches the running nodes of every cluster that
+	// uses the config, as with spec.acl.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.username == a.username))",message="duplicate username in ACL bindings: each username may be bound only once; merge the entries into one"

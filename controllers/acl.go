@@ -1,0 +1,357 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+)
+
+// The rendered ACL file, in order:
+//
+//  1. The merged bindings (mergeBindings): the config's (ResolvedConfig.ACL, replaced, not
+//     merged, along the baseRef chain), then the cluster's own. A username bound at both levels
+//     is a spec problem: a team cannot redefine a platform user.
+//  2. Each binding's first permission is the user's root rule; every further permission is a
+//     parenthesised selector with its own commands, keys and channels, so that read on a:* and
+//     write on b:* never add up to write on a:*.
+//  3. The root rule of every bound user also allows clusterClientCommands, before the role's own
+//     rules (so a role may still deny one): without them a cluster client cannot even learn the
+//     topology, and a role of @read and @write alone would be useless to it.
+//  4. The default user: open (no password, everything) while no binding exists anywhere; off
+//     as soon as one exists, unless `default` itself is bound (then its binding is its line).
+//  5. The system users, last: _momento_operator runs exactly the operator's commands and
+//     _momento_repl replicates; neither has a key or channel pattern.
+
+// Usernames of the operator's system users. The _momento_ prefix is refused at admission for
+// bindings, so no binding can collide with them.
+const (
+	// OperatorUser is the Valkey user the operator runs CLUSTER and ACL commands with.
+	OperatorUser = "_momento_operator"
+	// ReplicationUser is the user replicas authenticate to their primary with (masteruser).
+	ReplicationUser = "_momento_repl"
+)
+
+// operatorCommands are the commands the operator runs on a node, and nothing else: observing
+// (CLUSTER NODES / INFO, INFO, PING), forming and healing (CLUSTER MYID, MEET, ADDSLOTSRANGE,
+// REPLICATE, FAILOVER, FORGET, COUNTKEYSINSLOT) and the ACL controller (ACL LOAD, ACL LIST).
+// client|setinfo is what valkey-go sends after HELLO (its library name). No key or channel
+// pattern goes with them: the operator reads and writes no key.
+//
+// Classic slot migration (SETSLOT, GETKEYSINSLOT, MIGRATE) is not here: MIGRATE needs key
+// access, which belongs to a separate user used only while slots move (the resharding work
+// reserves _momento_migrate for it), not to the user every pass authenticates with.
+var operatorCommands = []string{
+	"ping", "info",
+	"cluster|nodes", "cluster|info", "cluster|myid", "cluster|meet", "cluster|addslotsrange",
+	"cluster|replicate", "cluster|failover", "cluster|forget", "cluster|countkeysinslot",
+	"acl|load", "acl|list",
+	"client|setinfo",
+}
+
+// clusterClientCommands are what a cluster client sends besides its data commands: PING, the
+// topology (CLUSTER SLOTS / SHARDS / NODES / INFO / MYID, as different client libraries ask),
+// ASKING, READONLY and READWRITE around redirections and replica reads, and the client's name and
+// library (CLIENT SETNAME / SETINFO). None reads or writes a key.
+var clusterClientCommands = []string{
+	"ping", "cluster|slots", "cluster|shards", "cluster|nodes", "cluster|info", "cluster|myid",
+	"asking", "readonly", "readwrite", "client|setname", "client|setinfo",
+}
+
+// replicationCommands are what a replica sends its primary as masteruser: PING and REPLCONF
+// during the handshake, PSYNC to sync, REPLCONF ACK afterwards. The whole dataset flows over
+// PSYNC, so this user is as sensitive as the data; it still runs no command on a key.
+var replicationCommands = []string{"psync", "replconf", "ping"}
+
+// systemUsers are the secrets and the state the system users are rendered from.
+type systemUsers struct {
+	OperatorPassword, ReplPassword string
+	// LegacyReplication: a live node was started by an operator version whose replicas
+	// authenticated as _momento_operator (masteruser is read once, at start), and whose
+	// liveness probe authenticates as _momento_operator with auth.conf's masterauth, which is
+	// now the replication password. Until the last such node is replaced, the operator user
+	// also replicates and also accepts the replication password, so that an operator upgrade
+	// breaks neither replication nor the old pods' probe. This is no weaker than before (the
+	// old auth.conf held the operator's own password), and ends by itself.
+	LegacyReplication bool
+	// SetUsers: the cluster runs Valkey 8, where ACL LOAD crashes a replica (8.0.1 dereferences
+	// the user of its primary's connection, which has none). The ACL controller applies the
+	// file there with ACL SETUSER / DELUSER instead (see aclLoadSafe), which the operator's user
+	// must then be allowed. That is a wider grant (the user could grant itself more), so it is
+	// given only to clusters whose image is Valkey 8.
+	SetUsers bool
+}
+
+// aclLoadSafe reports whether ACL LOAD is safe on a node running version (INFO server's
+// valkey_version): from Valkey 9 on. 8.0.1 crashes a replica on ACL LOAD (measured); later 8.x
+// releases are not assumed fixed.
+func aclLoadSafe(version string) bool {
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 9
+}
+
+// aclLine is one user line of an ACL file.
+type aclLine struct {
+	name  string
+	rules []string
+}
+
+// aclLines are the user lines of file, the operator's own last: applied one by one with ACL
+// SETUSER, each is checked against the operator's rights as they are before it, so the
+// operator's user changes only once every other user is set.
+func aclLines(file string) []aclLine {
+	var out []aclLine
+	var op *aclLine
+	for _, line := range strings.Split(file, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "user" {
+			continue
+		}
+		l := aclLine{name: f[1], rules: f[2:]}
+		if l.name == OperatorUser {
+			op = &l
+			continue
+		}
+		out = append(out, l)
+	}
+	if op != nil {
+		out = append(out, *op)
+	}
+	return out
+}
+
+// mergeBindings returns the config-level bindings followed by the cluster's own. A username
+// bound at both levels is a *SpecProblem with the original's message.
+func mergeBindings(config, cluster []v1.ACLBinding) ([]v1.ACLBinding, error) {
+	out := make([]v1.ACLBinding, 0, len(config)+len(cluster))
+	seen := map[string]bool{}
+	for _, b := range slices.Concat(config, cluster) {
+		if seen[b.Username] {
+			return nil, &SpecProblem{Reason: fmt.Sprintf("duplicate username %q in merged ACL bindings", b.Username)}
+		}
+		seen[b.Username] = true
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// renderACL renders the ACL file (see the rules at the top of this file). Passwords appear only
+// as SHA-256 hashes.
+func renderACL(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys systemUsers) string {
+	var b strings.Builder
+	bindsDefault := false
+	for _, u := range bindings {
+		bindsDefault = bindsDefault || u.Username == "default"
+		fields := []string{"user", u.Username, "on", "resetpass"}
+		for _, h := range u.PasswordHashes {
+			fields = append(fields, "#"+h)
+		}
+		for i, p := range u.Permissions {
+			rule := permissionRule(roles[p.RoleRef], p)
+			if i == 0 {
+				// After the reset (resetkeys resetchannels -@all), before the role's rules.
+				fields = append(fields, rule[:3]...)
+				for _, c := range clusterClientCommands {
+					fields = append(fields, "+"+c)
+				}
+				fields = append(fields, rule[3:]...)
+			} else {
+				fields = append(fields, "("+strings.Join(rule, " ")+")")
+			}
+		}
+		b.WriteString(strings.Join(fields, " ") + "\n")
+	}
+	switch {
+	case len(bindings) == 0:
+		b.WriteString("user default on nopass ~* &* +@all\n")
+	case !bindsDefault:
+		b.WriteString("user default off resetpass resetkeys resetchannels -@all\n")
+	}
+	op := []string{"user", OperatorUser, "on", "resetpass", "#" + sha256Hex(sys.OperatorPassword)}
+	opCommands := operatorCommands
+	if sys.LegacyReplication {
+		op = append(op, "#"+sha256Hex(sys.ReplPassword))
+		opCommands = slices.Concat(opCommands, []string{"psync", "replconf"})
+	}
+	if sys.SetUsers {
+		opCommands = slices.Concat(opCommands, []string{"acl|setuser", "acl|deluser"})
+	}
+	b.WriteString(strings.Join(slices.Concat(op, allowOnly(opCommands)), " ") + "\n")
+	repl := []string{"user", ReplicationUser, "on", "resetpass", "#" + sha256Hex(sys.ReplPassword)}
+	b.WriteString(strings.Join(slices.Concat(repl, allowOnly(replicationCommands)), " ") + "\n")
+	return b.String()
+}
+
+// allowOnly is a rule granting exactly commands on no key and no channel.
+func allowOnly(commands []string) []string {
+	out := []string{"resetkeys", "resetchannels", "-@all"}
+	for _, c := range commands {
+		out = append(out, "+"+c)
+	}
+	return out
+}
+
+// permissionRule is one permission as ACL rules: everything reset, the role's categories and
+// commands in order, then its key and channel patterns. The same tokens serve the root rule and
+// a selector.
+func permissionRule(role v1.ValkeyRoleSpec, p v1.ACLPermission) []string {
+	out := []string{"resetkeys", "resetchannels", "-@all"}
+	for _, c := range role.Categories {
+		out = append(out, aclSign(c.Access)+"@"+c.Name)
+	}
+	for _, c := range role.Commands {
+		name := c.Name
+		if c.Subcommand != "" {
+			name += "|" + c.Subcommand
+		}
+		out = append(out, aclSign(c.Access)+name)
+	}
+	for _, k := range p.Keys {
+		switch k.Access {
+		case v1.KeyAccessRead:
+			out = append(out, "%R~"+k.Pattern)
+		case v1.KeyAccessWrite:
+			out = append(out, "%W~"+k.Pattern)
+		default:
+			out = append(out, "~"+k.Pattern)
+		}
+	}
+	for _, ch := range p.Channels {
+		out = append(out, "&"+ch)
+	}
+	return out
+}
+
+func aclSign(a v1.RuleAccess) string {
+	if a == v1.RuleDeny {
+		return "-"
+	}
+	return "+"
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// normalizeACL reads ACL rules, as the file renders them or as ACL LIST prints them, into one
+// comparable form per username, so that what a node enforces can be compared with the file:
+// Valkey rewrites rules when it loads them (it lowercases commands, drops resetkeys, adds
+// sanitize-payload, prints key patterns before channels and commands, and keeps only the last
+// rule about a command or category). Lines that are not user lines are ignored.
+func normalizeACL(text string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "user" {
+			continue
+		}
+		out[f[1]] = normalizeUser(f[2:])
+	}
+	return out
+}
+
+// aclPart is one rule set: a user's root rule or one of its selectors.
+type aclPart struct {
+	keys, channels, commands []string
+}
+
+func (p *aclPart) apply(tok string) {
+	low := strings.ToLower(tok)
+	switch {
+	case low == "allkeys":
+		p.keys = append(p.keys, "~*")
+	case low == "resetkeys":
+		p.keys = nil
+	case low == "allchannels":
+		p.channels = append(p.channels, "&*")
+	case low == "resetchannels":
+		p.channels = nil
+	case low == "allcommands", low == "+@all":
+		p.commands = []string{"+@all"}
+	case low == "nocommands", low == "-@all":
+		p.commands = []string{"-@all"}
+	case strings.HasPrefix(tok, "~"), strings.HasPrefix(tok, "%"):
+		p.keys = append(p.keys, strings.Replace(tok, "%RW~", "~", 1))
+	case strings.HasPrefix(tok, "&"):
+		p.channels = append(p.channels, tok)
+	case strings.HasPrefix(low, "+"), strings.HasPrefix(low, "-"):
+		// A later rule about the same command or category replaces the earlier one.
+		p.commands = slices.DeleteFunc(p.commands, func(c string) bool { return c[1:] == low[1:] })
+		p.commands = append(p.commands, low)
+	}
+}
+
+func (p *aclPart) String() string {
+	cmds := p.commands
+	if len(cmds) == 0 || (cmds[0] != "+@all" && cmds[0] != "-@all") {
+		cmds = append([]string{"-@all"}, cmds...)
+	}
+	keys := slices.Compact(slices.Sorted(slices.Values(p.keys)))
+	chans := slices.Compact(slices.Sorted(slices.Values(p.channels)))
+	return strings.Join(keys, " ") + " | " + strings.Join(chans, " ") + " | " + strings.Join(cmds, " ")
+}
+
+func normalizeUser(tokens []string) string {
+	enabled, nopass := "off", false
+	var hashes []string
+	var root aclPart
+	var selectors []string
+	for i := 0; i < len(tokens); i++ {
+		tok := tokens[i]
+		if strings.HasPrefix(tok, "(") {
+			// A selector runs to the token that closes it.
+			var sel aclPart
+			for j := i; j < len(tokens); j++ {
+				t := strings.TrimSuffix(strings.TrimPrefix(tokens[j], "("), ")")
+				if t != "" {
+					sel.apply(t)
+				}
+				if strings.HasSuffix(tokens[j], ")") {
+					i = j
+					break
+				}
+				i = j
+			}
+			selectors = append(selectors, "("+sel.String()+")")
+			continue
+		}
+		switch low := strings.ToLower(tok); {
+		case low == "on", low == "off":
+			enabled = low
+		case low == "nopass":
+			nopass, hashes = true, nil
+		case low == "resetpass":
+			nopass, hashes = false, nil
+		case strings.HasPrefix(tok, "#"):
+			hashes = append(hashes, strings.ToLower(tok))
+		case strings.HasPrefix(tok, ">"):
+			hashes = append(hashes, "#"+sha256Hex(tok[1:]))
+		case low == "reset":
+			enabled, nopass, hashes, root, selectors = "off", false, nil, aclPart{}, nil
+		case low == "clearselectors":
+			selectors = nil
+		case low == "sanitize-payload", low == "skip-sanitize-payload":
+		default:
+			root.apply(tok)
+		}
+	}
+	pass := strings.Join(slices.Compact(slices.Sorted(slices.Values(hashes))), " ")
+	if nopass {
+		pass = "nopass"
+	}
+	return strings.Join(slices.Concat([]string{enabled, pass, root.String()}, selectors), " ; ")
+}
+
+// hashPattern finds SHA-256 hex digests, to keep them out of log lines (an ACL LOAD error may
+// quote the line it refused).
+var hashPattern = regexp.MustCompile(`[0-9a-fA-F]{64}`)
+
+// scrubHashes replaces every SHA-256 digest in s.
+func scrubHashes(s string) string { return hashPattern.ReplaceAllString(s, "[hash]") }

@@ -1,0 +1,273 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/valkey"
+)
+
+// The ACL controller makes every running node of a cluster enforce the cluster's ACL file, the
+// users.acl key of the {cluster}-acl Secret, which the cluster controller renders (from the
+// merged bindings, the roles and the system users) and keeps up to date. Its rules, per pass:
+//
+//  1. Every running node gets ACL LOAD, whatever it enforces now: a manual ACL SETUSER or
+//     DELUSER is reverted on the next pass. Valkey loads all of the file or none of it, and
+//     keeps the connections of users that still exist, so a LOAD that changes nothing is
+//     harmless. Except on Valkey 8, where ACL LOAD crashes a replica (8.0.1): there the users
+//     that differ are set one by one with ACL SETUSER, and the extra ones deleted (setUsers).
+//  2. Then it is asked what it enforces (ACL LIST), normalised and compared with the file. A
+//     node that loaded a stale file (the kubelet refreshes Secret volumes with a delay) is
+//     loaded again soon, with a growing delay (aclCatchUp), until it matches; a node that now
+//     enforces the file and did not before says so (`ACL applied`).
+//  3. A node that fails (unreachable, or the file refused: an unknown command in a role, say)
+//     is logged at WARN, `ACL LOAD failed, will retry next tick`, with its pod; the others go
+//     on, and it is tried again on the tick.
+//  4. A pass runs on the 30 s tick (`ACL reconcile tick`), and at once when the Secret changes
+//     (a binding, role or config edit, through the cluster controller) or a pod does.
+//
+// It only reads Kubernetes: the Secret is the desired state, so the two controllers never
+// write the same object.
+
+// aclCatchUpMax bounds the delay between loads while a node's mounted file is behind.
+const aclCatchUpMax = TickInterval
+
+// ACLReconciler runs the ACL controller (see above) for every ValkeyCluster.
+type ACLReconciler struct {
+	client.Client
+
+	ticks tickLog
+	// conns keeps each node's connection across passes, apart from the cluster controller's.
+	conns valkey.Pool
+
+	mu sync.Mutex
+	// behind counts, per cluster, the passes since a node last loaded a stale file for the
+	// same desired file: the delay before the next load doubles with it.
+	behind map[string]catchUp
+}
+
+type catchUp struct {
+	file     string
+	attempts int
+}
+
+// nodeACL is what one node did in a pass.
+type nodeACL struct {
+	pod       string
+	err       error
+	enforcing bool // after the load, the node enforces the file
+	changed   bool // and did not before it
+}
+
+// Reconcile runs one ACL pass over the cluster named by req.
+func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
+	var vc v1.ValkeyCluster
+	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.conns.Forget(req.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if vc.DeletionTimestamp != nil {
+		r.conns.Forget(req.String())
+		return ctrl.Result{}, nil
+	}
+	if r.ticks.due(req.String(), time.Now()) {
+		log.Info(logging.MsgACLTick)
+	}
+	file, creds, ok, err := r.desired(ctx, &vc)
+	if err != nil || !ok {
+		// Not created yet, or the credential is missing (the cluster controller says so).
+		return ctrl.Result{RequeueAfter: TickInterval}, err
+	}
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list pods: %w", err)
+	}
+	want := normalizeACL(file)
+	var addrs []string
+	results := make(chan nodeACL, len(list.Items))
+	var wg sync.WaitGroup
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !aclTarget(p) {
+			continue
+		}
+		a := nodeAddr(p.Status.PodIP)
+		addrs = append(addrs, a)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- r.loadNode(ctx, clusterKey(&vc), p.Name, a, creds, file, want)
+		}()
+	}
+	wg.Wait()
+	close(results)
+	r.conns.Retain(clusterKey(&vc), addrs)
+
+	behind := false
+	for n := range results {
+		switch {
+		case n.err != nil:
+			log.Warn(logging.MsgACLLoadFailed, logging.Pod(n.pod), zap.String(logging.FieldError, scrubHashes(n.err.Error())))
+		case n.changed:
+			log.Info(logging.MsgACLApplied, logging.Pod(n.pod))
+		case !n.enforcing:
+			behind = true
+			log.Debug(logging.MsgACLFileBehind, logging.Pod(n.pod))
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.next(req.String(), file, behind)}, nil
+}
+
+// desired reads the cluster's ACL file and the operator's credentials from the cache. ok is
+// false while either does not exist.
+func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file string, creds valkey.Credentials, ok bool, err error) {
+	var acl, cred corev1.Secret
+	for _, s := range []struct {
+		name string
+		into *corev1.Secret
+	}{{secretName(vc), &acl}, {credentialName(vc), &cred}} {
+		if err := r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: s.name}, s.into); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", creds, false, nil
+			}
+			return "", creds, false, fmt.Errorf("get secret %s: %w", s.name, err)
+		}
+	}
+	pw := string(cred.Data[operatorPasswordKey])
+	file = string(acl.Data[aclFileName])
+	if pw == "" || file == "" {
+		return "", creds, false, nil
+	}
+	return file, valkey.Credentials{Username: OperatorUser, Password: pw}, true, nil
+}
+
+// aclTarget reports whether pod's node is one to load: its process runs and has an address.
+func aclTarget(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Terminated != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// loadNode loads the ACL file on one node and compares what it enforces, before and after,
+// with want (normalizeACL of the file).
+func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string, creds valkey.Credentials, file string, want map[string]string) nodeACL {
+	n := nodeACL{pod: pod}
+	c, err := r.conns.Client(cluster, addr, creds)
+	if err != nil {
+		n.err = err
+		return n
+	}
+	before, err := c.ACLList(ctx)
+	if err != nil {
+		n.err = err
+		return n
+	}
+	info, err := c.Info(ctx, "server")
+	if err != nil {
+		n.err = err
+		return n
+	}
+	if aclLoadSafe(info["valkey_version"]) {
+		n.err = c.ACLLoad(ctx)
+	} else {
+		n.err = setUsers(ctx, c, file, before)
+	}
+	if n.err != nil {
+		return n
+	}
+	after, err := c.ACLList(ctx)
+	if err != nil {
+		n.err = err
+		return n
+	}
+	n.enforcing = maps.Equal(normalizeACL(strings.Join(after, "\n")), want)
+	n.changed = n.enforcing && !maps.Equal(normalizeACL(strings.Join(before, "\n")), want)
+	return n
+}
+
+// setUsers makes a node whose ACL LOAD is unsafe (aclLoadSafe) enforce file: ACL SETUSER name
+// reset <rules> for every user whose rules differ from what the node has (the operator's own
+// last), then ACL DELUSER for every user the file does not name. It applies what the operator
+// rendered, not the node's mounted file, so there is no file to catch up with.
+func setUsers(ctx context.Context, c *valkey.Client, file string, current []string) error {
+	have := normalizeACL(strings.Join(current, "\n"))
+	want := normalizeACL(file)
+	for _, l := range aclLines(file) {
+		if rules, ok := have[l.name]; ok && rules == want[l.name] {
+			continue
+		}
+		if err := c.ACLSetUser(ctx, l.name, append([]string{"reset"}, l.rules...)); err != nil {
+			return err
+		}
+	}
+	for name := range have {
+		if _, ok := want[name]; !ok && name != "default" {
+			if err := c.ACLDelUser(ctx, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// next is the delay before the next pass: the tick, or while a node's file is behind, a delay
+// that doubles from a second up to the tick, counted per desired file.
+func (r *ACLReconciler) next(key, file string, behind bool) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.behind == nil {
+		r.behind = map[string]catchUp{}
+	}
+	if !behind {
+		delete(r.behind, key)
+		return TickInterval
+	}
+	c := r.behind[key]
+	if c.file != file {
+		c = catchUp{file: file}
+	}
+	d := time.Second << min(c.attempts, 5)
+	c.attempts++
+	r.behind[key] = c
+	return min(d, aclCatchUpMax)
+}
+
+// SetupWithManager registers the ACL controller: a pass per cluster on its tick, when its ACL
+// or credential Secret changes (both owned by the cluster), and when one of its pods changes (a
+// node that started with an older file). log is the operator's root logger.
+func (r *ACLReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) error {
+	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("valkeycluster-acl").
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
+		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{}, t.Owned(&v1.ValkeyCluster{}, mgr.GetRESTMapper())).
+		Watches(&corev1.Pod{}, t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))).
+		Complete(t.Reconciler(logging.Target(log, logging.TargetACL), r))
+}

@@ -1,0 +1,300 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/valkey"
+)
+
+var (
+	hashA = strings.Repeat("a", 64)
+	hashB = strings.Repeat("b", 64)
+)
+
+func binding(user string, perms ...v1.ACLPermission) v1.ACLBinding {
+	return v1.ACLBinding{Username: user, PasswordHashes: []string{sha256Hex(user + "-pw")}, Permissions: perms}
+}
+
+func perm(role string, keys ...v1.KeyPattern) v1.ACLPermission {
+	return v1.ACLPermission{RoleRef: role, Keys: keys}
+}
+
+func keys(pattern string, access v1.KeyAccess) v1.KeyPattern {
+	return v1.KeyPattern{Pattern: pattern, Access: access}
+}
+
+var testRoles = map[string]v1.ValkeyRoleSpec{
+	"read":  {Categories: []v1.CategoryRule{{Name: "read", Access: v1.RuleAllow}}},
+	"write": {Categories: []v1.CategoryRule{{Name: "write", Access: v1.RuleAllow}}},
+	"read-write": {
+		Categories: []v1.CategoryRule{{Name: "read", Access: v1.RuleAllow}, {Name: "write", Access: v1.RuleAllow}, {Name: "dangerous", Access: v1.RuleDeny}},
+		Commands:   []v1.CommandRule{{Name: "cluster", Subcommand: "info", Access: v1.RuleAllow}, {Name: "flushall", Access: v1.RuleDeny}},
+	},
+}
+
+var testSys = systemUsers{OperatorPassword: "op-s3cret", ReplPassword: "repl-s3cret"}
+
+func TestRenderACL(t *testing.T) {
+	// No binding anywhere: the default user is open, the system users come last.
+	got := renderACL(nil, nil, testSys)
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if len(lines) != 3 || lines[0] != "user default on nopass ~* &* +@all" ||
+		!strings.HasPrefix(lines[1], "user _momento_operator ") || !strings.HasPrefix(lines[2], "user _momento_repl ") {
+		t.Fatalf("no binding:\n%s", got)
+	}
+	if strings.Contains(got, "s3cret") {
+		t.Fatalf("a password in the file:\n%s", got)
+	}
+	// Least privilege: no key, no channel, exactly the listed commands.
+	if want := "user _momento_repl on resetpass #" + sha256Hex("repl-s3cret") + " resetkeys resetchannels -@all +psync +replconf +ping"; lines[2] != want {
+		t.Errorf("replication user:\n%s\nwant\n%s", lines[2], want)
+	}
+	for _, l := range lines[1:] {
+		if strings.Contains(l, "~") || strings.Contains(l, "&") || strings.Contains(l, "+@all") {
+			t.Errorf("a system user may touch keys or channels, or run everything: %s", l)
+		}
+	}
+
+	// The first permission is the root rule, each further one a selector of its own.
+	b := []v1.ACLBinding{{Username: "app", PasswordHashes: []string{hashA, hashB}, Permissions: []v1.ACLPermission{
+		perm("read", keys("a:*", v1.KeyAccessRead)),
+		{RoleRef: "write", Keys: []v1.KeyPattern{keys("b:*", v1.KeyAccessReadWrite)}, Channels: []string{"orders:*"}},
+	}}}
+	got = renderACL(b, testRoles, testSys)
+	want := "user app on resetpass #" + hashA + " #" + hashB + " resetkeys resetchannels -@all " +
+		"+ping +cluster|slots +cluster|shards +cluster|nodes +cluster|info +cluster|myid +asking +readonly +readwrite +client|setname +client|setinfo " +
+		"+@read %R~a:*" +
+		" (resetkeys resetchannels -@all +@write ~b:* &orders:*)\n" +
+		"user default off resetpass resetkeys resetchannels -@all\n"
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("got:\n%s\nwant prefix:\n%s", got, want)
+	}
+
+	// Binding default replaces the switched-off line: a user may appear once in the file.
+	b[0].Username = "default"
+	if got = renderACL(b, testRoles, testSys); strings.Count(got, "user default ") != 1 || strings.Contains(got, "user default off") {
+		t.Fatalf("bound default user:\n%s", got)
+	}
+
+	// Nodes started by an older operator replicate as the operator's user and PING with the
+	// replication password: the operator's user keeps both until they are replaced.
+	legacy := testSys
+	legacy.LegacyReplication = true
+	op := strings.Split(renderACL(nil, nil, legacy), "\n")[1]
+	if !strings.Contains(op, "#"+sha256Hex("repl-s3cret")) || !strings.Contains(op, "+psync +replconf") {
+		t.Fatalf("legacy operator user: %s", op)
+	}
+}
+
+func TestMergeBindings(t *testing.T) {
+	config := []v1.ACLBinding{binding("platform", perm("read"))}
+	got, err := mergeBindings(config, []v1.ACLBinding{binding("team", perm("read"))})
+	if err != nil || len(got) != 2 || got[0].Username != "platform" || got[1].Username != "team" {
+		t.Fatalf("additive: %v %v", got, err)
+	}
+	_, err = mergeBindings(config, []v1.ACLBinding{binding("platform", perm("write"))})
+	var sp *SpecProblem
+	if !errors.As(err, &sp) || sp.Reason != `duplicate username "platform" in merged ACL bindings` {
+		t.Fatalf("collision: %v", err)
+	}
+}
+
+func TestResolveACLAlongTheChain(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = v1.AddToScheme(scheme)
+	img := &v1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "img"}, Spec: v1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
+	cfg := func(name, base string, acl []v1.ACLBinding) *v1.ValkeyConfig {
+		return &v1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ValkeyConfigSpec{BaseRef: base, ImageRef: "img", ACL: acl}}
+	}
+	role := &v1.ValkeyRole{ObjectMeta: metav1.ObjectMeta{Name: "read"}, Spec: testRoles["read"]}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(img, role,
+		cfg("base", "", []v1.ACLBinding{binding("base-user", perm("read"))}),
+		cfg("inherits", "base", nil),
+		cfg("replaces", "base", []v1.ACLBinding{binding("child-user", perm("read"))}),
+	).Build()
+	ctx := context.Background()
+	for name, want := range map[string]string{"base": "base-user", "inherits": "base-user", "replaces": "child-user"} {
+		rc, err := resolveConfig(ctx, c, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := usernames(rc.ACL); got != want {
+			t.Errorf("%s: config-level users %q, want %q", name, got, want)
+		}
+	}
+	// An explicit empty list (which only a client that sends acl: [] can write) clears.
+	chain := []v1.ValkeyConfig{*cfg("clears", "base", []v1.ACLBinding{}), *cfg("base", "", []v1.ACLBinding{binding("base-user", perm("read"))})}
+	if got := configACL(chain); got == nil || len(got) != 0 {
+		t.Errorf("an explicit empty acl did not clear the base's: %v", got)
+	}
+	if _, err := resolveRoles(ctx, c, []v1.ACLBinding{binding("app", perm("read"), perm("gone"))}); err == nil ||
+		err.Error() != `ValkeyRole "gone" not found (referenced by user "app")` {
+		t.Fatalf("missing role: %v", err)
+	}
+}
+
+func usernames(bindings []v1.ACLBinding) string {
+	var users []string
+	for _, b := range bindings {
+		users = append(users, b.Username)
+	}
+	return strings.Join(users, ",")
+}
+
+func TestNormalizeACL(t *testing.T) {
+	// ACL LIST of valkey-server 8.0.1 for a file rendered like renderACL's.
+	file := "user app on resetpass #" + hashA + " resetkeys resetchannels -@all +@read +GET -flushall +flushall %R~a:* &x (resetkeys resetchannels -@all +@write ~b:*)\n" +
+		"user default off resetpass resetkeys resetchannels -@all\n"
+	list := "user app on sanitize-payload #" + hashA + " %R~a:* resetchannels &x -@all +@read +get +flushall (~b:* resetchannels -@all +@write)\n" +
+		"user default off sanitize-payload resetchannels -@all\n"
+	if a, b := normalizeACL(file), normalizeACL(list); !maps.Equal(a, b) {
+		t.Fatalf("same rules, different forms:\n%v\n%v", a, b)
+	}
+	for name, drift := range map[string]string{
+		"password":  strings.Replace(list, "#"+hashA, "#"+hashB, 1),
+		"key":       strings.Replace(list, "%R~a:*", "~a:*", 1),
+		"command":   strings.Replace(list, "+flushall", "-flushall", 1),
+		"selector":  strings.Replace(list, "+@write)", "+@write +@read)", 1),
+		"enabled":   strings.Replace(list, "app on", "app off", 1),
+		"extra":     list + "user intruder on nopass ~* +@all\n",
+		"all again": strings.Replace(list, "-@all +@read", "+@all", 1),
+	} {
+		if maps.Equal(normalizeACL(file), normalizeACL(drift)) {
+			t.Errorf("%s: drift not seen", name)
+		}
+	}
+}
+
+// TestRenderedACLOnValkey loads a rendered file into a real valkey-server: it is accepted, ACL
+// LIST normalises to the file, and the rules do what the bindings say (the selector case: read
+// on a:* and write on b:* cannot write a:*; the system users touch no key).
+func TestRenderedACLOnValkey(t *testing.T) {
+	bin, err := exec.LookPath("valkey-server")
+	if err != nil {
+		t.Fatalf("valkey-server not found (%v): run `make packages`", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	dir := t.TempDir()
+	bindings := []v1.ACLBinding{
+		binding("split", perm("read", keys("a:*", v1.KeyAccessRead)), perm("write", keys("b:*", v1.KeyAccessReadWrite))),
+		binding("rw", perm("read-write", keys("app:*", v1.KeyAccessReadWrite))),
+	}
+	sys := testSys
+	sys.SetUsers = true
+	file := renderACL(bindings, testRoles, sys)
+	aclPath := filepath.Join(dir, aclFileName)
+	if err := os.WriteFile(aclPath, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--aclfile", aclPath)
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	connect := func(user, pw string) (*valkey.Client, error) {
+		var c *valkey.Client
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if c, err = valkey.NewClient(addr, valkey.Credentials{Username: user, Password: pw}); err == nil || valkey.IsServerError(err) {
+				return c, err
+			}
+		}
+		return c, err
+	}
+	op, err := connect(OperatorUser, testSys.OperatorPassword)
+	if err != nil {
+		t.Fatalf("the operator cannot connect: %v", err)
+	}
+	defer op.Close()
+	ctx := context.Background()
+	if err := op.ACLLoad(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, err := op.ACLList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := normalizeACL(strings.Join(list, "\n")), normalizeACL(file); !maps.Equal(got, want) {
+		t.Fatalf("the node enforces something else than the file:\n%v\n%v", got, want)
+	}
+
+	run := func(user, pw string, args ...string) string {
+		cmd := exec.Command("valkey-cli", append([]string{"--no-auth-warning", "--user", user, "-p", strconv.Itoa(port)}, args...)...)
+		cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+pw)
+		out, _ := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out))
+	}
+	for _, c := range []struct {
+		user, pw string
+		args     []string
+		want     string
+	}{
+		{"split", "split-pw", []string{"SET", "b:1", "x"}, "OK"},
+		{"split", "split-pw", []string{"GET", "a:1"}, ""},
+		{"split", "split-pw", []string{"SET", "a:1", "x"}, "NOPERM"},
+		{"split", "split-pw", []string{"GET", "c:1"}, "NOPERM"},
+		{"rw", "rw-pw", []string{"SET", "app:1", "x"}, "OK"},
+		{"rw", "rw-pw", []string{"GET", "app:1"}, "x"},
+		{"rw", "rw-pw", []string{"SET", "other", "x"}, "NOPERM"},
+		{"rw", "rw-pw", []string{"FLUSHALL"}, "NOPERM"},
+		{"rw", "rw-pw", []string{"CLUSTER", "INFO"}, "ERR"}, // allowed, but not a cluster node
+		{OperatorUser, testSys.OperatorPassword, []string{"GET", "app:1"}, "NOPERM"},
+		{OperatorUser, testSys.OperatorPassword, []string{"SET", "app:1", "x"}, "NOPERM"},
+		{OperatorUser, testSys.OperatorPassword, []string{"CONFIG", "SET", "maxmemory", "1"}, "NOPERM"},
+		{ReplicationUser, testSys.ReplPassword, []string{"GET", "app:1"}, "NOPERM"},
+		{ReplicationUser, testSys.ReplPassword, []string{"SET", "app:1", "x"}, "NOPERM"},
+		{ReplicationUser, testSys.ReplPassword, []string{"PING"}, "PONG"},
+		{"default", "", []string{"PING"}, "NOAUTH"},
+	} {
+		if got := run(c.user, c.pw, c.args...); !strings.Contains(got, c.want) || (c.want == "" && got != "") {
+			t.Errorf("%s %v: %q, want %q", c.user, c.args, got, c.want)
+		}
+	}
+
+	// Where ACL LOAD is unsafe (Valkey 8), setUsers reaches the same state: a user changed, one
+	// removed, one set by hand reverted.
+	admin := exec.Command("valkey-cli", "-p", strconv.Itoa(port), "--user", OperatorUser, "--no-auth-warning", "ACL", "SETUSER", "intruder", "on", "nopass", "~*", "+@all")
+	admin.Env = append(os.Environ(), "REDISCLI_AUTH="+testSys.OperatorPassword)
+	if out, err := admin.CombinedOutput(); err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("acl setuser as the operator (Valkey 8 grant): %v %s", err, out)
+	}
+	next := renderACL([]v1.ACLBinding{binding("split", perm("write", keys("b:*", v1.KeyAccessReadWrite)))}, testRoles, sys)
+	current, err := op.ACLList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setUsers(ctx, op, next, current); err != nil {
+		t.Fatal(err)
+	}
+	list, err = op.ACLList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := normalizeACL(strings.Join(list, "\n")), normalizeACL(next); !maps.Equal(got, want) {
+		t.Fatalf("after setUsers the node enforces something else than the file:\n%v\n%v", got, want)
+	}
+}
