@@ -35,6 +35,10 @@ const (
 	OperatorUser = "_momento_operator"
 	// ReplicationUser is the user replicas authenticate to their primary with (masteruser).
 	ReplicationUser = "_momento_repl"
+	// MigrationUser is the user that moves keys between primaries while slots move (MIGRATE on
+	// the source, RESTORE-ASKING on the target): the one system user with key access, used by
+	// nothing else.
+	MigrationUser = "_momento_migrate"
 )
 
 // operatorCommands are the commands the operator runs on a node, and nothing else: observing
@@ -43,16 +47,25 @@ const (
 // client|setinfo is what valkey-go sends after HELLO (its library name). No key or channel
 // pattern goes with them: the operator reads and writes no key.
 //
-// Classic slot migration (SETSLOT, GETKEYSINSLOT, MIGRATE) is not here: MIGRATE needs key
-// access, which belongs to a separate user used only while slots move (the resharding work
-// reserves _momento_migrate for it), not to the user every pass authenticates with.
+// Slot moves: the operator sets slot states (SETSLOT) and lists a slot's key names
+// (GETKEYSINSLOT); MIGRATE itself needs key access and is run as MigrationUser. On Valkey 9
+// also the atomic migration's CLUSTER MIGRATESLOTS / GETSLOTMIGRATIONS (operatorCommands9),
+// which Valkey 8 does not know and would refuse in the ACL file.
 var operatorCommands = []string{
 	"ping", "info",
 	"cluster|nodes", "cluster|info", "cluster|myid", "cluster|meet", "cluster|addslotsrange",
 	"cluster|replicate", "cluster|failover", "cluster|forget", "cluster|countkeysinslot",
+	"cluster|setslot", "cluster|getkeysinslot",
 	"acl|load", "acl|list",
 	"client|setinfo",
 }
+
+// operatorCommands9 are the operator's Valkey 9 commands (atomic slot migration).
+var operatorCommands9 = []string{"cluster|migrateslots", "cluster|getslotmigrations"}
+
+// migrationCommands are MigrationUser's: MIGRATE on the source, and what MIGRATE sends the
+// target under this user's AUTH2 (RESTORE-ASKING, RESTORE), with ASKING and PING.
+var migrationCommands = []string{"migrate", "restore", "restore-asking", "asking", "ping", "client|setinfo"}
 
 // clusterClientCommands are what a cluster client sends besides its data commands: PING, the
 // topology (CLUSTER SLOTS / SHARDS / NODES / INFO / MYID, as different client libraries ask),
@@ -65,12 +78,18 @@ var clusterClientCommands = []string{
 
 // replicationCommands are what a replica sends its primary as masteruser: PING and REPLCONF
 // during the handshake, PSYNC to sync, REPLCONF ACK afterwards. The whole dataset flows over
-// PSYNC, so this user is as sensitive as the data; it still runs no command on a key.
+// PSYNC, so this user is as sensitive as the data; it still runs no command on a key. On Valkey 9
+// an atomic slot migration's source authenticates to the target as masteruser too, and runs
+// CLUSTER SYNCSLOTS there (measured on 9.1.2: NOPERM without it); Valkey 8 refuses the name.
 var replicationCommands = []string{"psync", "replconf", "ping"}
 
 // systemUsers are the secrets and the state the system users are rendered from.
 type systemUsers struct {
-	OperatorPassword, ReplPassword string
+	OperatorPassword, ReplPassword, MigratePassword string
+	// Atomic: the cluster's image is Valkey 9 or later: the operator and replication users get
+	// the atomic slot migration's commands, which Valkey 8 refuses in an ACL file. During an
+	// 8 -> 9 roll the remaining 8.x nodes refuse those two lines until they are replaced.
+	Atomic bool
 	// LegacyReplication: a live node was started by an operator version whose replicas
 	// authenticated as _momento_operator (masteruser is read once, at start), and whose
 	// liveness probe authenticates as _momento_operator with auth.conf's masterauth, which is
@@ -182,9 +201,22 @@ func renderACL(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys
 	if sys.SetUsers {
 		opCommands = slices.Concat(opCommands, []string{"acl|setuser", "acl|deluser"})
 	}
+	replCommands := replicationCommands
+	if sys.Atomic {
+		opCommands = slices.Concat(opCommands, operatorCommands9)
+		replCommands = slices.Concat(replCommands, []string{"cluster|syncslots"})
+	}
 	b.WriteString(strings.Join(slices.Concat(op, allowOnly(opCommands)), " ") + "\n")
 	repl := []string{"user", ReplicationUser, "on", "resetpass", "#" + sha256Hex(sys.ReplPassword)}
-	b.WriteString(strings.Join(slices.Concat(repl, allowOnly(replicationCommands)), " ") + "\n")
+	b.WriteString(strings.Join(slices.Concat(repl, allowOnly(replCommands)), " ") + "\n")
+	if sys.MigratePassword != "" {
+		// Every key, no channel: MIGRATE checks the caller's rights on the keys it moves.
+		migrate := []string{"user", MigrationUser, "on", "resetpass", "#" + sha256Hex(sys.MigratePassword), "resetchannels", "-@all", "~*"}
+		for _, c := range migrationCommands {
+			migrate = append(migrate, "+"+c)
+		}
+		b.WriteString(strings.Join(migrate, " ") + "\n")
+	}
 	return b.String()
 }
 

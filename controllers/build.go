@@ -37,6 +37,8 @@ const (
 	operatorPasswordKey = "password"
 	// replPasswordKey is the key of the replication user's password in the same Secret.
 	replPasswordKey = "repl-password"
+	// migratePasswordKey is the key of the migration user's password in the same Secret.
+	migratePasswordKey = "migrate-password"
 
 	// valkeyUID runs valkey-server (the uid of the valkey user in the official images).
 	valkeyUID = 999
@@ -227,10 +229,14 @@ func buildCredentialSecret(vc *v1.ValkeyCluster) (*corev1.Secret, error) {
 	if err != nil {
 		return nil, err
 	}
+	migrate, err := newPassword()
+	if err != nil {
+		return nil, err
+	}
 	return &corev1.Secret{
 		ObjectMeta: objectMeta(vc, credentialName(vc)),
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{operatorPasswordKey: []byte(op), replPasswordKey: []byte(repl)},
+		Data:       map[string][]byte{operatorPasswordKey: []byte(op), replPasswordKey: []byte(repl), migratePasswordKey: []byte(migrate)},
 	}, nil
 }
 

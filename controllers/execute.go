@@ -25,7 +25,7 @@ import (
 
 // execute carries out the plan in order: a thin switch over action types. It stops at the
 // first failing step; the next pass observes again and plans what is left.
-func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, creds valkey.Credentials, obs *observation, pl plan.Plan) error {
+func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, creds, migrate valkey.Credentials, obs *observation, pl plan.Plan) error {
 	node := func(pod string) (*valkey.Client, error) { return r.nodeClient(vc, obs, pod, creds) }
 	for _, a := range pl.Actions {
 		var err error
@@ -100,7 +100,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				}
 			}
 		case plan.MoveSlots:
-			err = moveSlots(ctx, log, node, func(pod string) string { return obs.pods[pod].Status.PodIP }, livePrimaries(obs), a)
+			err = moveSlots(ctx, log, node, migrator(obs, migrate), func(pod string) string { return obs.pods[pod].Status.PodIP }, livePrimaries(obs), a)
 		case plan.CloseSlot:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {

@@ -36,7 +36,8 @@ const (
 // slots one after the other. A slot is opened only while the pass has more than moveReserve
 // left; one cut short stays open and the next pass settles it. node gives a node's client by
 // pod; ipOf its IP; primaries are every live primary's pod, told the new owner of each slot.
-func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.Client, error), ipOf func(string) string, primaries []string, a plan.MoveSlots) error {
+func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.Client, error), mig *migrators, ipOf func(string) string, primaries []string, a plan.MoveSlots) error {
+	defer mig.close()
 	byPair := map[[2]string][]plan.SlotMove{}
 	var order [][2]string
 	for _, m := range a.Moves {
@@ -50,24 +51,13 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 	errs := make([]error, len(order))
 	moved := make([]int, len(order))
 	var mu sync.Mutex
-	versions := &versionCache{node: node}
-	for i, k := range order {
-		if versions.atomic(ctx, k[0]) && versions.atomic(ctx, k[1]) && !a.Settle {
-			// Both run Valkey 9 or later: one atomic CLUSTER MIGRATESLOTS for the pair's slots.
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				n, err := migrateAtomic(ctx, node, byPair[k])
-				mu.Lock()
-				moved[i], errs[i] = n, err
-				mu.Unlock()
-			}()
-			continue
-		}
+	// classic moves pair i's slots with the classic protocol, slotsInFlight at a time, and
+	// returns when they are done or the pass has no time left for another.
+	classic := func(i int, moves []plan.SlotMove) {
 		next := make(chan plan.SlotMove)
 		go func() {
 			defer close(next)
-			for _, m := range byPair[k] {
+			for _, m := range moves {
 				if dl, ok := ctx.Deadline(); ok && time.Until(dl) < moveReserve {
 					return
 				}
@@ -78,12 +68,13 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 				}
 			}
 		}()
+		var pair sync.WaitGroup
 		for range slotsInFlight {
-			wg.Add(1)
+			pair.Add(1)
 			go func() {
-				defer wg.Done()
+				defer pair.Done()
 				for m := range next {
-					err := moveSlot(ctx, node, ipOf, primaries, m)
+					err := moveSlot(ctx, node, mig, ipOf, primaries, m)
 					mu.Lock()
 					if err != nil {
 						errs[i] = errors.Join(errs[i], fmt.Errorf("slot %d from %s to %s: %w", m.Slot, m.Source, m.Target, err))
@@ -94,6 +85,29 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 				}
 			}()
 		}
+		pair.Wait()
+	}
+	versions := &versionCache{node: node}
+	for i, k := range order {
+		atomic := !a.Settle && versions.atomic(ctx, k[0]) && versions.atomic(ctx, k[1])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if atomic {
+				// Both run Valkey 9 or later: one CLUSTER MIGRATESLOTS for the pair's slots. One
+				// that Valkey refuses or that fails before moving anything (an ACL that predates
+				// it, say) falls back to the classic protocol, which every version runs.
+				n, err := migrateAtomic(ctx, node, byPair[k])
+				if err == nil || n > 0 {
+					mu.Lock()
+					moved[i], errs[i] = n, err
+					mu.Unlock()
+					return
+				}
+				log.Debug(logging.MsgMovingSlots, logging.Pod(k[0]), zap.String(logging.FieldTarget, k[1]), zap.Error(err))
+			}
+			classic(i, byPair[k])
+		}()
 	}
 	wg.Wait()
 	for i, k := range order {
@@ -186,8 +200,12 @@ func migrateAtomic(ctx context.Context, node func(string) (*valkey.Client, error
 
 // moveSlot moves one slot with the classic protocol. Every step can be repeated, so a move
 // resumed after a crash runs them all again.
-func moveSlot(ctx context.Context, node func(string) (*valkey.Client, error), ipOf func(string) string, primaries []string, m plan.SlotMove) error {
+func moveSlot(ctx context.Context, node func(string) (*valkey.Client, error), mig *migrators, ipOf func(string) string, primaries []string, m plan.SlotMove) error {
 	src, err := node(m.Source)
+	if err != nil {
+		return err
+	}
+	mover, err := mig.get(m.Source)
 	if err != nil {
 		return err
 	}
@@ -212,7 +230,7 @@ func moveSlot(ctx context.Context, node func(string) (*valkey.Client, error), ip
 		}
 		// REPLACE: the source is authoritative for every key it still holds (a key written on
 		// the target during the move was absent from the source, by ASK's rule).
-		if err := src.MigrateKeys(ctx, ip, ClientPort, keys, migrateTimeout, true); err != nil {
+		if err := mover.MigrateKeys(ctx, ip, ClientPort, keys, migrateTimeout, true); err != nil {
 			return err
 		}
 	}
@@ -246,4 +264,46 @@ func livePrimaries(obs *observation) []string {
 		}
 	}
 	return out
+}
+
+// migrators dials, for one batch of slot moves, a client per source node authenticated as
+// MigrationUser, the only system user with key access: MIGRATE runs under it on the source and
+// its AUTH2 on the target. They are closed when the batch ends, so no connection with key access
+// outlives a move.
+type migrators struct {
+	obs   *observation
+	creds valkey.Credentials
+	mu    sync.Mutex
+	open  map[string]*valkey.Client
+}
+
+func migrator(obs *observation, creds valkey.Credentials) *migrators {
+	return &migrators{obs: obs, creds: creds, open: map[string]*valkey.Client{}}
+}
+
+func (m *migrators) get(pod string) (*valkey.Client, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.open[pod]; ok {
+		return c, nil
+	}
+	p, ok := m.obs.pods[pod]
+	if !ok || p.Status.PodIP == "" {
+		return nil, fmt.Errorf("pod %s has no IP", pod)
+	}
+	c, err := valkey.NewClient(nodeAddr(p.Status.PodIP), m.creds)
+	if err != nil {
+		return nil, err
+	}
+	m.open[pod] = c
+	return c, nil
+}
+
+func (m *migrators) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for pod, c := range m.open {
+		c.Close()
+		delete(m.open, pod)
+	}
 }

@@ -99,10 +99,10 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var creds valkey.Credentials
+	var creds, migrate valkey.Credentials
 	var hash string
 	if problem == "" {
-		if creds, err = r.ensureObjects(ctx, log, &vc, rc, acl); err != nil {
+		if creds, migrate, err = r.ensureObjects(ctx, log, &vc, rc, acl); err != nil {
 			if missing := (*credentialMissing)(nil); errors.As(err, &missing) {
 				return r.holdWithoutCredential(ctx, log, &vc, missing)
 			}
@@ -148,7 +148,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	}
 	// A broken invariant of the planners (pass.Err) dropped its offending actions; the rest of
 	// the pass is safe to run, and the error is returned with the pass's outcome.
-	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, obs, pass), pass.Err)
+	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
 	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
 	if execErr != nil {
@@ -207,33 +207,35 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 // ensureObjects creates what the pods need before they start: the operator's credential
 // Secret (once), the headless Service and the ACL Secret (kept up to date; the ACL controller
 // makes the running nodes load it). It returns the operator's credentials.
-func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, acl *resolvedACL) (valkey.Credentials, error) {
+func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, acl *resolvedACL) (creds, migrate valkey.Credentials, err error) {
 	sys, err := r.ensureCredential(ctx, vc)
 	if err != nil {
-		return valkey.Credentials{}, err
+		return creds, migrate, err
 	}
 	if sys.LegacyReplication, err = r.legacyReplication(ctx, vc); err != nil {
-		return valkey.Credentials{}, err
+		return creds, migrate, err
 	}
 	sys.SetUsers = !aclLoadSafe(rc.Image.Version)
-	creds := valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}
+	sys.Atomic = aclLoadSafe(rc.Image.Version)
+	creds = valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}
+	migrate = valkey.Credentials{Username: MigrationUser, Password: sys.MigratePassword}
 
 	var svc corev1.Service
 	err = r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: serviceName(vc)}, &svc)
 	if apierrors.IsNotFound(err) {
 		log.Info(logging.MsgCreatingService)
 		if err := r.Create(ctx, buildService(vc)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return creds, fmt.Errorf("create service: %w", err)
+			return creds, migrate, fmt.Errorf("create service: %w", err)
 		}
 	} else if err != nil {
-		return creds, fmt.Errorf("get service: %w", err)
+		return creds, migrate, fmt.Errorf("get service: %w", err)
 	}
 
 	// valkey.conf is rendered per node, into the node's own ConfigMap when it is created.
 	if err := r.apply(ctx, buildSecret(vc, renderACL(acl.bindings, acl.roles, sys), sys.ReplPassword)); err != nil {
-		return creds, err
+		return creds, migrate, err
 	}
-	return creds, nil
+	return creds, migrate, nil
 }
 
 // ensureCredential returns the system users' passwords for vc, generating its Secret once, for
@@ -283,7 +285,19 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 			return systemUsers{}, fmt.Errorf("add %s to credential secret: %w", replPasswordKey, err)
 		}
 	}
-	return systemUsers{OperatorPassword: pw, ReplPassword: repl}, nil
+	migrate := string(s.Data[migratePasswordKey])
+	if migrate == "" {
+		// The Secret predates the migration user: no node uses its password yet, so a new one
+		// is safe; the ACL controller gives it to every node.
+		if migrate, err = newPassword(); err != nil {
+			return systemUsers{}, err
+		}
+		s.Data[migratePasswordKey] = []byte(migrate)
+		if err := r.Update(ctx, &s); err != nil {
+			return systemUsers{}, fmt.Errorf("add %s to credential secret: %w", migratePasswordKey, err)
+		}
+	}
+	return systemUsers{OperatorPassword: pw, ReplPassword: repl, MigratePassword: migrate}, nil
 }
 
 // replPassword is the replication password for a credential Secret that lacks it: the one the
