@@ -56,7 +56,8 @@ type ValkeyClusterReconciler struct {
 // and ConfigMaps, the cluster's Service and Secrets). It creates per-node ConfigMaps once,
 // updates only the Secrets it renders, competes for one Lease (get / create / update), and gets
 // a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
-// namespace informer).
+// namespace informer). It keeps one PodDisruptionBudget per shard (read from the cache: list /
+// watch; create, update back to the built spec, delete a removed shard's).
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;update;delete
@@ -67,6 +68,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update;delete
 
 // reconcilePass is one level-triggered pass: load → observe → decide → transition → plan →
 // one status write → execute. Reconcile (pass.go) runs it under the pass budget.
@@ -149,6 +151,8 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	// the pass is safe to run, and the error is returned with the pass's outcome.
 	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, obs, pass), pass.Err)
 	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs))
+	// A harmless, idempotent step on the same observation: a budget per shard.
+	execErr = errors.Join(execErr, r.ensureDisruptionBudgets(ctx, log, &vc, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
 	if execErr != nil {
 		return ctrl.Result{}, execErr

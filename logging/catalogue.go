@@ -120,6 +120,17 @@ const (
 	// original's string (operations/failure-modes.md).
 	MsgCompletedJoin = "completed join"
 
+	// MsgCreatingDisruptionBudget (INFO, TargetCluster): cluster_name, shard. The shard's
+	// PodDisruptionBudget was created (one per shard index, so a drain never evicts two copies
+	// of a shard at once).
+	MsgCreatingDisruptionBudget = "creating PodDisruptionBudget"
+	// MsgUpdatingDisruptionBudget (INFO, TargetCluster): cluster_name, shard. The shard's
+	// budget no longer said what the operator builds (replicasPerShard changed, or a hand edit).
+	MsgUpdatingDisruptionBudget = "updating PodDisruptionBudget"
+	// MsgDeletingDisruptionBudget (INFO, TargetCluster): cluster_name, shard. The budget of a
+	// shard index at or above spec.shards, once that shard has no live pod.
+	MsgDeletingDisruptionBudget = "deleting PodDisruptionBudget of removed shard"
+
 	// MsgCredentialMissing (WARN, TargetCluster): cluster_name, secret, key. The operator's
 	// credential Secret of a cluster that already has pods is missing. It is not regenerated
 	// (the nodes accept only the original password, and nothing can rotate it): the cluster
@@ -196,6 +207,9 @@ var Catalogue = []Entry{
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgCompletedJoin, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
+	{MsgCreatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
+	{MsgUpdatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
+	{MsgDeletingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgShardDataLost, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldSlots}},

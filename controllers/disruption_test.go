@@ -1,0 +1,163 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
+)
+
+// The budget is pinned like the pod: its selector must keep matching the pods' labels, and its
+// count must stay an integer minAvailable (see disruption.go for why not maxUnavailable).
+func TestBuildDisruptionBudgetGolden(t *testing.T) {
+	vc := newTestCluster()
+	b := buildDisruptionBudget(vc, 2)
+	golden(t, "pdb.yaml", marshal(t, b))
+
+	if b.Name != "my-cluster-shard-2" || !metav1.IsControlledBy(b, vc) {
+		t.Errorf("name %s, owners %v: want my-cluster-shard-2 controlled by the cluster", b.Name, b.OwnerReferences)
+	}
+	// The selector picks exactly the pods of shard 2 of this cluster, as buildPod labels them.
+	sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := newResolved()
+	for shard, want := range map[int]bool{2: true, 1: false} {
+		pod := buildPod(vc, rc, buildValkeyNode(vc, rc, "my-cluster-00000", shard, ""), "h", v1.ZoneSpreadBestEffort)
+		if got := sel.Matches(labels.Set(pod.Labels)); got != want {
+			t.Errorf("selector matches a pod of shard %d: %v, want %v", shard, got, want)
+		}
+	}
+	other := newTestCluster()
+	other.Name = "my-cluster-2"
+	pod := buildPod(other, rc, buildValkeyNode(other, rc, "my-cluster-2-00000", 2, ""), "h", v1.ZoneSpreadBestEffort)
+	if sel.Matches(labels.Set(pod.Labels)) {
+		t.Error("selector matches a pod of another cluster")
+	}
+	// A shard without replicas: its one pod may always be evicted.
+	vc.Spec.ReplicasPerShard = 0
+	if got := buildDisruptionBudget(vc, 0).Spec.MinAvailable; *got != intstr.FromInt32(0) {
+		t.Errorf("minAvailable %v for replicasPerShard 0, want 0", got)
+	}
+}
+
+func TestPlanDisruptionBudgets(t *testing.T) {
+	vc := newTestCluster() // 3 shards, 1 replica each
+	built := func(shard int) *policyv1.PodDisruptionBudget { return buildDisruptionBudget(vc, shard) }
+	edited := built(1)
+	edited.Spec.MinAvailable = ptr.To(intstr.FromInt32(0))
+	maxUnavailable := built(2)
+	maxUnavailable.Spec.MinAvailable, maxUnavailable.Spec.MaxUnavailable = nil, ptr.To(intstr.FromInt32(1))
+	live := func(shards ...int) []fsm.Pod {
+		var out []fsm.Pod
+		for _, s := range shards {
+			out = append(out, fsm.Pod{Name: "p", Shard: s, Phase: fsm.PodRunning})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		have map[int]*policyv1.PodDisruptionBudget
+		live []fsm.Pod
+		want budgetChanges
+	}{
+		{"new cluster: one per shard", nil, nil, budgetChanges{create: []int{0, 1, 2}}},
+		{"all there: nothing", map[int]*policyv1.PodDisruptionBudget{0: built(0), 1: built(1), 2: built(2)}, live(0, 1, 2), budgetChanges{}},
+		{"edited ones brought back", map[int]*policyv1.PodDisruptionBudget{0: built(0), 1: edited, 2: maxUnavailable}, nil,
+			budgetChanges{update: []int{1, 2}}},
+		{"a removed shard's budget stays while it has pods", map[int]*policyv1.PodDisruptionBudget{0: built(0), 1: built(1), 2: built(2), 3: built(3), 4: built(4)},
+			live(0, 3), budgetChanges{remove: []int{4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := planDisruptionBudgets(vc, tc.have, tc.live)
+			if !slices.Equal(got.create, tc.want.create) || !slices.Equal(got.update, tc.want.update) || !slices.Equal(got.remove, tc.want.remove) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Against the (fake) API server: the first pass creates one budget per shard, a second pass
+// writes nothing, a changed replicasPerShard updates them, and fewer shards delete the removed
+// shard's budget once its pods are gone. A budget the cluster does not control is left alone.
+func TestEnsureDisruptionBudgets(t *testing.T) {
+	vc := newTestCluster()
+	foreign := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: vc.Namespace,
+		Labels: map[string]string{v1.LabelCluster: vc.Name, v1.LabelShard: "7"}}}
+	var writes []string
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(vc, foreign).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			writes = append(writes, "create "+obj.GetName())
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			writes = append(writes, "update "+obj.GetName())
+			return c.Update(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			writes = append(writes, "delete "+obj.GetName())
+			return c.Delete(ctx, obj, opts...)
+		},
+	}).Build()
+	r := &ValkeyClusterReconciler{Client: c, APIReader: c}
+	core, logs := observer.New(zap.InfoLevel)
+	log := zap.New(core)
+	pass := func(live ...int) []string {
+		t.Helper()
+		writes = nil
+		obs := &observation{}
+		for _, s := range live {
+			obs.snapshot.Pods = append(obs.snapshot.Pods, fsm.Pod{Name: "p", Shard: s, Phase: fsm.PodRunning})
+		}
+		if err := r.ensureDisruptionBudgets(context.Background(), log, vc, obs); err != nil {
+			t.Fatal(err)
+		}
+		return writes
+	}
+
+	if got := pass(); !slices.Equal(got, []string{"create my-cluster-shard-0", "create my-cluster-shard-1", "create my-cluster-shard-2"}) {
+		t.Errorf("first pass: %v", got)
+	}
+	if n := logs.FilterMessage(logging.MsgCreatingDisruptionBudget).Len(); n != 3 {
+		t.Errorf("%d %q lines, want 3", n, logging.MsgCreatingDisruptionBudget)
+	}
+	if got := pass(0, 1, 2); len(got) != 0 {
+		t.Errorf("second pass wrote %v", got)
+	}
+	vc.Spec.ReplicasPerShard = 2
+	if got := pass(0, 1, 2); len(got) != 3 {
+		t.Errorf("replicasPerShard 1 -> 2: %v, want three updates", got)
+	}
+	var b policyv1.PodDisruptionBudget
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: vc.Namespace, Name: "my-cluster-shard-1"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	if *b.Spec.MinAvailable != intstr.FromInt32(2) {
+		t.Errorf("minAvailable %v after the update, want 2", b.Spec.MinAvailable)
+	}
+	vc.Spec.Shards = 1
+	if got := pass(0, 2); !slices.Equal(got, []string{"delete my-cluster-shard-1"}) {
+		t.Errorf("shards 3 -> 1 with shard 2 still live: %v, want shard 1's budget deleted only", got)
+	}
+	if got := pass(0); !slices.Equal(got, []string{"delete my-cluster-shard-2"}) {
+		t.Errorf("shard 2's pods gone: %v", got)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(foreign), &b); err != nil {
+		t.Errorf("a budget the cluster does not control: %v", err)
+	}
+}
