@@ -57,12 +57,13 @@ type ValkeyClusterReconciler struct {
 // updates only the Secrets it renders, competes for one Lease (get / create / update), and gets
 // a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
 // namespace informer). It keeps one PodDisruptionBudget per shard (read from the cache: list /
-// watch; create, update back to the built spec, delete a removed shard's).
+// watch; create, update back to the built spec, delete a removed shard's), and patches pods only
+// to bring spec.podAnnotations onto them (metadata.annotations, by merge patch).
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
@@ -151,8 +152,8 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	// the pass is safe to run, and the error is returned with the pass's outcome.
 	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, obs, pass), pass.Err)
 	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs))
-	// A harmless, idempotent step on the same observation: a budget per shard.
-	execErr = errors.Join(execErr, r.ensureDisruptionBudgets(ctx, log, &vc, obs))
+	// Harmless, idempotent steps on the same observation: a budget per shard, podAnnotations.
+	execErr = errors.Join(execErr, r.ensureDisruptionBudgets(ctx, log, &vc, obs), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
 	if execErr != nil {
 		return ctrl.Result{}, execErr

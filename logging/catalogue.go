@@ -53,6 +53,7 @@ const (
 	FieldState       = "state"
 	FieldKey         = "key"
 	FieldValue       = "value"
+	FieldKeys        = "keys"
 )
 
 // The message catalogue.
@@ -130,6 +131,10 @@ const (
 	// MsgDeletingDisruptionBudget (INFO, TargetCluster): cluster_name, shard. The budget of a
 	// shard index at or above spec.shards, once that shard has no live pod.
 	MsgDeletingDisruptionBudget = "deleting PodDisruptionBudget of removed shard"
+	// MsgPatchingPodAnnotations (INFO, TargetCluster): cluster_name, pod, keys (the annotation
+	// keys added or changed, comma-separated). spec.podAnnotations brought onto a live pod in
+	// place.
+	MsgPatchingPodAnnotations = "patching pod annotations"
 
 	// MsgCredentialMissing (WARN, TargetCluster): cluster_name, secret, key. The operator's
 	// credential Secret of a cluster that already has pods is missing. It is not regenerated
@@ -210,6 +215,7 @@ var Catalogue = []Entry{
 	{MsgCreatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
 	{MsgUpdatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
 	{MsgDeletingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
+	{MsgPatchingPodAnnotations, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldKeys}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgShardDataLost, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldSlots}},
