@@ -19,13 +19,14 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/plan"
 )
 
 // The budget is pinned like the pod: its selector must keep matching the pods' labels, and its
 // count must stay an integer minAvailable (see disruption.go for why not maxUnavailable).
 func TestBuildDisruptionBudgetGolden(t *testing.T) {
 	vc := newTestCluster()
-	b := buildDisruptionBudget(vc, 2)
+	b := buildDisruptionBudget(vc, 2, 0)
 	golden(t, "pdb.yaml", marshal(t, b))
 
 	if b.Name != "my-cluster-shard-2" || !metav1.IsControlledBy(b, vc) {
@@ -49,44 +50,79 @@ func TestBuildDisruptionBudgetGolden(t *testing.T) {
 	if sel.Matches(labels.Set(pod.Labels)) {
 		t.Error("selector matches a pod of another cluster")
 	}
-	// A shard without replicas: its one pod may always be evicted.
+	// Every pod that is not a full copy yet raises the count, so that only full copies beyond
+	// replicasPerShard may be evicted.
+	if got := buildDisruptionBudget(vc, 2, 1).Spec.MinAvailable; *got != intstr.FromInt32(2) {
+		t.Errorf("minAvailable %v with one joining pod, want 2", got)
+	}
+	// A shard without replicas: its one pod may be evicted once it is a full copy.
 	vc.Spec.ReplicasPerShard = 0
-	if got := buildDisruptionBudget(vc, 0).Spec.MinAvailable; *got != intstr.FromInt32(0) {
+	if got := buildDisruptionBudget(vc, 0, 0).Spec.MinAvailable; *got != intstr.FromInt32(0) {
 		t.Errorf("minAvailable %v for replicasPerShard 0, want 0", got)
 	}
 }
 
 func TestPlanDisruptionBudgets(t *testing.T) {
 	vc := newTestCluster() // 3 shards, 1 replica each
-	built := func(shard int) *policyv1.PodDisruptionBudget { return buildDisruptionBudget(vc, shard) }
-	edited := built(1)
+	built := func(shard int, joining int32) *policyv1.PodDisruptionBudget {
+		return buildDisruptionBudget(vc, shard, joining)
+	}
+	edited := built(1, 0)
 	edited.Spec.MinAvailable = ptr.To(intstr.FromInt32(0))
-	maxUnavailable := built(2)
+	maxUnavailable := built(2, 0)
 	maxUnavailable.Spec.MinAvailable, maxUnavailable.Spec.MaxUnavailable = nil, ptr.To(intstr.FromInt32(1))
-	live := func(shards ...int) []fsm.Pod {
+	whole := map[int]*policyv1.PodDisruptionBudget{0: built(0, 0), 1: built(1, 0), 2: built(2, 0)}
+	// pod is a live pod of shard in lifecycle lc.
+	pod := func(shard int, lc v1.NodeLifecycle) fsm.Pod {
+		return fsm.Pod{Name: "p", Shard: shard, Phase: fsm.PodRunning, Lifecycle: string(lc)}
+	}
+	active := func(shards ...int) []fsm.Pod {
 		var out []fsm.Pod
 		for _, s := range shards {
-			out = append(out, fsm.Pod{Name: "p", Shard: s, Phase: fsm.PodRunning})
+			out = append(out, pod(s, v1.LifecycleActive), pod(s, v1.LifecycleActive))
 		}
 		return out
 	}
+	type change struct {
+		name         string
+		minAvailable int
+	}
 	for _, tc := range []struct {
-		name string
-		have map[int]*policyv1.PodDisruptionBudget
-		live []fsm.Pod
-		want budgetChanges
+		name                   string
+		have                   map[int]*policyv1.PodDisruptionBudget
+		live                   []fsm.Pod
+		creating               []int
+		create, update, remove []change
 	}{
-		{"new cluster: one per shard", nil, nil, budgetChanges{create: []int{0, 1, 2}}},
-		{"all there: nothing", map[int]*policyv1.PodDisruptionBudget{0: built(0), 1: built(1), 2: built(2)}, live(0, 1, 2), budgetChanges{}},
-		{"edited ones brought back", map[int]*policyv1.PodDisruptionBudget{0: built(0), 1: edited, 2: maxUnavailable}, nil,
-			budgetChanges{update: []int{1, 2}}},
-		{"a removed shard's budget stays while it has pods", map[int]*policyv1.PodDisruptionBudget{0: built(0), 1: built(1), 2: built(2), 3: built(3), 4: built(4)},
-			live(0, 3), budgetChanges{remove: []int{4}}},
+		{name: "new cluster: one per shard, none evictable while every node joins", live: []fsm.Pod{pod(0, v1.LifecycleJoining), pod(0, v1.LifecycleJoining)},
+			create: []change{{"my-cluster-shard-0", 3}, {"my-cluster-shard-1", 1}, {"my-cluster-shard-2", 1}}},
+		{name: "settled: nothing", have: whole, live: active(0, 1, 2)},
+		{name: "a replacement syncing: its shard's other copy is held", have: whole,
+			live:   append(active(0, 2), pod(1, v1.LifecycleActive), pod(1, v1.LifecycleJoining)),
+			update: []change{{"my-cluster-shard-1", 2}}},
+		{name: "a replacement about to be created counts before it exists", have: whole,
+			live: append(active(0, 2), pod(1, v1.LifecycleActive)), creating: []int{1},
+			update: []change{{"my-cluster-shard-1", 2}}},
+		{name: "edited ones brought back", have: map[int]*policyv1.PodDisruptionBudget{0: built(0, 0), 1: edited, 2: maxUnavailable},
+			live: active(0, 1, 2), update: []change{{"my-cluster-shard-1", 1}, {"my-cluster-shard-2", 1}}},
+		{name: "a removed shard's budget stays while it has pods",
+			have: map[int]*policyv1.PodDisruptionBudget{0: built(0, 0), 1: built(1, 0), 2: built(2, 0), 3: built(3, 0), 4: built(4, 0)},
+			live: active(0, 1, 2, 3), remove: []change{{"my-cluster-shard-4", 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := planDisruptionBudgets(vc, tc.have, tc.live)
-			if !slices.Equal(got.create, tc.want.create) || !slices.Equal(got.update, tc.want.update) || !slices.Equal(got.remove, tc.want.remove) {
-				t.Errorf("got %+v, want %+v", got, tc.want)
+			got := planDisruptionBudgets(vc, tc.have, tc.live, tc.creating)
+			for _, c := range []struct {
+				what string
+				got  []*policyv1.PodDisruptionBudget
+				want []change
+			}{{"create", got.create, tc.create}, {"update", got.update, tc.update}, {"remove", got.remove, tc.remove}} {
+				var have []change
+				for _, b := range c.got {
+					have = append(have, change{b.Name, b.Spec.MinAvailable.IntValue()})
+				}
+				if !slices.Equal(have, c.want) {
+					t.Errorf("%s %v, want %v", c.what, have, c.want)
+				}
 			}
 		})
 	}
@@ -122,9 +158,9 @@ func TestEnsureDisruptionBudgets(t *testing.T) {
 		writes = nil
 		obs := &observation{}
 		for _, s := range live {
-			obs.snapshot.Pods = append(obs.snapshot.Pods, fsm.Pod{Name: "p", Shard: s, Phase: fsm.PodRunning})
+			obs.snapshot.Pods = append(obs.snapshot.Pods, fsm.Pod{Name: "p", Shard: s, Phase: fsm.PodRunning, Lifecycle: string(v1.LifecycleActive)})
 		}
-		if err := r.ensureDisruptionBudgets(context.Background(), log, vc, obs); err != nil {
+		if err := r.ensureDisruptionBudgets(context.Background(), log, vc, obs, plan.Plan{}); err != nil {
 			t.Fatal(err)
 		}
 		return writes

@@ -150,10 +150,12 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	}
 	// A broken invariant of the planners (pass.Err) dropped its offending actions; the rest of
 	// the pass is safe to run, and the error is returned with the pass's outcome.
-	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, obs, pass), pass.Err)
-	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs))
-	// Harmless, idempotent steps on the same observation: a budget per shard, podAnnotations.
-	execErr = errors.Join(execErr, r.ensureDisruptionBudgets(ctx, log, &vc, obs), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
+	// The shards' disruption budgets go first: a pod this pass creates counts as not yet a full
+	// copy before it exists. They, like podAnnotations after the steps, are harmless and
+	// idempotent: a failure is returned with the pass's outcome and holds nothing back.
+	budgetErr := r.ensureDisruptionBudgets(ctx, log, &vc, obs, pass)
+	execErr := errors.Join(budgetErr, r.execute(ctx, log, &vc, rc, creds, obs, pass), pass.Err)
+	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
 	if execErr != nil {
 		return ctrl.Result{}, execErr

@@ -36,24 +36,25 @@ const (
 
 // Field names. Subjects are fields, never message text.
 const (
-	FieldClusterName = "cluster_name"
-	FieldPod         = "pod"
-	FieldNode        = "node"
-	FieldShard       = "shard"
-	FieldShards      = "shards"
-	FieldNodes       = "nodes"
-	FieldSlots       = "slots"
-	FieldEvent       = "event"
-	FieldSecret      = "secret"
-	FieldActions     = "actions"
-	FieldWaiting     = "waiting"
-	FieldIP          = "ip"
-	FieldReason      = "reason"
-	FieldError       = "error"
-	FieldState       = "state"
-	FieldKey         = "key"
-	FieldValue       = "value"
-	FieldKeys        = "keys"
+	FieldClusterName  = "cluster_name"
+	FieldPod          = "pod"
+	FieldNode         = "node"
+	FieldShard        = "shard"
+	FieldShards       = "shards"
+	FieldNodes        = "nodes"
+	FieldSlots        = "slots"
+	FieldEvent        = "event"
+	FieldSecret       = "secret"
+	FieldActions      = "actions"
+	FieldWaiting      = "waiting"
+	FieldIP           = "ip"
+	FieldReason       = "reason"
+	FieldError        = "error"
+	FieldState        = "state"
+	FieldKey          = "key"
+	FieldValue        = "value"
+	FieldKeys         = "keys"
+	FieldMinAvailable = "min_available"
 )
 
 // The message catalogue.
@@ -121,12 +122,13 @@ const (
 	// original's string (operations/failure-modes.md).
 	MsgCompletedJoin = "completed join"
 
-	// MsgCreatingDisruptionBudget (INFO, TargetCluster): cluster_name, shard. The shard's
-	// PodDisruptionBudget was created (one per shard index, so a drain never evicts two copies
-	// of a shard at once).
+	// MsgCreatingDisruptionBudget (INFO, TargetCluster): cluster_name, shard, min_available.
+	// The shard's PodDisruptionBudget was created (one per shard index, so a drain never
+	// evicts two copies of a shard at once).
 	MsgCreatingDisruptionBudget = "creating PodDisruptionBudget"
-	// MsgUpdatingDisruptionBudget (INFO, TargetCluster): cluster_name, shard. The shard's
-	// budget no longer said what the operator builds (replicasPerShard changed, or a hand edit).
+	// MsgUpdatingDisruptionBudget (INFO, TargetCluster): cluster_name, shard, min_available.
+	// The shard's count of pods that are not full copies yet changed (a node joined, or one
+	// finished its sync), or replicasPerShard did, or a hand edit is undone.
 	MsgUpdatingDisruptionBudget = "updating PodDisruptionBudget"
 	// MsgDeletingDisruptionBudget (INFO, TargetCluster): cluster_name, shard. The budget of a
 	// shard index at or above spec.shards, once that shard has no live pod.
@@ -212,8 +214,8 @@ var Catalogue = []Entry{
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgCompletedJoin, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
-	{MsgCreatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
-	{MsgUpdatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
+	{MsgCreatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldMinAvailable}},
+	{MsgUpdatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldMinAvailable}},
 	{MsgDeletingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
 	{MsgPatchingPodAnnotations, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldKeys}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
