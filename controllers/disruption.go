@@ -70,7 +70,7 @@ func buildDisruptionBudget(vc *v1.ValkeyCluster, shard int, joining int32) *poli
 }
 
 // budgetChanges is what ensureDisruptionBudgets writes: the budgets to create (as built), the
-// existing budgets to update (with the built spec), and the existing budgets to delete.
+// existing budgets to update (copies with the built spec), and the existing budgets to delete.
 type budgetChanges struct {
 	create, update, remove []*policyv1.PodDisruptionBudget
 }
@@ -112,12 +112,14 @@ func planDisruptionBudgets(vc *v1.ValkeyCluster, have map[int]*policyv1.PodDisru
 }
 
 // ensureDisruptionBudgets carries out planDisruptionBudgets for the pass pl, before its actions
-// run, on the budgets vc controls, read from the cache: a budget created on the previous pass and
-// not cached yet is created again (AlreadyExists is success), and an update of a stale one
-// conflicts and is retried.
+// run, on the budgets vc controls. They are listed from the API server, not the cache: a budget
+// lowered by the previous pass and still cached at its old count would not be raised again for
+// a pod this pass creates. A change is a merge patch of the spec, without the resourceVersion:
+// the disruption controller rewrites the budget's status at every pod change, and an update
+// would conflict with it just when the count matters.
 func (r *ValkeyClusterReconciler) ensureDisruptionBudgets(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, obs *observation, pl plan.Plan) error {
 	var list policyv1.PodDisruptionBudgetList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
 		return fmt.Errorf("list PodDisruptionBudgets: %w", err)
 	}
 	have := map[int]*policyv1.PodDisruptionBudget{}
@@ -140,7 +142,7 @@ func (r *ValkeyClusterReconciler) ensureDisruptionBudgets(ctx context.Context, l
 		err := r.Create(ctx, b)
 		switch {
 		case apierrors.IsAlreadyExists(err):
-			// Created by an earlier pass, not cached yet: said then.
+			// Created meanwhile (by an operator that lost its lease, say): the next pass sees it.
 		case err != nil:
 			return fmt.Errorf("create PodDisruptionBudget %s: %w", b.Name, err)
 		default:
@@ -149,7 +151,7 @@ func (r *ValkeyClusterReconciler) ensureDisruptionBudgets(ctx context.Context, l
 	}
 	for _, b := range c.update {
 		log.Info(logging.MsgUpdatingDisruptionBudget, budgetFields(b, true)...)
-		if err := r.Update(ctx, b); err != nil {
+		if err := r.Patch(ctx, b, client.MergeFrom(have[shardOf(b)])); err != nil {
 			return fmt.Errorf("update PodDisruptionBudget %s: %w", b.Name, err)
 		}
 	}
@@ -162,10 +164,15 @@ func (r *ValkeyClusterReconciler) ensureDisruptionBudgets(ctx context.Context, l
 	return nil
 }
 
+// shardOf is the shard index of one of the cluster's budgets (its shard label).
+func shardOf(b *policyv1.PodDisruptionBudget) int {
+	shard, _ := strconv.Atoi(b.Labels[v1.LabelShard])
+	return shard
+}
+
 // budgetFields are the log fields of a budget: its shard and, with count, its minAvailable.
 func budgetFields(b *policyv1.PodDisruptionBudget, count bool) []zap.Field {
-	shard, _ := strconv.Atoi(b.Labels[v1.LabelShard])
-	fields := []zap.Field{zap.Int(logging.FieldShard, shard)}
+	fields := []zap.Field{zap.Int(logging.FieldShard, shardOf(b))}
 	if count && b.Spec.MinAvailable != nil {
 		fields = append(fields, zap.Int(logging.FieldMinAvailable, b.Spec.MinAvailable.IntValue()))
 	}

@@ -129,8 +129,9 @@ func TestPlanDisruptionBudgets(t *testing.T) {
 }
 
 // Against the (fake) API server: the first pass creates one budget per shard, a second pass
-// writes nothing, a changed replicasPerShard updates them, and fewer shards delete the removed
-// shard's budget once its pods are gone. A budget the cluster does not control is left alone.
+// writes nothing, a changed replicasPerShard or a hand edit is patched back, and fewer shards
+// delete the removed shard's budget once its pods are gone. A budget the cluster does not
+// control is left alone.
 func TestEnsureDisruptionBudgets(t *testing.T) {
 	vc := newTestCluster()
 	foreign := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: vc.Namespace,
@@ -141,9 +142,9 @@ func TestEnsureDisruptionBudgets(t *testing.T) {
 			writes = append(writes, "create "+obj.GetName())
 			return c.Create(ctx, obj, opts...)
 		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			writes = append(writes, "update "+obj.GetName())
-			return c.Update(ctx, obj, opts...)
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			writes = append(writes, "patch "+obj.GetName())
+			return c.Patch(ctx, obj, patch, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			writes = append(writes, "delete "+obj.GetName())
@@ -185,6 +186,20 @@ func TestEnsureDisruptionBudgets(t *testing.T) {
 	}
 	if *b.Spec.MinAvailable != intstr.FromInt32(2) {
 		t.Errorf("minAvailable %v after the update, want 2", b.Spec.MinAvailable)
+	}
+	// A hand edit to maxUnavailable (which would allow no eviction at all) is undone.
+	b.Spec.MinAvailable, b.Spec.MaxUnavailable = nil, ptr.To(intstr.FromInt32(1))
+	if err := c.Update(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if got := pass(0, 1, 2); !slices.Equal(got, []string{"patch my-cluster-shard-1"}) {
+		t.Errorf("after a hand edit: %v", got)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(&b), &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Spec.MaxUnavailable != nil || b.Spec.MinAvailable == nil || *b.Spec.MinAvailable != intstr.FromInt32(2) {
+		t.Errorf("after the hand edit was undone: minAvailable %v, maxUnavailable %v", b.Spec.MinAvailable, b.Spec.MaxUnavailable)
 	}
 	vc.Spec.Shards = 1
 	if got := pass(0, 2); !slices.Equal(got, []string{"delete my-cluster-shard-1"}) {

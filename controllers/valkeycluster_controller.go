@@ -56,9 +56,9 @@ type ValkeyClusterReconciler struct {
 // and ConfigMaps, the cluster's Service and Secrets). It creates per-node ConfigMaps once,
 // updates only the Secrets it renders, competes for one Lease (get / create / update), and gets
 // a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
-// namespace informer). It keeps one PodDisruptionBudget per shard (read from the cache: list /
-// watch; create, update back to the built spec, delete a removed shard's), and patches pods only
-// to bring spec.podAnnotations onto them (metadata.annotations, by merge patch).
+// namespace informer). It keeps one PodDisruptionBudget per shard (list / watch; create, patch
+// its spec to the built one, delete a removed shard's), and patches pods only to bring
+// spec.podAnnotations onto them (metadata.annotations, by merge patch).
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;update;delete
@@ -69,7 +69,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
 
 // reconcilePass is one level-triggered pass: load → observe → decide → transition → plan →
 // one status write → execute. Reconcile (pass.go) runs it under the pass budget.

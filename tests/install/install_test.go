@@ -188,7 +188,7 @@ var wantGrants = []grant{
 	{"", "secrets", "create,get,list,update,watch"},
 	{"", "services", "create,get,list,watch"},
 	{"coordination.k8s.io", "leases", "create,get,update"},
-	{"policy", "poddisruptionbudgets", "create,delete,list,update,watch"},
+	{"policy", "poddisruptionbudgets", "create,delete,list,patch,watch"},
 	{"valkey.gomomento.com", "valkeyclusters", "get,list,watch"},
 	{"valkey.gomomento.com", "valkeyclusters/status", "patch"},
 	{"valkey.gomomento.com", "valkeyconfigs", "get,list,watch"},
