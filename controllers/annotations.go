@@ -59,17 +59,19 @@ func (r *ValkeyClusterReconciler) patchPodAnnotations(ctx context.Context, log *
 		if len(set) == 0 {
 			continue
 		}
-		// The uid makes the patch apply to this pod only, never to a later one of the name.
-		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": pod.UID, "annotations": set}})
+		// Only these keys, and no resourceVersion: what else changed on the pod meanwhile (its
+		// status, another controller's annotations) is not this patch's business. Pod names are
+		// random and never reused, so the name is the pod.
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set}})
 		if err != nil {
 			return fmt.Errorf("broken invariant: annotations patch: %w", err)
 		}
 		target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 		if err := r.Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
-			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			if !apierrors.IsNotFound(err) { // gone: nothing to bring up to date
 				errs = append(errs, fmt.Errorf("patch annotations of pod %s: %w", pod.Name, err))
 			}
-			continue // gone, or replaced under the same name: nothing to bring up to date
+			continue
 		}
 		log.Info(logging.MsgPatchingPodAnnotations, logging.Pod(pod.Name),
 			zap.String(logging.FieldKeys, strings.Join(slices.Sorted(maps.Keys(set)), ",")))
