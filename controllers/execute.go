@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -200,10 +201,10 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	return h, nil
 }
 
-// SetupWithManager registers the reconciler: it owns the cluster's ValkeyNodes, Services and
-// Secrets, follows the pods and ConfigMaps of its ValkeyNodes (by the cluster label, see
-// clusterOf), and follows the cluster-scoped ValkeyConfig / ValkeyImage / ValkeyRole objects
-// the clusters reference. Every handler goes through the reason tracker,
+// SetupWithManager registers the reconciler: it owns the cluster's ValkeyNodes, Services,
+// Secrets and PodDisruptionBudgets, follows the pods and ConfigMaps of its ValkeyNodes (by the
+// cluster label, see clusterOf), and follows the cluster-scoped ValkeyConfig / ValkeyImage /
+// ValkeyRole objects the clusters reference. Every handler goes through the reason tracker,
 // so each reconcile's span says why it ran; log is the operator's root logger.
 func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) error {
 	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
@@ -219,6 +220,8 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 		Watches(&corev1.Service{}, owned).
 		Watches(&corev1.ConfigMap{}, byNode).
 		Watches(&corev1.Secret{}, owned).
+		// Not on status: the disruption controller rewrites a budget's status at every pod change.
+		Watches(&policyv1.PodDisruptionBudget{}, owned, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyImage{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyRole{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -55,22 +55,48 @@ func livenessProbe(vc *v1.ValkeyCluster) *corev1.Probe {
 	}
 }
 
-// preStopDelaySeconds is how long a deleted pod's server keeps serving before it gets SIGTERM,
-// on Valkey 8: time for the operator to see the deletion (a watch event, then a pass) and for
-// the graceful CLUSTER FAILOVER it issues on a synced replica to complete (the replica catches
-// up with the primary, which pauses its writers meanwhile, then takes over), well within
-// terminationGracePeriodSeconds (30).
-const preStopDelaySeconds = 5
+// The preStop hook of a Valkey 8 pod holds SIGTERM back so that a deleted primary's slots are
+// handed over while it still serves (plan/failover.go, rule 4b): preStopDelaySeconds for every
+// pod, then, up to preStopLimitSeconds, for as long as the server is still a primary with a
+// connected replica. The delay is time for the operator to see the deletion (a watch event, then
+// a pass) and for the graceful CLUSTER FAILOVER it issues on a synced replica to complete (the
+// replica catches up with the primary, which pauses its writers meanwhile, then takes over); the
+// old primary then answers MOVED until the delay is over, so clients learn the new owner from it
+// rather than from a refused connection. The extension is for a node that held several
+// primaries (a drained Kubernetes node): the operator hands over one shard per pass, each after
+// the previous one completed, and on a loaded machine the last of three was still a primary at
+// SIGTERM (measured: its shard refused writes for 3.6 s, until FAILOVER FORCE on its replica). A
+// primary without a connected replica has nobody to hand over to, and a server that does not
+// answer cannot tell: neither is held beyond the delay. Both end within
+// terminationGracePeriodSeconds (30), leaving the server 10 s to shut down.
+const (
+	preStopDelaySeconds = 5
+	preStopLimitSeconds = 20
+)
 
-// preStop delays SIGTERM on Valkey 8 so that a deleted primary's slots are handed over while it
-// still serves (plan/failover.go, rule 4b). On 9.x the server hands over itself on SIGTERM
-// (shutdown-on-sigterm failover), and the pod has no hook. A replica's pod waits too: the
-// delay costs a drain a few seconds and nothing else.
+// preStopScript waits delay seconds, then while the server answers INFO replication as a primary
+// with a connected replica, until limit seconds have passed since it began. It authenticates as
+// the liveness script does (the password from the mounted auth.conf, through the environment).
+func preStopScript(delay, limit int) string {
+	return fmt.Sprintf(`start=$(date +%%s)
+sleep %[5]d
+pw=$(sed -n 's/^masterauth //p' %[1]s/%[2]s)
+while [ $(($(date +%%s) - start)) -lt %[6]d ]; do
+  info=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" timeout 2 valkey-cli --no-auth-warning --user %[3]s -p %[4]d INFO replication 2>/dev/null)
+  case "$info" in *role:master*) ;; *) exit 0 ;; esac
+  case "$info" in *connected_slaves:0*) exit 0 ;; esac
+  sleep 0.2
+done
+`, secretMountPath, authFileName, OperatorUser, ClientPort, delay, limit)
+}
+
+// preStop holds SIGTERM back on Valkey 8 (see preStopScript). On 9.x the server hands over
+// itself on SIGTERM (shutdown-on-sigterm failover), and the pod has no hook.
 func preStop(img v1.ValkeyImageSpec) *corev1.Lifecycle {
 	if handsOverOnSIGTERM(img) {
 		return nil
 	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-		Command: []string{"/bin/sh", "-c", fmt.Sprintf("sleep %d", preStopDelaySeconds)},
+		Command: []string{"/bin/sh", "-c", preStopScript(preStopDelaySeconds, preStopLimitSeconds)},
 	}}}
 }

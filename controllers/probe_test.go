@@ -121,3 +121,120 @@ func TestLivenessScript(t *testing.T) {
 	}
 	_ = srv.Process.Signal(syscall.SIGCONT)
 }
+
+// TestPreStopScript runs the Valkey 8 preStop hook (with a 1 s delay and a 6 s limit) against
+// real servers: a primary without a replica goes after the delay; a primary with a connected
+// replica is held until it turns replica (handed over), or until the limit.
+func TestPreStopScript(t *testing.T) {
+	if _, err := exec.LookPath("valkey-server"); err != nil {
+		t.Fatalf("valkey-server not found (%v): run `make packages`", err)
+	}
+	dir := t.TempDir()
+	const password = "0123456789abcdef-prestop"
+	if err := os.WriteFile(filepath.Join(dir, authFileName), []byte("masteruser "+OperatorUser+"\nmasterauth "+password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, b := startACLServer(t, password), startACLServer(t, password)
+	try := func(port int, args ...string) (string, error) {
+		c := exec.Command("valkey-cli", append([]string{"--no-auth-warning", "--user", OperatorUser, "-p", strconv.Itoa(port)}, args...)...)
+		c.Env = append(os.Environ(), "REDISCLI_AUTH="+password)
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	cli := func(port int, args ...string) string {
+		t.Helper()
+		out, err := try(port, args...)
+		if err != nil {
+			t.Fatalf("valkey-cli %v: %v %s", args, err, out)
+		}
+		return out
+	}
+	// run runs the hook against port and returns how long it held, failing past 10 s.
+	run := func(port int) time.Duration {
+		t.Helper()
+		script := strings.ReplaceAll(preStopScript(1, 6), secretMountPath, dir)
+		script = strings.ReplaceAll(script, "-p "+strconv.Itoa(ClientPort), "-p "+strconv.Itoa(port))
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		if out, err := exec.CommandContext(ctx, "/bin/sh", "-c", script).CombinedOutput(); err != nil {
+			t.Fatalf("preStop hook: %v %s", err, out)
+		}
+		return time.Since(start)
+	}
+
+	if d := run(a); d < time.Second || d > 2500*time.Millisecond {
+		t.Errorf("a primary without replicas held %s, want the 1 s delay", d)
+	}
+	for _, port := range []int{a, b} {
+		cli(port, "CONFIG", "SET", "masteruser", OperatorUser)
+		cli(port, "CONFIG", "SET", "masterauth", password)
+	}
+	cli(b, "REPLICAOF", "127.0.0.1", strconv.Itoa(a))
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(cli(a, "INFO", "replication"), "connected_slaves:1"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica never connected")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Handed over 3 s in: the hook ends soon after.
+	handover := make(chan error, 1)
+	go func() {
+		time.Sleep(3 * time.Second)
+		_, err := try(b, "REPLICAOF", "NO", "ONE")
+		if err == nil {
+			_, err = try(a, "REPLICAOF", "127.0.0.1", strconv.Itoa(b))
+		}
+		handover <- err
+	}()
+	if d := run(a); d < 3*time.Second || d > 4500*time.Millisecond {
+		t.Errorf("a primary handed over after 3 s held %s, want about 3 s", d)
+	}
+	if err := <-handover; err != nil {
+		t.Fatal(err)
+	}
+	if d := run(a); d > 2500*time.Millisecond {
+		t.Errorf("a replica held %s, want the 1 s delay", d)
+	}
+	// b is now a primary with a as its connected replica, and nobody hands it over.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(cli(b, "INFO", "replication"), "connected_slaves:1"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the demoted primary never connected as a replica")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The limit is counted in whole seconds of `date +%s`: within a second short of it.
+	if d := run(b); d < 5*time.Second || d > 7500*time.Millisecond {
+		t.Errorf("a primary never handed over held %s, want the 6 s limit", d)
+	}
+}
+
+// startACLServer starts a valkey-server on a free port whose operator user has password (and
+// whose default user may run nothing), and returns the port once it answers.
+func startACLServer(t *testing.T, password string) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	sum := sha256.Sum256([]byte(password))
+	srv := exec.Command("valkey-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--repl-diskless-sync-delay", "0",
+		"--user", "default", "on", "nopass", "-@all", "--user", OperatorUser, "on", "#"+hex.EncodeToString(sum[:]), "~*", "&*", "+@all")
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			_ = c.Close()
+			return port
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("valkey-server on %d never listened", port)
+		}
+	}
+}

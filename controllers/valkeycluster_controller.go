@@ -57,17 +57,20 @@ type ValkeyClusterReconciler struct {
 // and ConfigMaps, the cluster's Service and Secrets). It creates per-node ConfigMaps once,
 // updates only the Secrets it renders, competes for one Lease (get / create / update), and gets
 // a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
-// namespace informer).
+// namespace informer). It keeps one PodDisruptionBudget per shard (list / watch; create, patch
+// its spec to the built one, delete a removed shard's), and patches pods only to bring
+// spec.podAnnotations onto them (metadata.annotations, by merge patch).
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
 
 // reconcilePass is one level-triggered pass: load → observe → decide → transition → plan →
 // one status write → execute. Reconcile (pass.go) runs it under the pass budget.
@@ -148,8 +151,12 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	}
 	// A broken invariant of the planners (pass.Err) dropped its offending actions; the rest of
 	// the pass is safe to run, and the error is returned with the pass's outcome.
-	execErr := errors.Join(r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
-	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs))
+	// The shards' disruption budgets go first: a pod this pass creates counts as not yet a full
+	// copy before it exists. They, like podAnnotations after the steps, are harmless and
+	// idempotent: a failure is returned with the pass's outcome and holds nothing back.
+	budgetErr := r.ensureDisruptionBudgets(ctx, log, &vc, obs, pass)
+	execErr := errors.Join(budgetErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
+	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
 	if execErr != nil {
 		return ctrl.Result{}, execErr

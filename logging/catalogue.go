@@ -36,25 +36,27 @@ const (
 
 // Field names. Subjects are fields, never message text.
 const (
-	FieldClusterName = "cluster_name"
-	FieldPod         = "pod"
-	FieldNode        = "node"
-	FieldShard       = "shard"
-	FieldShards      = "shards"
-	FieldNodes       = "nodes"
-	FieldSlots       = "slots"
-	FieldEvent       = "event"
-	FieldSecret      = "secret"
-	FieldActions     = "actions"
-	FieldWaiting     = "waiting"
-	FieldIP          = "ip"
-	FieldReason      = "reason"
-	FieldError       = "error"
-	FieldState       = "state"
-	FieldKey         = "key"
-	FieldValue       = "value"
-	FieldTarget      = "target"
-	FieldSlot        = "slot"
+	FieldClusterName  = "cluster_name"
+	FieldPod          = "pod"
+	FieldNode         = "node"
+	FieldShard        = "shard"
+	FieldShards       = "shards"
+	FieldNodes        = "nodes"
+	FieldSlots        = "slots"
+	FieldEvent        = "event"
+	FieldSecret       = "secret"
+	FieldActions      = "actions"
+	FieldWaiting      = "waiting"
+	FieldIP           = "ip"
+	FieldReason       = "reason"
+	FieldError        = "error"
+	FieldState        = "state"
+	FieldKey          = "key"
+	FieldValue        = "value"
+	FieldKeys         = "keys"
+	FieldMinAvailable = "min_available"
+	FieldTarget       = "target"
+	FieldSlot         = "slot"
 )
 
 // The message catalogue.
@@ -139,6 +141,22 @@ const (
 	// original's string (operations/failure-modes.md).
 	MsgCompletedJoin = "completed join"
 
+	// MsgCreatingDisruptionBudget (INFO, TargetCluster): cluster_name, shard, min_available.
+	// The shard's PodDisruptionBudget was created (one per shard index, so a drain never
+	// evicts two copies of a shard at once).
+	MsgCreatingDisruptionBudget = "creating PodDisruptionBudget"
+	// MsgUpdatingDisruptionBudget (INFO, TargetCluster): cluster_name, shard, min_available.
+	// The shard's count of pods that are not full copies yet changed (a node joined, or one
+	// finished its sync), or replicasPerShard did, or a hand edit is undone.
+	MsgUpdatingDisruptionBudget = "updating PodDisruptionBudget"
+	// MsgDeletingDisruptionBudget (INFO, TargetCluster): cluster_name, shard. The budget of a
+	// shard index at or above spec.shards, once that shard has no live pod.
+	MsgDeletingDisruptionBudget = "deleting PodDisruptionBudget of removed shard"
+	// MsgPatchingPodAnnotations (INFO, TargetCluster): cluster_name, pod, keys (the annotation
+	// keys added or changed, comma-separated). spec.podAnnotations brought onto a live pod in
+	// place.
+	MsgPatchingPodAnnotations = "patching pod annotations"
+
 	// MsgCredentialMissing (WARN, TargetCluster): cluster_name, secret, key. The operator's
 	// credential Secret of a cluster that already has pods is missing. It is not regenerated
 	// (the nodes accept only the original password, and nothing can rotate it): the cluster
@@ -220,6 +238,10 @@ var Catalogue = []Entry{
 	{MsgClosingSlot, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlot, FieldNode}},
 	{MsgRetiringNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldReason}},
 	{MsgCompletedJoin, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
+	{MsgCreatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldMinAvailable}},
+	{MsgUpdatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldMinAvailable}},
+	{MsgDeletingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
+	{MsgPatchingPodAnnotations, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldKeys}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgShardDataLost, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldSlots}},

@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // KeyPrefix starts every label and annotation key the operator owns. Keys under it are
 // reserved: spec.podAnnotations may not use them (the CRD refuses them), so that a user's
@@ -60,6 +63,14 @@ func OperatorAuthSecretName(cluster string) string { return cluster + "-operator
 // NodeConfigMapName is the name of the ConfigMap holding the rendered valkey.conf of the
 // ValkeyNode (and pod) named node: {node}-config.
 func NodeConfigMapName(node string) string { return node + "-config" }
+
+// ShardDisruptionBudgetName is the name of the PodDisruptionBudget that covers the pods of shard
+// index shard of the ValkeyCluster named cluster: {cluster}-shard-{shard}. There is one per
+// shard index below spec.shards, so that `kubectl drain` never evicts two copies of a shard at
+// once.
+func ShardDisruptionBudgetName(cluster string, shard int) string {
+	return cluster + "-shard-" + strconv.Itoa(shard)
+}
 
 // IsReservedKey reports whether a label or annotation key is under KeyPrefix, the operator's
 // own prefix.

@@ -68,10 +68,10 @@ type ValkeyClusterSpec struct {
 	// +optional
 	Placement *Placement `json:"placement,omitempty"`
 
-	// podAnnotations are copied verbatim onto every pod the operator creates for the cluster
-	// (and onto nothing else). Keys under valkey.gomomento.com/ are reserved. Live pods are
-	// not patched yet: they keep the annotations they were created with, and a change reaches
-	// only pods created afterwards (a replaced node). At most 64 entries.
+	// podAnnotations are copied verbatim onto every pod the operator manages for the cluster
+	// (and onto nothing else). Keys under valkey.gomomento.com/ are reserved. Added or changed
+	// keys are patched onto live pods in place (no pod is replaced); a removed key stays on
+	// live pods until each is next replaced. At most 64 entries.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('valkey.gomomento.com/'))",messageExpression="'podAnnotations key ' + self.filter(k, k.startsWith('valkey.gomomento.com/'))[0] + ' uses the prefix valkey.gomomento.com/, which is reserved for the operator; choose another prefix'"

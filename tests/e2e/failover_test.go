@@ -104,17 +104,7 @@ func primaryLostUnderLoad(t *testing.T, ns string, planned bool, lose func(ns, p
 			// That connection close is Valkey's, not a refusal: it is counted apart (a write that
 			// failed with EOF and succeeded on the client's next try within a second). Any other
 			// error (CLUSTERDOWN, MOVED loops, TRYAGAIN) or a longer gap fails the test.
-			for _, s := range r.Slots {
-				if s.Failures == 0 {
-					continue
-				}
-				if strings.Contains(s.LastError, "EOF") && s.LongestRefusal < time.Second {
-					t.Logf("slot %d: %d writes failed with EOF within %s as the old primary was demoted (connection closed by Valkey, counted apart)",
-						s.Slot, s.Failures, s.LongestRefusal.Round(time.Millisecond))
-					continue
-				}
-				t.Errorf("slot %d refused %d writes for up to %s (last error: %s)", s.Slot, s.Failures, s.LongestRefusal.Round(time.Millisecond), s.LastError)
-			}
+			checkNoRefusal(t, r)
 		})
 	}
 	t.Run("replacement ValkeyNode went Joining then Active", func(t *testing.T) {

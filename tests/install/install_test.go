@@ -177,16 +177,18 @@ type grant struct{ group, resource, verbs string }
 
 // wantGrants is everything the operator may do, cluster-wide. Nothing else: no Events (it
 // writes none), no Nodes, no deletion of Pods, Services, ConfigMaps or Secrets, nor of its
-// users' kinds (owner references and the garbage collector remove them; the one kind it
-// deletes is its own ValkeyNode, whose pod and ConfigMap go with it), no Deployments or
-// StatefulSets. Namespaces: get only, to leave alone the clusters of a namespace being deleted.
+// users' kinds (owner references and the garbage collector remove them; the kinds it deletes
+// are its own ValkeyNode, whose pod and ConfigMap go with it, and the PodDisruptionBudget of a
+// removed shard), no Deployments or StatefulSets. Pods: patch, for spec.podAnnotations only.
+// Namespaces: get only, to leave alone the clusters of a namespace being deleted.
 var wantGrants = []grant{
 	{"", "configmaps", "create,get,list,watch"},
 	{"", "namespaces", "get"},
-	{"", "pods", "create,get,list,watch"},
+	{"", "pods", "create,get,list,patch,watch"},
 	{"", "secrets", "create,get,list,update,watch"},
 	{"", "services", "create,get,list,watch"},
 	{"coordination.k8s.io", "leases", "create,get,update"},
+	{"policy", "poddisruptionbudgets", "create,delete,list,patch,watch"},
 	{"valkey.gomomento.com", "valkeyclusters", "get,list,watch"},
 	{"valkey.gomomento.com", "valkeyclusters/status", "patch"},
 	{"valkey.gomomento.com", "valkeyconfigs", "get,list,watch"},
@@ -262,7 +264,9 @@ func checkLeastPrivilege(t *testing.T, c *localcluster.Cluster, k8s client.Clien
 		{"create pods -n my-app", "yes"},
 		{"patch valkeyclusters.valkey.gomomento.com --subresource=status -n my-app", "yes"},
 		{"patch valkeyclusters.valkey.gomomento.com -n my-app", "no"},
-		{"patch pods -n my-app", "no"},
+		{"patch pods -n my-app", "yes"},
+		{"create poddisruptionbudgets.policy -n my-app", "yes"},
+		{"create pods --subresource=eviction -n my-app", "no"},
 		{"delete pods -n my-app", "no"},
 		{"delete valkeynodes.valkey.gomomento.com -n my-app", "yes"},
 		{"create leases.coordination.k8s.io -n valkey-operator", "yes"},
