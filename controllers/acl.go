@@ -64,8 +64,9 @@ var operatorCommands = []string{
 var operatorCommands9 = []string{"cluster|migrateslots", "cluster|getslotmigrations"}
 
 // migrationCommands are MigrationUser's: MIGRATE on the source, and what MIGRATE sends the
-// target under this user's AUTH2 (RESTORE-ASKING, RESTORE), with ASKING and PING.
-var migrationCommands = []string{"migrate", "restore", "restore-asking", "asking", "ping", "client|setinfo"}
+// target under this user's AUTH2 (SELECT of the database, RESTORE-ASKING, RESTORE), with ASKING and PING
+// (NOPERM for select without it, measured on 8.0.1).
+var migrationCommands = []string{"migrate", "restore", "restore-asking", "asking", "select", "ping", "client|setinfo"}
 
 // clusterClientCommands are what a cluster client sends besides its data commands: PING, the
 // topology (CLUSTER SLOTS / SHARDS / NODES / INFO / MYID, as different client libraries ask),
