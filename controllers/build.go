@@ -281,8 +281,9 @@ func nodeSpecHash(spec *v1.ValkeyNodeSpec) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// canonicalQuantity is q in Kubernetes' canonical form ("1000m" is "1"), or q itself when it
-// does not parse (then it is compared as written).
+// canonicalQuantity is q's value in thousandths ("1000m", "1" and "1.0" are all 1000;
+// "128Mi" and "134217728" are the same memory), or q itself when it does not parse (then it is
+// compared as written).
 func canonicalQuantity(q string) string {
 	if q == "" {
 		return ""
@@ -291,7 +292,7 @@ func canonicalQuantity(q string) string {
 	if err != nil {
 		return q
 	}
-	return v.String()
+	return strconv.FormatInt(v.MilliValue(), 10)
 }
 
 // desiredSpecHash is nodeSpecHash of the spec a node created now would be built from.

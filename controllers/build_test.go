@@ -184,6 +184,9 @@ func TestSpecHash(t *testing.T) {
 				r.Resources.CPU = ptr.To(resource.MustParse(fmt.Sprintf("%dm", r.Resources.CPU.MilliValue())))
 			}
 		},
+		"memory in bytes": func(_ *v1.ValkeyCluster, r *ResolvedConfig) {
+			r.Resources.Memory = ptr.To(resource.MustParse(fmt.Sprintf("%d", r.Resources.Memory.Value())))
+		},
 		"shutdown-on-sigterm default": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Version = "9.1.2" },
 		"tls secret":                  func(c *v1.ValkeyCluster, _ *ResolvedConfig) { c.Spec.TLS = &v1.TLSSpec{SecretRef: "other"} },
 	} {

@@ -156,7 +156,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	// idempotent: a failure is returned with the pass's outcome and holds nothing back.
 	budgetErr := r.ensureDisruptionBudgets(ctx, log, &vc, obs, pass)
 	execErr := errors.Join(budgetErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
-	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
+	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs, pass), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
 	if execErr != nil {
 		return ctrl.Result{}, execErr

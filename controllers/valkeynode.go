@@ -16,6 +16,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/plan"
 )
 
 // A Valkey node is three objects: its ValkeyNode (owned by the cluster), and the pod and the
@@ -76,11 +77,17 @@ func (r *ValkeyClusterReconciler) retireNode(ctx context.Context, log *zap.Logge
 // completeJoins moves to Active every Joining node that is now a full member
 // (fsm.CompletedJoins), logging `completed join` for each. A scale-out node's join-type label
 // (shard) is removed at the same time; the other join types stay, as in the original.
-func (r *ValkeyClusterReconciler) completeJoins(ctx context.Context, log *zap.Logger, obs *observation) error {
+func (r *ValkeyClusterReconciler) completeJoins(ctx context.Context, log *zap.Logger, obs *observation, pl plan.Plan) error {
+	retired := map[string]bool{}
+	for _, a := range pl.Actions {
+		if d, ok := a.(plan.DeletePod); ok {
+			retired[d.Pod] = true // this pass retired it: its ValkeyNode is Leaving or gone
+		}
+	}
 	var errs []error
 	for _, name := range fsm.CompletedJoins(obs.snapshot) {
 		vn, ok := obs.nodes[name]
-		if !ok {
+		if !ok || retired[name] {
 			continue
 		}
 		vn = vn.DeepCopy()

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/valkey"
 )
@@ -168,7 +169,7 @@ func TestCompleteJoinsWritesActive(t *testing.T) {
 		}},
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	if err := r.completeJoins(context.Background(), zap.New(core), obs); err != nil {
+	if err := r.completeJoins(context.Background(), zap.New(core), obs, plan.Plan{}); err != nil {
 		t.Fatal(err)
 	}
 	get := func(name string) *v1.ValkeyNode {

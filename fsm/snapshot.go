@@ -418,7 +418,11 @@ func (s Snapshot) Changing() string {
 	records := make([]int, s.Shards)
 	for _, p := range s.Pods {
 		switch {
+		case p.Deleting && (p.Shard >= s.Shards || p.Shard < 0):
 		case p.Deleting:
+			// A pod being deleted (a drain) is a record until it is gone: its loss is healed,
+			// not a change of the spec.
+			records[p.Shard]++
 		case p.Shard >= s.Shards || p.Shard < 0:
 			if !p.Deleting && p.Phase != PodFailed && p.Phase != PodSucceeded {
 				return fmt.Sprintf("node %s belongs to shard %d, which the spec no longer has", p.Name, p.Shard)

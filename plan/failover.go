@@ -11,7 +11,8 @@ package plan
 //     taken in index order, one failover per pass.
 //  3. No second failover: while status.failover records a failover for P younger than
 //     FailoverRetry, the pass waits for it. After that, Valkey has not done it, and it may be
-//     issued again.
+//     issued again. A graceful one (a rolling upgrade's, a drained primary's) whose primary's
+//     container is gone since can never land: it is not waited for.
 //  4. Who ran P decides, from Kubernetes and the last status:
 //     a. a live pod (not deleting, not Failed) whose node does not answer and whose last known
 //     id is P, or whose id is not known at all (it ran but never answered): it may be P and
@@ -54,10 +55,15 @@ func planFailover(in Input) Step {
 	live := reachable(s)
 	owned := s.OwnedIDs()
 	for _, c := range lostPrimaries(s, owned) {
-		if f := s.Failover; f != nil && f.PrimaryID == c.primary && s.Now.Sub(f.StartedAt) < FailoverRetry {
-			return Step{Wait: fmt.Sprintf("waiting for the failover of shard %d", c.shard)}
-		}
 		owner, ok := ownerOf(s, c.primary)
+		if f := s.Failover; f != nil && f.PrimaryID == c.primary && s.Now.Sub(f.StartedAt) < FailoverRetry {
+			// A graceful failover needs its primary: once that primary's container is gone it can
+			// never land, so it holds nothing back (a FORCE, or TAKEOVER, goes ahead at once).
+			gone := ok && (owner == nil || owner.Phase == fsm.PodFailed || owner.Exited)
+			if f.Force || !gone {
+				return Step{Wait: fmt.Sprintf("waiting for the failover of shard %d", c.shard)}
+			}
+		}
 		if !ok {
 			continue // rule 4a: it may be serving
 		}

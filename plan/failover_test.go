@@ -128,3 +128,21 @@ func TestNextFailover(t *testing.T) {
 		t.Fatalf("no intent from nothing: %+v", got)
 	}
 }
+
+// A graceful failover (a roll's, a drain's) whose old primary's container died before it landed
+// can never land: it does not hold back the FORCE that replaces the primary.
+func TestGracefulIntentDoesNotHoldBackAfterTheCrash(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	intent := func(force bool) opt {
+		return withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: force}, now, 2*time.Second)
+	}
+	s := newSnapshot(fsm.Upgrading, 3, 1, formed, withFailed("p0-0"), intent(false))
+	p := run(failover, fsm.Upgrading, s)
+	if len(p.Actions) != 1 || p.Actions[0] != (FailoverForce{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}) {
+		t.Fatalf("want the FORCE at once, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	s = newSnapshot(fsm.Upgrading, 3, 1, formed, withFailed("p0-0"), intent(true))
+	if p := run(failover, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("a FORCE issued 2 s ago is awaited, got %v", p.Actions)
+	}
+}

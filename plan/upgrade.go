@@ -6,6 +6,8 @@ package plan
 // is the pods planner's: it creates the missing nodes. Its rules, in order:
 //
 //  1. Only a cluster formed once (Forming, Active, Upgrading).
+//     b. A live node already marked Leaving (an operator stopped between marking and deleting
+//     it) is retired first, unless it serves slots.
 //  2. A live node that never joined (its pod not running, or its ValkeyNode still Joining) and
 //     serves no slot is retired first when it was built from an older spec, or when its shard
 //     has more live nodes than wanted and none of an older spec: a replacement stuck on a spec
@@ -52,6 +54,8 @@ const (
 	RetireStuck    = "never joined and no longer wanted"
 	RetireOutdated = "built from an older spec"
 	RetireSurplus  = "replica beyond replicasPerShard"
+	// RetireInterrupted: the node was marked Leaving and the operator stopped before deleting it.
+	RetireInterrupted = "finishing an interrupted retirement"
 )
 
 func planUpgrade(in Input) Step {
@@ -60,6 +64,9 @@ func planUpgrade(in Input) Step {
 		return Step{}
 	}
 	shardPods := s.ShardPods()
+	if d, ok := planFinishLeaving(s); ok {
+		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("waiting for %s to leave", d.Pod)}
+	}
 	if d, ok := planRetireStuck(s, shardPods); ok {
 		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("waiting for %s to leave", d.Pod)}
 	}
@@ -110,6 +117,19 @@ func planUpgrade(in Input) Step {
 		return Step{Actions: []Action{CreatePod{Shard: shard}}, Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to join", shard)}
 	}
 	return Step{}
+}
+
+// planFinishLeaving applies rule 1b: a live node whose ValkeyNode is Leaving was being retired
+// when the operator stopped between marking it and deleting it; the retirement is finished
+// first (the first by name), unless the node serves slots (it was promoted since: then it is
+// not what was retired, and the planners above decide).
+func planFinishLeaving(s fsm.Snapshot) (DeletePod, bool) {
+	for _, p := range s.LivePods() {
+		if p.Lifecycle == string(v1.LifecycleLeaving) && (p.Node == nil || !p.Node.Reachable || len(p.Node.MySlots) == 0) {
+			return DeletePod{Pod: p.Name, Reason: RetireInterrupted}, true
+		}
+	}
+	return DeletePod{}, false
 }
 
 // joined reports whether p's node ever became a member: its pod runs and its ValkeyNode left

@@ -260,3 +260,23 @@ func TestChanging(t *testing.T) {
 		}
 	}
 }
+
+// An operator stopped between marking a node Leaving and deleting it: the next pass finishes the
+// retirement before anything else of the roll, and never retires a node that serves slots.
+func TestInterruptedRetirementIsFinished(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 1, 2, formed, withLifecycle("p0-2", v1.LifecycleLeaving))
+	s.ReplicasPerShard, s.SpecHash = 1, "h"
+	for i := range s.Pods {
+		s.Pods[i].SpecHash = "h"
+	}
+	retired(t, run(upgrade, fsm.Upgrading, s), "p0-2", RetireInterrupted)
+	// Leaving but promoted since (it serves the slots): not retired here.
+	s = newSnapshot(fsm.Upgrading, 1, 1, formed, withLifecycle("p0-0", v1.LifecycleLeaving))
+	s.SpecHash = "h"
+	for i := range s.Pods {
+		s.Pods[i].SpecHash = "h"
+	}
+	if p := run(upgrade, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("a Leaving node that serves slots was retired: %v", p.Actions)
+	}
+}
