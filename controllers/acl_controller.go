@@ -106,9 +106,16 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	var addrs []string
 	results := make(chan nodeACL, len(list.Items))
 	var wg sync.WaitGroup
+	behind := false
 	for i := range list.Items {
 		p := &list.Items[i]
 		if !aclTarget(p) {
+			continue
+		}
+		if startedWithin(p, aclStartGrace, time.Now()) {
+			// A node that just started read the current file itself (aclfile), and may not
+			// listen yet: a refused connection then is no failure worth a WARN. Look again soon.
+			behind = true
 			continue
 		}
 		a := nodeAddr(p.Status.PodIP)
@@ -123,7 +130,6 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	close(results)
 	r.conns.Retain(clusterKey(&vc), addrs)
 
-	behind := false
 	for n := range results {
 		switch {
 		case n.err != nil:
@@ -159,6 +165,20 @@ func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file
 		return "", creds, false, nil
 	}
 	return file, valkey.Credentials{Username: OperatorUser, Password: pw}, true, nil
+}
+
+// aclStartGrace is how long after its container started a node is left to read its ACL file
+// by itself before the controller checks it.
+const aclStartGrace = 5 * time.Second
+
+// startedWithin reports whether p's container started less than d before now.
+func startedWithin(p *corev1.Pod, d time.Duration, now time.Time) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if r := cs.State.Running; r != nil && now.Sub(r.StartedAt.Time) < d {
+			return true
+		}
+	}
+	return false
 }
 
 // aclTarget reports whether pod's node is one to load: its process runs and has an address.

@@ -88,25 +88,45 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 		pair.Wait()
 	}
 	versions := &versionCache{node: node}
+	// Atomic migrations into one target run one after the other: a Valkey 9 node imports one
+	// job at a time ("Slot import in progress" otherwise, measured on 9.1.2).
+	atomicByTarget := map[string][]int{}
+	var targets []string
 	for i, k := range order {
-		atomic := !a.Settle && versions.atomic(ctx, k[0]) && versions.atomic(ctx, k[1])
+		if a.Settle || !versions.atomic(ctx, k[0]) || !versions.atomic(ctx, k[1]) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				classic(i, byPair[k])
+			}()
+			continue
+		}
+		if _, ok := atomicByTarget[k[1]]; !ok {
+			targets = append(targets, k[1])
+		}
+		atomicByTarget[k[1]] = append(atomicByTarget[k[1]], i)
+	}
+	for _, target := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if atomic {
-				// Both run Valkey 9 or later: one CLUSTER MIGRATESLOTS for the pair's slots. One
-				// that Valkey refuses or that fails before moving anything (an ACL that predates
-				// it, say) falls back to the classic protocol, which every version runs.
+			for _, i := range atomicByTarget[target] {
+				k := order[i]
 				n, err := migrateAtomic(ctx, node, byPair[k])
-				if err == nil || n > 0 {
-					mu.Lock()
-					moved[i], errs[i] = n, err
-					mu.Unlock()
+				if err != nil && n == 0 && unsupported(err) {
+					// Both run Valkey 9, but this one cannot (an ACL that predates it, say): the
+					// classic protocol, which every version runs.
+					log.Debug(logging.MsgMovingSlots, logging.Pod(k[0]), zap.String(logging.FieldTarget, k[1]), zap.Error(err))
+					classic(i, byPair[k])
+					continue
+				}
+				mu.Lock()
+				moved[i], errs[i] = n, err
+				mu.Unlock()
+				if err != nil {
 					return
 				}
-				log.Debug(logging.MsgMovingSlots, logging.Pod(k[0]), zap.String(logging.FieldTarget, k[1]), zap.Error(err))
 			}
-			classic(i, byPair[k])
 		}()
 	}
 	wg.Wait()
@@ -147,6 +167,13 @@ func (v *versionCache) atomic(ctx context.Context, pod string) bool {
 	}
 	v.seen[pod] = ok
 	return ok
+}
+
+// unsupported reports whether err says the node cannot run an atomic migration at all (a command
+// or permission it lacks), as opposed to one that failed or is busy.
+func unsupported(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "noperm") || strings.Contains(msg, "unknown")
 }
 
 // atomicPoll is how often the progress of an atomic migration is read.
