@@ -149,3 +149,103 @@ func checkEvenSpread(t *testing.T, vc *v1.ValkeyCluster, n int) {
 		}
 	}
 }
+
+// TestOpenSlotIsSettled: a slot left MIGRATING by hand on an Active cluster (as an interrupted
+// move leaves it) is settled by the operator: no node reports an open slot any more, every slot
+// is served once, and the slot's keys read back.
+func TestOpenSlotIsSettled(t *testing.T) {
+	ns := "open-slot"
+	vc := activeCluster(t, ns, 2, 1)
+	waitReady(t, vc, 2, 1, nil, formTimeout)
+	seeded := seedKeys(t, vc, 2000)
+	creds := operatorCreds(t, vc)
+	var src, dst *valkey.Client
+	var srcID, dstID string
+	for _, p := range clusterPods(t, vc) {
+		c, err := valkey.NewClient(addr(p), creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		entries, err := c.ClusterNodes(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		me, _ := valkey.Myself(entries)
+		if me.Role != valkey.RolePrimary {
+			continue
+		}
+		if src == nil {
+			src, srcID = c, me.ID
+		} else {
+			dst, dstID = c, me.ID
+		}
+	}
+	// The source's last slot: open it toward the other primary, on both sides, as step one of
+	// a classic move would.
+	entries, _ := src.ClusterNodes(context.Background())
+	me, _ := valkey.Myself(entries)
+	open := me.Slots[len(me.Slots)-1].End
+	if err := dst.SetSlotImporting(context.Background(), open, srcID); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.SetSlotMigrating(context.Background(), open, dstID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		still := false
+		for _, c := range []*valkey.Client{src, dst} {
+			entries, err := c.ClusterNodes(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			me, _ := valkey.Myself(entries)
+			still = still || len(me.Migrating) > 0 || len(me.Importing) > 0
+		}
+		if !still {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot %d still open after 2 minutes", open)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	waitReady(t, vc, 2, 1, nil, time.Minute)
+	checkSeeded(t, vc, seeded)
+	if countLines(t, logging.MsgMovingSlots, ns, "") == 0 && countLines(t, logging.MsgClosingSlot, ns, "") == 0 {
+		t.Errorf("the slot was settled without a %q or %q line", logging.MsgMovingSlots, logging.MsgClosingSlot)
+	}
+}
+
+// TestOperatorKilledMidMove: the operator is SIGKILLed twice while 3 → 4 shards moves slots under
+// writes; the next operator settles what was left open and finishes: every slot served once,
+// spread even, every seeded and acknowledged key read back.
+func TestOperatorKilledMidMove(t *testing.T) {
+	ns := "reshard-kill"
+	vc := activeCluster(t, ns, 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	seeded := seedKeys(t, vc, 50_000)
+	w, opts := startWriter(t, vc)
+	before := countLines(t, logging.MsgMovingSlots, ns, "")
+	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
+	for range 2 {
+		deadline := time.Now().Add(3 * time.Minute)
+		for countLines(t, logging.MsgMovingSlots, ns, "") == before {
+			if time.Now().After(deadline) {
+				t.Fatal("no slot moved within 3 minutes")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		restartOperator(t)
+		before = countLines(t, logging.MsgMovingSlots, ns, "")
+	}
+	waitScaled(t, vc, 4, 1, rollTimeout)
+	checkEvenSpread(t, vc, 4)
+	checkSeeded(t, vc, seeded)
+	r := finishWriter(t, w, vc, opts)
+	if r.LostUnreplicated > 0 {
+		t.Errorf("%d acknowledged keys lost", r.LostUnreplicated)
+	}
+	reportRefusals(t, r)
+}
