@@ -203,7 +203,7 @@ func renderACL(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys
 		opCommands = slices.Concat(opCommands, []string{"acl|setuser", "acl|deluser"})
 	}
 	replCommands := replicationCommands
-	if sys.Atomic {
+	if sys.Atomic && atomicMigration {
 		opCommands = slices.Concat(opCommands, operatorCommands9)
 		replCommands = slices.Concat(replCommands, []string{"cluster|syncslots"})
 	}

@@ -145,9 +145,22 @@ type versionCache struct {
 	seen map[string]bool
 }
 
-// atomic reports whether pod's node runs Valkey 9 or later (CLUSTER MIGRATESLOTS). A node that
-// does not say is taken for an older one: the classic protocol works on every version.
+// atomicMigration turns the Valkey 9 path (CLUSTER MIGRATESLOTS) on. It is off: measured on
+// 9.1.2, the target replays the source's snapshot under the user the source authenticated as
+// (masteruser, _momento_repl), so that user would need SELECT, every write command and every key
+// on every node (the import failed with "NOPERM User _momento_repl has no permissions to run the
+// 'select' command"). A replication user with write access to every key is not least privilege;
+// until a dedicated design (a separate masteruser for slot import), Valkey 9 moves slots with
+// the classic protocol too.
+const atomicMigration = false
+
+// atomic reports whether pod's node runs Valkey 9 or later (CLUSTER MIGRATESLOTS) and the atomic
+// path is on. A node that does not say is taken for an older one: the classic protocol works on
+// every version.
 func (v *versionCache) atomic(ctx context.Context, pod string) bool {
+	if !atomicMigration {
+		return false
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if ok, known := v.seen[pod]; known {
