@@ -181,9 +181,12 @@ func startedWithin(p *corev1.Pod, d time.Duration, now time.Time) bool {
 	return false
 }
 
-// aclTarget reports whether pod's node is one to load: its process runs and has an address.
+// aclTarget reports whether pod's node is one to load: its process runs, has an address and is
+// not being deleted.
 func aclTarget(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
+	// A pod being deleted is on its way out: its node may stop answering at any moment, and
+	// loading it would only turn that into a WARN.
+	if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 		return false
 	}
 	for _, cs := range p.Status.ContainerStatuses {
