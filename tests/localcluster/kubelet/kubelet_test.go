@@ -85,7 +85,9 @@ func setup() (func(), error) {
 	// One local cluster per machine at a time, as tests/localcluster does:
 	// both use the 10.244.0.0/16 range, and a second run of this package
 	// would tear down the first one's bridge.
-	lock, err := acquireLock(10 * time.Minute)
+	// Local clusters take slot 0 last (see localcluster.acquireSlot), but three of them (a
+	// demo, the e2e and install tests) may hold every slot for the length of a run.
+	lock, err := acquireLock(45 * time.Minute)
 	if err != nil {
 		return cleanup, err
 	}
