@@ -885,6 +885,9 @@ func TestGracePeriodThenKill(t *testing.T) {
 			Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sh", "-c", "trap '' TERM; while :; do sleep 0.2; done"}}}},
 	})
 	waitPod(t, ns, "stubborn", 20*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	// Running means the process started, not that the shell has run its trap yet: on a loaded
+	// machine a SIGTERM sent at once killed it before (the pod went away in 0.2 s).
+	time.Sleep(time.Second)
 	start := time.Now()
 	if err := client.CoreV1().Pods(ns).Delete(context.Background(), "stubborn", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
