@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -110,11 +109,7 @@ type systemUsers struct {
 // aclLoadSafe reports whether ACL LOAD is safe on a node running version (INFO server's
 // valkey_version): from Valkey 9 on. 8.0.1 crashes a replica on ACL LOAD (measured); later 8.x
 // releases are not assumed fixed.
-func aclLoadSafe(version string) bool {
-	major, _, _ := strings.Cut(version, ".")
-	n, err := strconv.Atoi(major)
-	return err == nil && n >= 9
-}
+func aclLoadSafe(version string) bool { return valkey9OrLater(version) }
 
 // aclLine is one user line of an ACL file.
 type aclLine struct {

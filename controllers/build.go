@@ -159,8 +159,12 @@ var shutdownFailover = [2]string{"shutdown-on-sigterm", "failover"}
 
 // handsOverOnSIGTERM reports whether the image's Valkey (9.x and later) accepts
 // shutdownFailover.
-func handsOverOnSIGTERM(img v1.ValkeyImageSpec) bool {
-	major, _, _ := strings.Cut(img.Version, ".")
+func handsOverOnSIGTERM(img v1.ValkeyImageSpec) bool { return valkey9OrLater(img.Version) }
+
+// valkey9OrLater reports whether version (a ValkeyImage's version, or INFO server's
+// valkey_version) is Valkey 9 or later; false when it does not parse.
+func valkey9OrLater(version string) bool {
+	major, _, _ := strings.Cut(version, ".")
 	n, err := strconv.Atoi(major)
 	return err == nil && n >= 9
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -173,9 +172,7 @@ func (v *versionCache) atomic(ctx context.Context, pod string) bool {
 	ok := false
 	if err == nil {
 		if ver, err := c.Version(ctx); err == nil {
-			major, _, _ := strings.Cut(ver, ".")
-			n, err := strconv.Atoi(major)
-			ok = err == nil && n >= 9
+			ok = valkey9OrLater(ver)
 		}
 	}
 	v.seen[pod] = ok

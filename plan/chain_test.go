@@ -106,22 +106,6 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 				if f, ok := a.(Failover); ok && f.Roll {
 					disruptive["roll"]++
 				}
-				if m, ok := a.(MoveSlots); ok {
-					if s.AllAnswer() != "" {
-						t.Fatalf("snapshot %d, %s: %s while %s\n%s", i, st, a, s.AllAnswer(), dump(s))
-					}
-					for _, mv := range m.Moves {
-						for _, name := range []string{mv.Source, mv.Target} {
-							ok := false
-							for _, p := range s.LivePods() {
-								ok = ok || (p.Name == name && p.Node != nil && p.Node.Reachable && p.Node.Primary)
-							}
-							if !ok {
-								t.Fatalf("snapshot %d, %s: %s involves %s, not a live reachable primary\n%s", i, st, a, name, dump(s))
-							}
-						}
-					}
-				}
 				if d, ok := a.(DeletePod); ok && d.Reason != "" {
 					disruptive["retire"]++
 				}

@@ -537,16 +537,7 @@ func restartOperator(t *testing.T) {
 // startWriter starts a harness.Writer on vc's pods; it is closed at the end of the test.
 func startWriter(t testing.TB, vc *v1.ValkeyCluster) (*harness.Writer, harness.WriterOptions) {
 	t.Helper()
-	opts := writerOptions(t, vc, vc.Namespace+":")
-	w, err := harness.StartWriter(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Close)
-	if err := w.WaitAcked(20, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	return w, opts
+	return startWriterPrefix(t, vc, vc.Namespace+":")
 }
 
 // writerOptions seeds a cluster client with vc's running pods. The default user is as Valkey

@@ -295,7 +295,9 @@ func TestZonesChanged(t *testing.T) {
 
 // Helpers.
 
-func startWriterPrefix(t *testing.T, vc *v1.ValkeyCluster, prefix string) (*harness.Writer, harness.WriterOptions) {
+// startWriterPrefix starts a harness.Writer on vc's pods writing keys under prefix; it is closed
+// at the end of the test.
+func startWriterPrefix(t testing.TB, vc *v1.ValkeyCluster, prefix string) (*harness.Writer, harness.WriterOptions) {
 	t.Helper()
 	opts := writerOptions(t, vc, prefix)
 	w, err := harness.StartWriter(opts)
