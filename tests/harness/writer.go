@@ -57,9 +57,10 @@ type slotWriter struct {
 	tag  string
 	slot int
 
-	mu       sync.Mutex
-	acked    []keyRecord // keys whose SET returned OK
-	failures int         // SETs that returned an error
+	mu         sync.Mutex
+	acked      []keyRecord // keys whose SET returned OK
+	failures   int         // SETs that returned an error
+	unanswered int         // of those, no reply within OpTimeout
 	// failingSince is when the first refused write of the current refusal began (zero while
 	// writes succeed); longest and longestAt are the longest refusal so far.
 	failingSince time.Time
@@ -133,6 +134,9 @@ func (w *Writer) run(ctx context.Context, s *slotWriter, prefix string, id int, 
 		s.mu.Lock()
 		if err := res[0].Error(); err != nil {
 			s.failures++
+			if errors.Is(err, context.DeadlineExceeded) {
+				s.unanswered++
+			}
 			s.lastErr = err.Error()
 			if s.failingSince.IsZero() {
 				s.failingSince = began
@@ -246,6 +250,9 @@ type SlotReport struct {
 	Tag      string
 	Acked    int
 	Failures int
+	// Unanswered counts the failures that got no reply within OpTimeout (the client gave up):
+	// a latency figure, apart from writes Valkey or the connection refused.
+	Unanswered int
 	// LongestRefusal is the longest time from a refused write to the next acknowledged one.
 	LongestRefusal time.Duration
 	// RefusalStart is when that refusal began (zero if writes were never refused).
@@ -316,7 +323,7 @@ func (w *Writer) Report(ctx context.Context, opts WriterOptions) (Report, error)
 	for _, s := range w.slots {
 		s.mu.Lock()
 		acked := s.acked
-		r.Slots = append(r.Slots, SlotReport{Slot: s.slot, Tag: s.tag, Acked: len(acked), Failures: s.failures,
+		r.Slots = append(r.Slots, SlotReport{Slot: s.slot, Tag: s.tag, Acked: len(acked), Failures: s.failures, Unanswered: s.unanswered,
 			LongestRefusal: s.longest, RefusalStart: s.longestAt, LastError: s.lastErr})
 		s.mu.Unlock()
 		for start := 0; start < len(acked); start += 500 {
