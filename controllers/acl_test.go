@@ -298,3 +298,23 @@ func TestRenderedACLOnValkey(t *testing.T) {
 		t.Fatalf("after setUsers the node enforces something else than the file:\n%v\n%v", got, want)
 	}
 }
+
+// TestACLCatchUpDelay: while a node's file is behind, a second between loads for the first
+// passes, then 5 s; the tick once it caught up; a new desired file starts over.
+func TestACLCatchUpDelay(t *testing.T) {
+	var r ACLReconciler
+	for i := range aclCatchUpFastTries {
+		if d := r.next("ns/vc", "v1", true); d != aclCatchUpFast {
+			t.Fatalf("pass %d behind: %s, want %s", i, d, aclCatchUpFast)
+		}
+	}
+	if d := r.next("ns/vc", "v1", true); d != aclCatchUpSlow {
+		t.Fatalf("after %d passes behind: %s, want %s", aclCatchUpFastTries, d, aclCatchUpSlow)
+	}
+	if d := r.next("ns/vc", "v2", true); d != aclCatchUpFast {
+		t.Fatalf("a new file: %s, want %s", d, aclCatchUpFast)
+	}
+	if d := r.next("ns/vc", "v2", false); d != TickInterval {
+		t.Fatalf("caught up: %s, want the tick", d)
+	}
+}

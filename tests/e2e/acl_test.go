@@ -18,6 +18,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/tests/harness"
+	"github.com/gomomento/valkey-operator/tests/localcluster"
 )
 
 // aclTimeout bounds the wait for an ACL edit to reach every node: the kubelet's Secret refresh
@@ -175,7 +176,9 @@ func waitStateMessage(t *testing.T, vc *v1.ValkeyCluster, state v1.State, messag
 }
 
 // TestACL drives the ACL of a 3×1 cluster through the documented life of a user, checking every
-// step on all six nodes, and a config-level binding shared with a second cluster.
+// step on all six nodes, and a config-level binding shared with a second cluster. It starts on
+// Valkey 8.0.1 (ACL SETUSER), rotates a password while an upgrade to 9.1.2 rolls, and ends on
+// 9.1.2 (ACL LOAD of the mounted file).
 func TestACL(t *testing.T) {
 	ns := "acl"
 	setupNamespace(t, ns)
@@ -369,6 +372,65 @@ func TestACL(t *testing.T) {
 		nodeCheck{"split", "s", []string{"SET", "b:1", "v"}, allowed, "write b"},
 		nodeCheck{"", "", []string{"PING"}, noauth, "default off"})
 
+	// A rotation while the cluster is Upgrading completes. The upgrade is 8.0.1 → 9.1.2, so the
+	// old nodes get the change by ACL SETUSER and the new ones by ACL LOAD of their mounted file:
+	// both paths at once, and at the end every node enforces the file through ACL LOAD.
+	nine := newImage(ns + "-image9")
+	nine.Spec.Tag, nine.Spec.Version = localcluster.Valkey9Version, localcluster.Valkey9Version
+	create(t, nine)
+	before := podNameSet(t, vc)
+	updateObj(t, cfg, func(c *v1.ValkeyConfig) { c.Spec.ImageRef = nine.Name })
+	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateUpgrading, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	updateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL[0].PasswordHashes = []string{hashOf("s2")} })
+	rotated := []nodeCheck{
+		{"split", "s2", []string{"SET", "b:1", "v"}, allowed, "new password"},
+		{"split", "s", []string{"PING"}, refused, "old password"},
+		{"split", "s2", []string{"SET", "a:1", "v"}, noperm, "write a"},
+		{"", "", []string{"PING"}, noauth, "default off"},
+	}
+	if cur := currentCluster(t, vc); cur.Status.State != v1.StateUpgrading {
+		t.Logf("the rotation reached the API while the cluster was %s (the roll was quick)", cur.Status.State)
+	}
+	onEveryNode(t, "rotated while upgrading", one, rotated...)
+	waitRolled(t, vc, 3, 1, before, rollTimeout)
+	for _, p := range clusterPods(t, vc) {
+		if v := valkeyVersion(t, vc, p); v != localcluster.Valkey9Version {
+			t.Errorf("%s: valkey_version %s after the upgrade", p.Name, v)
+		}
+	}
+	onEveryNode(t, "rotation kept after the upgrade", one, rotated...)
+
+	// On Valkey 9 (ACL LOAD of the mounted file): a role edit reaches every node once the
+	// kubelet has refreshed the Secret volume, and a manual ACL SETUSER is reverted.
+	updateObj(t, rw, func(r *v1.ValkeyRole) { r.Spec.Categories = r.Spec.Categories[:1] })
+	updateCluster(t, vc, func(c *v1.ValkeyCluster) {
+		c.Spec.ACL = append(c.Spec.ACL, bind("app", []string{"h3"}, permit("acl-rw", "app:*", v1.KeyAccessReadWrite)))
+	})
+	onEveryNode(t, "9.x: user added with a role that lost write", one,
+		nodeCheck{"app", "h3", []string{"GET", "app:k"}, allowed, "read"},
+		nodeCheck{"app", "h3", []string{"SET", "app:k", "v"}, noperm, "write"})
+	pod = clusterPods(t, vc)[0]
+	if _, err := nodeDo(pod, "admin", "adm", "ACL", "SETUSER", "split", "on", "~*", "+@all"); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	for {
+		if _, err := nodeDo(pod, "split", "s2", "SET", "a:1", "v"); noperm("", err) {
+			t.Logf("9.x: manual ACL SETUSER reverted after %s", time.Since(start).Round(100*time.Millisecond))
+			break
+		}
+		if time.Since(start) > aclTick+15*time.Second {
+			t.Fatal("9.x: the manual ACL SETUSER was not reverted within a tick")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	waitReady(t, vc, 3, 1, nil, time.Minute)
+	onEveryNode(t, "9.x: system users touch no key", one,
+		nodeCheck{op.Username, op.Password, []string{"GET", "app:k"}, noperm, "operator get"},
+		nodeCheck{"_momento_repl", repl, []string{"SET", "app:k", "v"}, noperm, "repl set"})
+
 	// The log: the tick at INFO with cluster_name under operator::controller::acl, `ACL applied`
 	// per node, and never a password or a hash.
 	ticks, applied := 0, 0
@@ -393,7 +455,7 @@ func TestACL(t *testing.T) {
 		t.Errorf("%d ACL ticks and %d applied lines in the log", ticks, applied)
 	}
 	logs := operator.Logs()
-	for _, secret := range []string{"h1", "h2", hashOf("h1"), hashOf("h2"), hashOf("p"), op.Password, repl} {
+	for _, secret := range []string{"h1", "h2", hashOf("h1"), hashOf("h2"), hashOf("s2"), hashOf("p"), op.Password, repl} {
 		if len(secret) > 2 && bytes.Contains(logs, []byte(secret)) {
 			t.Errorf("a password or hash is in the log stream")
 		}

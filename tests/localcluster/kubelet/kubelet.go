@@ -324,6 +324,16 @@ func (k *Kubelet) LogPath(namespace, name, container string) (string, error) {
 	return p.logPath(container), nil
 }
 
+// VolumePath is the host directory that holds a pod's volume (its files, as the container sees
+// them at the mount path), for tests that time how soon a Secret or ConfigMap edit reaches a pod.
+func (k *Kubelet) VolumePath(namespace, name, volume string) (string, error) {
+	p, err := k.pod(namespace, name)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(k.podDir(p.podCopy()), "volumes", volume), nil
+}
+
 func (k *Kubelet) pod(namespace, name string) (*podRuntime, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
