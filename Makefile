@@ -77,7 +77,8 @@ demo: deps
 # for 3x1 and 10x1 (pod start, formation, replica sync); a primary killed under write load
 # (longest refusal, time back to Ready); 100 clusters of 1x0 in one operator (API writes,
 # RSS and CPU per tick, tick intervals, recovery after 50 lose their pod); a 3x1 rolling upgrade
-# from Valkey 8.0.1 to 9.1.2 under writes (duration, write errors and longest refusal per shard).
+# from Valkey 8.0.1 to 9.1.2 under writes (duration, write errors and longest refusal per shard);
+# an ACL change to every node enforcing it, on 8.0.1 and 9.1.2 (render, volume, operator).
 # `make test` runs none of them. One at a time: make bench BENCH=Scale100
 BENCH ?= .
 bench: deps
