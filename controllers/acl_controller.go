@@ -228,6 +228,8 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 	if aclLoadSafe(info["valkey_version"]) {
 		n.err = c.ACLLoad(ctx)
 	} else {
+		file = withSetUsers(file)
+		want = normalizeACL(file)
 		n.err = setUsers(ctx, c, file, before)
 	}
 	if n.err != nil {

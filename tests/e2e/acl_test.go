@@ -104,6 +104,7 @@ type nodeCheck struct {
 func onEveryNode(t *testing.T, what string, vcs []*v1.ValkeyCluster, checks ...nodeCheck) time.Duration {
 	t.Helper()
 	start := time.Now()
+	lastMiss := ""
 	for {
 		var problem string
 		nodes := 0
@@ -120,11 +121,20 @@ func onEveryNode(t *testing.T, what string, vcs []*v1.ValkeyCluster, checks ...n
 					break
 				}
 			}
+			if problem != "" {
+				break
+			}
 		}
 		if problem == "" && nodes > 0 {
 			d := time.Since(start)
 			t.Logf("%s: on all %d nodes after %s", what, nodes, d.Round(100*time.Millisecond))
+			if lastMiss != "" {
+				t.Logf("%s: the last miss before: %s", what, lastMiss)
+			}
 			return d
+		}
+		if problem != "" {
+			lastMiss = time.Now().Format("15:04:05.000 ") + problem
 		}
 		if time.Since(start) > aclTimeout {
 			t.Fatalf("%s: not on every node within %s: %s", what, aclTimeout, problem)
@@ -314,6 +324,16 @@ func TestACL(t *testing.T) {
 		nodeCheck{"platform", "p", []string{"GET", "p:1"}, allowed, "read p"},
 		nodeCheck{"platform", "p", []string{"SET", "p:1", "v"}, noperm, "write p"},
 		nodeCheck{"", "", []string{"PING"}, noauth, "default off"})
+
+	// A ValkeyRole edit reaches every cluster that binds it (here both, through the config):
+	// acl-ro denies GET, then allows it again.
+	ro := &v1.ValkeyRole{ObjectMeta: metav1.ObjectMeta{Name: "acl-ro"}}
+	updateObj(t, ro, func(r *v1.ValkeyRole) {
+		r.Spec.Commands = []v1.CommandRule{{Name: "get", Access: v1.RuleDeny}}
+	})
+	onEveryNode(t, "role edit on both clusters", both, nodeCheck{"platform", "p", []string{"GET", "p:1"}, noperm, "get p"})
+	updateObj(t, ro, func(r *v1.ValkeyRole) { r.Spec.Commands = nil })
+	onEveryNode(t, "role edit undone on both clusters", both, nodeCheck{"platform", "p", []string{"GET", "p:1"}, allowed, "get p"})
 
 	// A username bound at both levels: Invalid with the docs' message; the nodes keep their ACL.
 	updateCluster(t, vc, func(c *v1.ValkeyCluster) {
