@@ -335,6 +335,35 @@ func TestACL(t *testing.T) {
 	updateObj(t, ro, func(r *v1.ValkeyRole) { r.Spec.Commands = nil })
 	onEveryNode(t, "role edit undone on both clusters", both, nodeCheck{"platform", "p", []string{"GET", "p:1"}, allowed, "get p"})
 
+	// A node that cannot be reached (a replica, frozen): `ACL LOAD failed, will retry next tick`
+	// at WARN with its pod, while the other nodes get the change; thawed, it catches up.
+	frozen := podWithRole(t, vc, v1.NodeRoleReplica)
+	if err := cluster.Kubelet.FreezePod(ns, frozen); err != nil {
+		t.Fatal(err)
+	}
+	updateObj(t, ro, func(r *v1.ValkeyRole) { r.Spec.Commands = []v1.CommandRule{{Name: "strlen", Access: v1.RuleDeny}} })
+	deadline := time.Now().Add(aclTimeout)
+	for !loggedFor(t, logging.MsgACLLoadFailed, ns, frozen) {
+		if time.Now().After(deadline) {
+			_ = cluster.Kubelet.ThawPod(ns, frozen)
+			t.Fatalf("no %q line with pod %s while it was frozen", logging.MsgACLLoadFailed, frozen)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, p := range clusterPods(t, vc) {
+		if p.Name == frozen {
+			continue
+		}
+		if _, err := nodeDo(p, "platform", "p", "STRLEN", "p:1"); !noperm("", err) {
+			t.Errorf("%s: STRLEN not denied while %s was frozen: %v", p.Name, frozen, err)
+		}
+	}
+	if err := cluster.Kubelet.ThawPod(ns, frozen); err != nil {
+		t.Fatal(err)
+	}
+	onEveryNode(t, "the frozen node caught up", one, nodeCheck{"platform", "p", []string{"STRLEN", "p:1"}, noperm, "strlen p"})
+	updateObj(t, ro, func(r *v1.ValkeyRole) { r.Spec.Commands = nil })
+
 	// A username bound at both levels: Invalid with the docs' message; the nodes keep their ACL.
 	updateCluster(t, vc, func(c *v1.ValkeyCluster) {
 		c.Spec.ACL = append(c.Spec.ACL, bind("platform", []string{"x"}, permit("acl-rw", "x:*", v1.KeyAccessReadWrite)))
