@@ -232,7 +232,7 @@ func evenly(owners map[string]int, n int) bool {
 	return total == 16384
 }
 
-// newestPrimaryKeys is the DBSIZE of the shard created last (the highest shard index): the keys
+// newestPrimaryKeys is the key count of the shard created last (the highest shard index): the keys
 // it received. Its primary and its synced replica hold the same keys, so the larger answer of
 // its pods is taken.
 func newestPrimaryKeys(tb testing.TB, pods []corev1.Pod) int {
@@ -243,11 +243,12 @@ func newestPrimaryKeys(tb testing.TB, pods []corev1.Pod) int {
 		if err != nil || i < best {
 			continue
 		}
-		out, err := nodeDo(p, "", "", "DBSIZE")
+		out, err := nodeDo(p, "", "", "INFO", "keyspace") // DBSIZE's integer reply is no string to nodeDo
 		if err != nil {
 			continue
 		}
-		n, _ := strconv.Atoi(out)
+		_, rest, _ := strings.Cut(out, "db0:keys=")
+		n, _ := strconv.Atoi(strings.Split(rest, ",")[0])
 		if i > best {
 			keys = 0
 		}
