@@ -290,7 +290,7 @@ func startBareCluster(tb testing.TB, n int) *bareCluster {
 		for {
 			conn, err := net.DialTimeout("tcp", a, time.Second)
 			if err == nil {
-				conn.Close()
+				_ = conn.Close()
 				break
 			}
 			if time.Now().After(deadline) {
@@ -342,12 +342,12 @@ func freeBusPair(tb testing.TB) int {
 			tb.Fatal(err)
 		}
 		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
+		_ = l.Close()
 		if p+10000 > 65535 {
 			continue
 		}
 		if bl, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000))); err == nil {
-			bl.Close()
+			_ = bl.Close()
 			return p
 		}
 	}
