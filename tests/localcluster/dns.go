@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,7 +95,11 @@ func (c *Cluster) startDNS(ctx context.Context, pctx context.Context, bin string
 	}
 	c.dnsAddr = net.JoinHostPort(c.network.Gateway, "53")
 	// -conf names the state directory, so reapSlot finds a CoreDNS that a killed run left behind.
-	return c.run(pctx, out, bin, "-conf", corefile)
+	if err := c.run(pctx, out, bin, "-conf", corefile); err != nil {
+		return err
+	}
+	c.dnsPid = c.procs[len(c.procs)-1].Process.Pid
+	return nil
 }
 
 // corefileFor is the Corefile of the local cluster's DNS on gateway. forward is left out when the
@@ -124,7 +129,8 @@ func hostHasNameserver() bool {
 }
 
 // waitDNS waits until CoreDNS answers for the API server's own Service, which means its
-// informers have synced.
+// informers have synced. If CoreDNS exits instead (its address taken, say), it says so at once,
+// with the end of CoreDNS's log: Stop removes a temporary state directory, log included.
 func (c *Cluster) waitDNS(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -137,13 +143,39 @@ func (c *Cluster) waitDNS(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
+		if exited(c.dnsPid) {
+			return fmt.Errorf("localcluster: coredns exited: %s", logTail(filepath.Join(c.Dir, "logs", "coredns.log")))
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("localcluster: cluster DNS on %s does not answer for %s (see %s/logs/coredns.log): %w",
-				c.dnsAddr, name, c.Dir, errors.Join(err, ctx.Err()))
+			return fmt.Errorf("localcluster: cluster DNS on %s does not answer for %s: %w; coredns log: %s",
+				c.dnsAddr, name, errors.Join(err, ctx.Err()), logTail(filepath.Join(c.Dir, "logs", "coredns.log")))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// exited reports whether process pid is gone or a zombie (it exited; Stop reaps it).
+func exited(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name, which is in parentheses and may hold anything.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z'
+}
+
+// logTail is the end of a log file, for an error message.
+func logTail(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // DNSAddr is the cluster DNS's address (the slot's gateway, port 53), which pods have as their

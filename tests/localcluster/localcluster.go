@@ -141,6 +141,7 @@ type Cluster struct {
 	removeDir bool
 	network   kubelet.NetworkConfig
 	dnsAddr   string
+	dnsPid    int
 	stopped   bool
 }
 
