@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -94,6 +95,11 @@ func (c *Cluster) startDNS(ctx context.Context, pctx context.Context, bin string
 		return err
 	}
 	c.dnsAddr = net.JoinHostPort(c.network.Gateway, "53")
+	c.resolvConf = filepath.Join(dir, "resolv.conf")
+	hostResolv := fmt.Sprintf("nameserver %s\nsearch svc.%s %s\noptions ndots:5\n", c.network.Gateway, ClusterDomain, ClusterDomain)
+	if err := os.WriteFile(c.resolvConf, []byte(hostResolv), 0o644); err != nil {
+		return err
+	}
 	// -conf names the state directory, so reapSlot finds a CoreDNS that a killed run left behind.
 	if err := c.run(pctx, out, bin, "-conf", corefile); err != nil {
 		return err
@@ -193,6 +199,18 @@ func (c *Cluster) Resolver() *net.Resolver { return NewResolver(c.dnsAddr) }
 // and follows redirections to announced hostnames (valkey-go fills in its own keep-alive).
 func (c *Cluster) Dialer() *net.Dialer {
 	return &net.Dialer{Timeout: 5 * time.Second, Resolver: c.Resolver()}
+}
+
+// CommandWithDNS is exec.Command(name, args...) run on the host but resolving names as a pod does,
+// through the cluster DNS: for programs that take no resolver, such as valkey-cli or the
+// operator's binary (the C library reads /etc/resolv.conf, and so does Go's resolver). The
+// program runs in a mount namespace of its own (util-linux unshare) with a resolv.conf naming
+// the cluster DNS bind-mounted over /etc/resolv.conf, the pods' way (kubelet/dns.go); the
+// host's file is untouched. Its search list is svc.cluster.local and cluster.local, so
+// "{service}.{namespace}" resolves as well as full names; other names go to the host's resolver.
+func (c *Cluster) CommandWithDNS(name string, args ...string) *exec.Cmd {
+	return exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "--",
+		"/bin/sh", "-c", `mount --bind "$0" /etc/resolv.conf && exec "$@"`, c.resolvConf, name}, args...)...)
 }
 
 // NewResolver is a resolver that sends every query to the DNS server at addr (host:port), over

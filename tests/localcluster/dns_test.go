@@ -87,6 +87,12 @@ func TestPodNamesResolve(t *testing.T) {
 	if a, err := cs.CoreV1().Pods("default").Get(context.Background(), "dns-a", metav1.GetOptions{}); err != nil || ready(a) {
 		t.Fatalf("dns-a should not be Ready (its probe fails): %v", err)
 	}
+	// A host program that takes no resolver (getent here; valkey-cli, the operator) resolves as
+	// a pod does when run with CommandWithDNS: the search list completes the name.
+	if out, err := cluster.CommandWithDNS("getent", "hosts", "dns-a.dns.default").CombinedOutput(); err != nil ||
+		len(strings.Fields(string(out))) < 2 || strings.Fields(string(out))[0] != a.Status.PodIP || strings.Fields(string(out))[1] != fqdn {
+		t.Fatalf("getent hosts dns-a.dns.default on the host through the cluster DNS: %v\n%s", err, out)
+	}
 	// The Service's own name has every pod behind it.
 	lookup(t, "dns.default.svc."+localcluster.ClusterDomain, []string{a.Status.PodIP})
 	// valkey-go and the like dial through the cluster DNS with Dialer (once valkey-server listens).

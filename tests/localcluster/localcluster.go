@@ -142,7 +142,9 @@ type Cluster struct {
 	network   kubelet.NetworkConfig
 	dnsAddr   string
 	dnsPid    int
-	stopped   bool
+	// resolvConf names the cluster DNS for host commands (CommandWithDNS).
+	resolvConf string
+	stopped    bool
 }
 
 // DefaultBinDir is where hack/build-control-plane.sh puts the control-plane binaries.
