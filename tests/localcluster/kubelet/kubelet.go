@@ -57,6 +57,13 @@ type Config struct {
 	// enter. Commands the folder lacks come from the host as usual; a folder that is missing
 	// leaves the pod Pending with a CreateContainerConfigError naming it.
 	ImageCommands map[string]string
+	// ClusterDNS is the nameserver address that pods of dnsPolicy ClusterFirst (the default)
+	// get in their /etc/resolv.conf, as a kubelet's --cluster-dns (dns.go). Empty: as a
+	// kubelet without it, those pods keep the host's resolv.conf.
+	ClusterDNS string
+	// ClusterDomain is the cluster's DNS domain (a kubelet's --cluster-domain) in the pods'
+	// search list. Default: DefaultClusterDomain.
+	ClusterDomain string
 	// KubeletPortBase, when not zero, makes node i serve the kubelet API
 	// (container logs) over HTTPS on Network.Gateway:KubeletPortBase+i, so that
 	// `kubectl logs` works through the API server.
