@@ -79,10 +79,15 @@ type catchUp struct {
 
 // nodeACL is what one node did in a pass.
 type nodeACL struct {
-	pod       string
-	err       error
+	pod string
+	err error
+	// starting: the node refused the connection within aclStartupWindow of its start (it is
+	// still loading, or replaying its data): checked again soon, without a WARN.
+	starting  bool
 	enforcing bool // after the load, the node enforces the file
 	changed   bool // and did not before it
+	// unreachable: no connection could be made (refused, or no answer within DialTimeout).
+	unreachable bool
 }
 
 // Reconcile runs one ACL pass over the cluster named by req.
@@ -132,7 +137,9 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results <- r.loadNode(ctx, clusterKey(&vc), p.Name, a, creds, file, want)
+			n := r.loadNode(ctx, clusterKey(&vc), p.Name, a, creds, file, want)
+			n.starting = n.unreachable && startedWithin(p, aclStartupWindow, time.Now())
+			results <- n
 		}()
 	}
 	wg.Wait()
@@ -141,6 +148,9 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 
 	for n := range results {
 		switch {
+		case n.err != nil && n.starting:
+			behind = true
+			log.Debug(logging.MsgACLNodeStarting, logging.Pod(n.pod))
 		case n.err != nil:
 			log.Warn(logging.MsgACLLoadFailed, logging.Pod(n.pod), zap.String(logging.FieldError, scrubHashes(n.err.Error())))
 		case n.changed:
@@ -180,6 +190,11 @@ func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file
 // by itself before the controller checks it.
 const aclStartGrace = 5 * time.Second
 
+// aclStartupWindow is how long after its container started a node that refuses connections
+// is taken to be starting rather than failing. Measured: under load a new node's first passes
+// came within aclStartGrace and were refused, a WARN per pod on every routine roll.
+const aclStartupWindow = time.Minute
+
 // startedWithin reports whether p's container started less than d before now.
 func startedWithin(p *corev1.Pod, d time.Duration, now time.Time) bool {
 	for _, cs := range p.Status.ContainerStatuses {
@@ -212,7 +227,7 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 	n := nodeACL{pod: pod}
 	c, err := r.conns.Client(cluster, addr, creds)
 	if err != nil {
-		n.err = err
+		n.err, n.unreachable = err, true
 		return n
 	}
 	before, err := c.ACLList(ctx)
