@@ -14,8 +14,8 @@ package plan
 //     moved on; any other IMPORTING is closed (STABLE). By slot, then pod, so every pass and a
 //     restarted operator settle the same way. Settling is one disruptive step.
 //  3. New moves wait until every live node knows every other (a new shard's nodes were met) and
-//     says cluster_state:ok, no failover is awaited, and every shard 0..shards-1 has a reachable
-//     primary.
+//     says cluster_state:ok, no failover is awaited, every shard 0..shards-1 has a reachable
+//     primary, and every shard that would receive slots has its replicas caught up.
 //  4. Each shard's target is its share of slot.EvenSpread(shards) (0 for a removed shard). Shards
 //     over their target give slots (the highest first) to shards under it, by index, so a
 //     removed shard's slots spread over every remaining shard in proportion to what each lacks.
@@ -63,6 +63,9 @@ func planReshard(in Input) Step {
 		return Step{}
 	}
 	if moves := planMoves(s, byShard); len(moves) > 0 {
+		if why := targetsReplicated(s, byShard, moves); why != "" {
+			return Step{Wait: why}
+		}
 		return Step{Actions: []Action{MoveSlots{Moves: moves}}, Wait: fmt.Sprintf("waiting for %d slot moves to land", len(moves))}
 	}
 	for _, p := range live { // by name
@@ -146,6 +149,38 @@ func moveGate(s fsm.Snapshot, live []fsm.Pod, byShard map[int][]fsm.Pod) string 
 	for shard := range s.Shards {
 		if fsm.ShardPrimary(byShard[shard]) == nil {
 			return fmt.Sprintf("waiting for shard %d to have a primary", shard)
+		}
+	}
+	return ""
+}
+
+// targetsReplicated applies the last part of rule 3: slots move only into a shard whose primary
+// has its replicasPerShard replicas caught up, so that no key lands where a single crash loses
+// it (a newcomer saw a new shard take slots 37 s before its replica had even started).
+func targetsReplicated(s fsm.Snapshot, byShard map[int][]fsm.Pod, moves []SlotMove) string {
+	checked := map[string]bool{}
+	for _, m := range moves {
+		if checked[m.Target] {
+			continue
+		}
+		checked[m.Target] = true
+		var primary fsm.Pod
+		var shard int
+		for sh, pods := range byShard {
+			for _, p := range pods {
+				if p.Name == m.Target {
+					primary, shard = p, sh
+				}
+			}
+		}
+		synced := 0
+		for _, p := range byShard[shard] {
+			if p.Name != primary.Name && fsm.CaughtUp(p, primary) {
+				synced++
+			}
+		}
+		if synced < s.ReplicasPerShard {
+			return fmt.Sprintf("waiting for shard %d to have %d caught-up replicas before slots move into it (%d)", shard, s.ReplicasPerShard, synced)
 		}
 	}
 	return ""

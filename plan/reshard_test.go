@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gomomento/valkey-operator/fsm"
@@ -131,5 +132,38 @@ func TestReshardSettlesOpenSlots(t *testing.T) {
 	// A balanced cluster with nothing open: nothing to do.
 	if p := run(reshard, fsm.Active, newSnapshot(fsm.Active, 3, 1, formed)); len(p.Actions) != 0 {
 		t.Fatalf("balanced: %v", p.Actions)
+	}
+}
+
+// Scale out 3×1 → 4×1: no slot moves into the new shard until its replica has caught up; then
+// they do.
+func TestReshardWaitsForTargetReplicas(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 3, 1, formed)
+	s.Shards = 4
+	withNewShard(3)(&s)
+	p := run(reshard, fsm.Upgrading, s)
+	if len(p.Actions) != 0 || !strings.Contains(p.Waiting, "caught-up replicas") {
+		t.Fatalf("moves into a shard without its replica: %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	replica := fsm.Pod{Name: "p3-1", Shard: 3, Phase: fsm.PodRunning, IP: "10.244.9.10", Lifecycle: "Joining",
+		Node: &fsm.Node{Reachable: true, ID: "id-p3-1", PrimaryID: "id-p3-0", ClusterStateOK: true, SlotsAssigned: slot.Count, Known: map[string]slot.Set{}}}
+	s.Pods = append(s.Pods, replica)
+	for i := range s.Pods {
+		for j := range s.Pods {
+			s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+		}
+	}
+	sortPods(s.Pods)
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moves while the new replica has not synced (link down): %v", p.Actions)
+	}
+	for i := range s.Pods {
+		if s.Pods[i].Name == "p3-1" {
+			s.Pods[i].Node.LinkUp, s.Pods[i].Node.ReplOffset = true, 100
+		}
+	}
+	m := moves(t, run(reshard, fsm.Upgrading, s))
+	if m.Moves[0].Target != "p3-0" {
+		t.Fatalf("want moves into p3-0, got %+v", m.Moves[0])
 	}
 }
