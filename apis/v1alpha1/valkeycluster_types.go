@@ -37,14 +37,15 @@ type ValkeyClusterSpec struct {
 	ConfigRef string `json:"configRef"`
 
 	// shards is the number of primaries; the 16384 slots are spread evenly over them. 1 to
-	// 500. Set it at creation: changing it on a running cluster is not supported yet
-	// (resharding is not built).
+	// 500. Changing it on a running cluster reshards: new shards are joined and take their
+	// share of the slots, keys included; removed shards are drained into the others, then
+	// retired.
 	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 500",message="shards must be between 1 and 500"
 	Shards int32 `json:"shards"`
 
 	// replicasPerShard is the number of replicas of each primary, not counting the primary:
-	// 1 gives two nodes per shard. 0 to 5. Raising it on a running cluster adds replicas;
-	// lowering it does not remove any yet.
+	// 1 gives two nodes per shard. 0 to 5. Raising it on a running cluster adds replicas,
+	// lowering it retires replicas, one node at a time; a primary is never retired.
 	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 5",message="replicasPerShard must be between 0 and 5"
 	ReplicasPerShard int32 `json:"replicasPerShard"`
 

@@ -15,9 +15,9 @@ import (
 // supplies the whole list, and an explicit empty list clears the inherited bindings). A missing
 // base or a cycle makes every cluster using the config Invalid.
 //
-// A node's image, resources and valkey.conf are fixed when it is created. A change here applies
-// to nodes created afterwards; running nodes are not replaced yet (rolling replacement is not
-// built): the cluster's Ready condition names the nodes that run an older spec.
+// A node's image, resources and valkey.conf are fixed when it is created. A change here rolls
+// every cluster that uses the config: its nodes are replaced one shard at a time, with one
+// graceful failover per shard.
 //
 // Its deepcopy is hand-written (deepcopy.go): controller-gen's generator mishandles the
 // DirectiveValue alias.
