@@ -20,7 +20,9 @@ package plan
 //     formed cluster slots are only ever free because every node that held them is gone. Forming
 //     is not such a state: it is where the first assignment happens.
 //  5. REPLICATE every other pod of a shard to the shard's primary, once that primary serves
-//     slots. A second slot-holding primary in one shard is not demoted blindly.
+//     slots, or at once in a fresh shard (every node an empty primary: a shard being added),
+//     which must have its replicas before slots move into it. A second slot-holding primary in
+//     one shard is not demoted blindly.
 
 import (
 	"github.com/gomomento/valkey-operator/fsm"
@@ -122,7 +124,7 @@ func planReplicas(shardPods [][]fsm.Pod) []Action {
 	var out []Action
 	for _, pods := range shardPods {
 		primary := fsm.ShardPrimary(pods)
-		if primary == nil || len(primary.Node.MySlots) == 0 {
+		if primary == nil || (len(primary.Node.MySlots) == 0 && !freshShard(pods)) {
 			continue
 		}
 		for _, pod := range pods {
@@ -136,4 +138,20 @@ func planReplicas(shardPods [][]fsm.Pod) []Action {
 		}
 	}
 	return out
+}
+
+// freshShard reports whether every pod of a shard is a node that answered as a primary serving
+// no slot and following no one: a shard being added, none of whose nodes holds data. Replicating
+// one of them to another loses nothing. A replica that still follows a lost primary (it may hold
+// the shard's data) makes the shard not fresh.
+func freshShard(pods []fsm.Pod) bool {
+	if len(pods) == 0 {
+		return false
+	}
+	for _, p := range pods {
+		if n := p.Node; n == nil || !n.Reachable || n.ID == "" || !n.Primary || n.PrimaryID != "" || len(n.MySlots) > 0 {
+			return false
+		}
+	}
+	return true
 }

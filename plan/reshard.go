@@ -15,7 +15,9 @@ package plan
 //     restarted operator settle the same way. Settling is one disruptive step.
 //  3. New moves wait until every live node knows every other (a new shard's nodes were met) and
 //     says cluster_state:ok, no failover is awaited, and every shard 0..shards-1 has a reachable
-//     primary.
+//     primary and all its replicas, attached to it and synced once (Active): a moved key lives
+//     on the target primary alone until it replicates, so a new shard whose replica is not there
+//     yet would lose every key moved into it with its primary.
 //  4. Each shard's target is its share of slot.EvenSpread(shards) (0 for a removed shard). Shards
 //     over their target give slots (the highest first) to shards under it, by index, so a
 //     removed shard's slots spread over every remaining shard in proportion to what each lacks.
@@ -28,6 +30,7 @@ import (
 	"fmt"
 	"sort"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -144,8 +147,21 @@ func moveGate(s fsm.Snapshot, live []fsm.Pod, byShard map[int][]fsm.Pod) string 
 		return "waiting for a failover"
 	}
 	for shard := range s.Shards {
-		if fsm.ShardPrimary(byShard[shard]) == nil {
+		pods := byShard[shard]
+		primary := fsm.ShardPrimary(pods)
+		if primary == nil {
 			return fmt.Sprintf("waiting for shard %d to have a primary", shard)
+		}
+		// A key moved into a primary is on that one node until it replicates: a shard takes
+		// or gives slots only with all its replicas attached and synced once (Active), so that
+		// losing its primary mid-move loses at most what a crash failover loses anyway.
+		if len(pods) < s.ReplicasPerShard+1 {
+			return fmt.Sprintf("waiting for shard %d to have its %d nodes before moving slots", shard, s.ReplicasPerShard+1)
+		}
+		for _, p := range pods {
+			if p.Name != primary.Name && (p.Node.Primary || p.Node.PrimaryID != primary.Node.ID || p.Lifecycle != string(v1.LifecycleActive)) {
+				return fmt.Sprintf("waiting for shard %d's replica %s to sync before moving slots", shard, p.Name)
+			}
 		}
 	}
 	return ""

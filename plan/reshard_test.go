@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"fmt"
 	"testing"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -131,5 +133,79 @@ func TestReshardSettlesOpenSlots(t *testing.T) {
 	// A balanced cluster with nothing open: nothing to do.
 	if p := run(reshard, fsm.Active, newSnapshot(fsm.Active, 3, 1, formed)); len(p.Actions) != 0 {
 		t.Fatalf("balanced: %v", p.Actions)
+	}
+}
+
+// withNewShardPod adds a running, met pod i of a new shard, an empty primary known to every node,
+// Joining; the second and later pods of a new shard are added the same way, then attached.
+func withNewShardPod(shard, i int) opt {
+	return func(s *fsm.Snapshot) {
+		name := fmt.Sprintf("p%d-%d", shard, i)
+		p := fsm.Pod{Name: name, Shard: shard, Phase: fsm.PodRunning, IP: fmt.Sprintf("10.244.9.%d", i+2), Lifecycle: string(v1.LifecycleJoining),
+			Node: &fsm.Node{Reachable: true, ID: "id-" + name, Primary: true, ClusterStateOK: true, SlotsAssigned: slot.Count, Known: map[string]slot.Set{}}}
+		s.Pods = append(s.Pods, p)
+		for i := range s.Pods {
+			for j := range s.Pods {
+				s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+			}
+		}
+		sortPods(s.Pods)
+	}
+}
+
+// A new shard of a 3×1 cluster grows its replica while its primary is still empty (and so still
+// Joining), the replica is attached to it, and slots move in only once that replica synced: the
+// keys moved into the new primary then have a second copy. Before, the replica was created only
+// once the primary served slots, so a primary killed mid-move lost every key moved into it
+// (TestReshardDestinationKilled: "shard lost every copy of its data").
+func TestReshardNewShardGetsItsReplicaFirst(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 3, 1, formed)
+	s.Shards = 4
+	withNewShardPod(3, 0)(&s)
+	// The pods planner grows the new shard although its primary is Joining.
+	if p := run(pods, fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != (CreatePod{Shard: 3}) {
+		t.Fatalf("want the new shard's replica created, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moved slots into a shard without its replica: %v", p.Actions)
+	}
+	// Its second pod, met, is attached to the empty primary (the first by name).
+	withNewShardPod(3, 1)(&s)
+	p := run(formation, fsm.Upgrading, s)
+	if len(p.Actions) != 1 || p.Actions[0] != (Replicate{Pod: "p3-1", PrimaryID: "id-p3-0"}) {
+		t.Fatalf("want p3-1 attached to p3-0, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moved slots into a shard whose replica is not attached: %v", p.Actions)
+	}
+	// Attached but still syncing (Joining): still no move.
+	withPod("p3-1", func(p *fsm.Pod) { p.Node.Primary, p.Node.PrimaryID = false, "id-p3-0" })(&s)
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moved slots into a shard whose replica has not synced: %v", p.Actions)
+	}
+	// Synced: the slots move.
+	withPod("p3-1", func(p *fsm.Pod) { p.Node.LinkUp, p.Lifecycle = true, string(v1.LifecycleActive) })(&s)
+	for _, mv := range moves(t, run(reshard, fsm.Upgrading, s)).Moves {
+		if mv.Target != "p3-0" {
+			t.Fatalf("move to %s, want the new shard's primary", mv.Target)
+		}
+	}
+	// A replica of another shard being replaced (Joining, syncing) holds new moves back too.
+	withLifecycle("p0-1", v1.LifecycleJoining)(&s)
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moved slots while shard 0's replica syncs: %v", p.Actions)
+	}
+}
+
+// A replica that still follows its lost primary may hold the shard's data: the shard is not
+// fresh, and the replica is never attached to an empty replacement.
+func TestReplicaOfLostPrimaryIsNotAttachedToAnEmptyNode(t *testing.T) {
+	s := newSnapshot(fsm.Active, 2, 1, formed, withFailed("p0-0"))
+	s.Pods = append(s.Pods, fsm.Pod{Name: "p0-2", Shard: 0, Phase: fsm.PodRunning, IP: "10.244.0.9", Lifecycle: string(v1.LifecycleJoining),
+		Node: &fsm.Node{Reachable: true, ID: "id-p0-2", Primary: true, ClusterStateOK: true, SlotsAssigned: slot.Count, Known: map[string]slot.Set{}}})
+	for _, a := range run(formation, fsm.Active, s).Actions {
+		if r, ok := a.(Replicate); ok && r.Pod == "p0-1" {
+			t.Fatalf("the lost primary's replica attached to an empty node: %v", a)
+		}
 	}
 }
