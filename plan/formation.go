@@ -18,7 +18,9 @@ package plan
 //     forgotten by cleanup) is served again, empty. In a cluster that was formed (Active,
 //     Upgrading) that assignment is a data loss, and the action says so (AddSlots.Lost): on a
 //     formed cluster slots are only ever free because every node that held them is gone. Forming
-//     is not such a state: it is where the first assignment happens.
+//     is not such a state: it is where the first assignment happens. Slots no node claims
+//     outside those shares (a shard that died holding slots moved into it) go, lost too, to the
+//     primary of the shard whose even share holds them.
 //  5. REPLICATE every other pod of a shard to the shard's primary, once that primary serves
 //     slots, or at once in a fresh shard (every node an empty primary: a shard being added),
 //     which must have its replicas before slots move into it. A second slot-holding primary in
@@ -114,6 +116,23 @@ func planSlots(st fsm.State, s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.P
 		}
 		if free := slot.Subtract(slot.Set{spread[shard]}, taken); len(free) > 0 {
 			out = append(out, AddSlots{Pod: primary.Name, Shard: shard, Slots: free, Lost: lost})
+		}
+	}
+	if len(out) > 0 || !lost {
+		return out
+	}
+	// Slots no node claims in a formed cluster, outside every slot-less shard's share: a shard
+	// that lost every copy of its data held them beyond its own share (slots moved into it
+	// before it died), and its ids were forgotten. Nobody else will ever serve them, so each goes
+	// to the primary of the shard whose even share holds it; resharding then evens the spread.
+	orphans := slot.Subtract(slot.Set{{Start: 0, End: slot.Count - 1}}, taken)
+	for shard, pods := range shardPods {
+		primary := fsm.ShardPrimary(pods)
+		if primary == nil || primary.Node.PrimaryID != "" {
+			continue
+		}
+		if mine := slot.Subtract(slot.Set{spread[shard]}, slot.Subtract(slot.Set{spread[shard]}, orphans)); len(mine) > 0 {
+			out = append(out, AddSlots{Pod: primary.Name, Shard: shard, Slots: mine, Lost: true})
 		}
 	}
 	return out
