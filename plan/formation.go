@@ -159,16 +159,24 @@ func planReplicas(shardPods [][]fsm.Pod) []Action {
 	return out
 }
 
-// freshShard reports whether every pod of a shard is a node that answered as a primary serving
-// no slot and following no one: a shard being added, none of whose nodes holds data. Replicating
-// one of them to another loses nothing. A replica that still follows a lost primary (it may hold
-// the shard's data) makes the shard not fresh.
+// freshShard reports whether a shard is being added and holds no data yet: every pod's node
+// answered and is either a primary serving no slot and following no one, or a replica of such a
+// primary of the same shard. Replicating one of these nodes to another loses nothing. A replica
+// that still follows a primary outside the shard (a lost one: it may hold the shard's data) makes
+// the shard not fresh.
 func freshShard(pods []fsm.Pod) bool {
 	if len(pods) == 0 {
 		return false
 	}
+	empty := map[string]bool{}
 	for _, p := range pods {
-		if n := p.Node; n == nil || !n.Reachable || n.ID == "" || !n.Primary || n.PrimaryID != "" || len(n.MySlots) > 0 {
+		if n := p.Node; n != nil && n.Reachable && n.ID != "" && n.Primary && n.PrimaryID == "" && len(n.MySlots) == 0 {
+			empty[n.ID] = true
+		}
+	}
+	for _, p := range pods {
+		n := p.Node
+		if n == nil || !n.Reachable || n.ID == "" || (!empty[n.ID] && (n.Primary || !empty[n.PrimaryID])) {
 			return false
 		}
 	}

@@ -236,3 +236,24 @@ func TestReshardSettlesOpenSlotsInOneStep(t *testing.T) {
 		t.Fatalf("want both moves to a gone node closed in one step, got %v", p.Actions)
 	}
 }
+
+// With two replicas per shard, the new shard's second replica is created while the first one is
+// attached to the still empty primary: that primary's Joining must not hold growth back, or no
+// slot would ever move in (moves wait for every replica).
+func TestNewShardGrowsToTwoReplicas(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 2, 2, formed)
+	s.Shards = 3
+	withNewShardPod(2, 0)(&s)
+	withNewShardPod(2, 1)(&s)
+	withPod("p2-1", func(p *fsm.Pod) {
+		p.Node.Primary, p.Node.PrimaryID, p.Node.LinkUp, p.Lifecycle = false, "id-p2-0", true, string(v1.LifecycleActive)
+	})(&s)
+	if p := run(pods, fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != (CreatePod{Shard: 2}) {
+		t.Fatalf("want the new shard's second replica created, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	withNewShardPod(2, 2)(&s)
+	p := run(formation, fsm.Upgrading, s)
+	if len(p.Actions) != 1 || p.Actions[0] != (Replicate{Pod: "p2-2", PrimaryID: "id-p2-0"}) {
+		t.Fatalf("want p2-2 attached to p2-0, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+}
