@@ -12,12 +12,15 @@ export GOFLAGS := -mod=mod
 export VALKEY9_DIR := $(CACHE_DIR)/valkey-9.1.2
 # kubectl v1.37 is built beside the control plane (Debian's is 1.20); tests and the demo use it.
 export PATH := $(K8S_BIN):$(PATH)
+# The local cluster's DNS (hack/build-coredns.sh); localcluster finds it through $COREDNS.
+COREDNS_VERSION ?= v1.15.0
+export COREDNS := $(CACHE_DIR)/bin/coredns-$(COREDNS_VERSION)
 
-.PHONY: all deps packages control-plane helm chart-lint install-test build generate manifests lint verify test unit-test demo bench clean
+.PHONY: all deps packages control-plane coredns helm chart-lint install-test build generate manifests lint verify test unit-test demo bench clean
 
 all: build
 
-deps: packages control-plane helm
+deps: packages control-plane coredns helm
 
 # Valkey 8.0.1 from bookworm-backports as the system's valkey-server; Valkey 9.1.2 from sid,
 # unpacked into $(CACHE_DIR)/valkey-9.1.2 (never installed), for the local cluster's 9.x images.
@@ -27,6 +30,11 @@ packages:
 
 control-plane:
 	@CACHE_DIR=$(CACHE_DIR) K8S_VERSION=$(K8S_VERSION) bash hack/build-control-plane.sh >/dev/null
+
+# CoreDNS with only the plugins the local cluster uses, built from the Go module proxy into
+# $(COREDNS), once per version.
+coredns:
+	@CACHE_DIR=$(CACHE_DIR) COREDNS_VERSION=$(COREDNS_VERSION) bash hack/build-coredns.sh >/dev/null
 
 # helm, pinned in hack/tools/go.mod (its own module: helm's k8s.io versions are not ours), built
 # into $(CACHE_DIR)/bin. The install tests find it there.
@@ -77,7 +85,8 @@ demo: deps
 # for 3x1 and 10x1 (pod start, formation, replica sync); a primary killed under write load
 # (longest refusal, time back to Ready); 100 clusters of 1x0 in one operator (API writes,
 # RSS and CPU per tick, tick intervals, recovery after 50 lose their pod); a 3x1 rolling upgrade
-# from Valkey 8.0.1 to 9.1.2 under writes (duration, write errors and longest refusal per shard).
+# from Valkey 8.0.1 to 9.1.2 under writes (duration, write errors and longest refusal per shard);
+# an ACL change to every node enforcing it, on 8.0.1 and 9.1.2 (render, volume, operator).
 # `make test` runs none of them. One at a time: make bench BENCH=Scale100
 BENCH ?= .
 bench: deps

@@ -111,6 +111,30 @@ type systemUsers struct {
 // releases are not assumed fixed.
 func aclLoadSafe(version string) bool { return valkey9OrLater(version) }
 
+// withSetUsers returns file with the operator's user granted ACL SETUSER and DELUSER, as the
+// ACL controller needs on a node where ACL LOAD is unsafe. The file is rendered for the image
+// the cluster should run, so during an upgrade from Valkey 8 to 9 it lacks that grant while 8.x
+// nodes still run: applied as it is, the first pass would take the operator's own SETUSER away
+// on those nodes and leave them deaf to every later ACL change until replaced (measured: a
+// password rotated during such a roll failed with NOPERM on every 8.x node). The grant is
+// decided per node, by the version the node reports.
+func withSetUsers(file string) string {
+	lines := strings.Split(file, "\n")
+	for i, line := range lines {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "user" || f[1] != OperatorUser {
+			continue
+		}
+		for _, c := range []string{"+acl|setuser", "+acl|deluser"} {
+			if !slices.Contains(f, c) {
+				f = append(f, c)
+			}
+		}
+		lines[i] = strings.Join(f, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
 // aclLine is one user line of an ACL file.
 type aclLine struct {
 	name  string

@@ -298,3 +298,42 @@ func TestRenderedACLOnValkey(t *testing.T) {
 		t.Fatalf("after setUsers the node enforces something else than the file:\n%v\n%v", got, want)
 	}
 }
+
+// TestACLCatchUpDelay: while a node's file is behind, a second between loads for the first
+// passes, then 5 s; the tick once it caught up; a new desired file starts over.
+func TestACLCatchUpDelay(t *testing.T) {
+	var r ACLReconciler
+	for i := range aclCatchUpFastTries {
+		if d := r.next("ns/vc", "v1", true); d != aclCatchUpFast {
+			t.Fatalf("pass %d behind: %s, want %s", i, d, aclCatchUpFast)
+		}
+	}
+	if d := r.next("ns/vc", "v1", true); d != aclCatchUpSlow {
+		t.Fatalf("after %d passes behind: %s, want %s", aclCatchUpFastTries, d, aclCatchUpSlow)
+	}
+	if d := r.next("ns/vc", "v2", true); d != aclCatchUpFast {
+		t.Fatalf("a new file: %s, want %s", d, aclCatchUpFast)
+	}
+	if d := r.next("ns/vc", "v2", false); d != TickInterval {
+		t.Fatalf("caught up: %s, want the tick", d)
+	}
+}
+
+// TestWithSetUsers: a file rendered for Valkey 9 gets the operator's ACL SETUSER/DELUSER back
+// for an 8.x node (an 8 -> 9 roll must not lock the operator out of the old nodes), once; the
+// other users are untouched, and a file rendered for 8 is unchanged.
+func TestWithSetUsers(t *testing.T) {
+	sys := systemUsers{OperatorPassword: "op", ReplPassword: "repl", MigratePassword: "mig"}
+	nine := renderACL(nil, nil, sys)
+	sys.SetUsers = true
+	eight := renderACL(nil, nil, sys)
+	if got := normalizeACL(withSetUsers(nine)); !maps.Equal(got, normalizeACL(eight)) {
+		t.Errorf("9.x file with the grant:\n%v\nwant what an 8.x cluster renders:\n%v", got, normalizeACL(eight))
+	}
+	if got := withSetUsers(eight); got != eight {
+		t.Errorf("an 8.x file changed:\n%s\nwas:\n%s", got, eight)
+	}
+	if a, b := normalizeACL(withSetUsers(nine))[ReplicationUser], normalizeACL(nine)[ReplicationUser]; a != b {
+		t.Errorf("replication user changed: %q, was %q", a, b)
+	}
+}

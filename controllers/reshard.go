@@ -265,10 +265,13 @@ func moveSlot(ctx context.Context, node func(string) (*valkey.Client, error), mi
 	if err != nil {
 		return err
 	}
-	if err := dst.SetSlotImporting(ctx, m.Slot, m.SourceID); err != nil {
+	// A move resumed after an interruption may find either half done: the target already owning
+	// the slot (its SETSLOT NODE ran), or the source no longer owning it. Neither is an error:
+	// whatever keys the source still holds are moved, then both are told the owner.
+	if err := dst.SetSlotImporting(ctx, m.Slot, m.SourceID); err != nil && !strings.Contains(err.Error(), "already the owner") {
 		return err
 	}
-	if err := src.SetSlotMigrating(ctx, m.Slot, m.TargetID); err != nil {
+	if err := src.SetSlotMigrating(ctx, m.Slot, m.TargetID); err != nil && !strings.Contains(err.Error(), "not the owner") {
 		return err
 	}
 	ip := ipOf(m.Target)

@@ -102,6 +102,9 @@ const (
 	// MsgACLFileBehind (DEBUG, TargetACL): cluster_name, pod. After ACL LOAD the node still
 	// enforces an older file: its mounted Secret volume has not caught up yet. Loaded again soon.
 	MsgACLFileBehind = "ACL file not yet updated on node, reloading soon"
+	// MsgACLNodeStarting (DEBUG, TargetACL): cluster_name, pod. The node refused the connection
+	// within a minute of its start; it is checked again soon instead of a WARN.
+	MsgACLNodeStarting = "node not accepting connections yet, loading its ACL soon"
 	// MsgReconcileError (WARN, the controller's target): cluster_name, error. Logged by
 	// Tracker.Reconciler for every error that is retried.
 	MsgReconcileError = "reconcile error, requeuing"
@@ -227,6 +230,7 @@ var Catalogue = []Entry{
 	{MsgACLLoadFailed, zapcore.WarnLevel, TargetACL, []string{FieldClusterName, FieldPod, FieldError}},
 	{MsgACLApplied, zapcore.InfoLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgACLFileBehind, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
+	{MsgACLNodeStarting, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgMeshMeetIssued, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldIP}},
 	{MsgAssigningSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlots}},
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},

@@ -19,7 +19,8 @@ package plan
 //     says cluster_state:ok, no failover is awaited, and every shard 0..shards-1 has a reachable
 //     primary and all its replicas, attached to it and synced once (Active): a moved key lives
 //     on the target primary alone until it replicates, so a new shard whose replica is not there
-//     yet would lose every key moved into it with its primary.
+//     yet would lose every key moved into it with its primary. Then every shard that would
+//     receive slots has its replicas caught up (targetsReplicated).
 //  4. Each shard's target is its share of slot.EvenSpread(shards) (0 for a removed shard). Shards
 //     over their target give slots (the highest first) to shards under it, by index, so a
 //     removed shard's slots spread over every remaining shard in proportion to what each lacks.
@@ -68,6 +69,9 @@ func planReshard(in Input) Step {
 		return Step{}
 	}
 	if moves := planMoves(s, byShard); len(moves) > 0 {
+		if why := targetsReplicated(s, byShard, moves); why != "" {
+			return Step{Wait: why}
+		}
 		return Step{Actions: []Action{MoveSlots{Moves: moves}}, Wait: fmt.Sprintf("waiting for %d slot moves to land", len(moves))}
 	}
 	for _, p := range live { // by name
@@ -189,6 +193,38 @@ func moveGate(s fsm.Snapshot, live []fsm.Pod, byShard map[int][]fsm.Pod) string 
 			if p.Name != primary.Name && (p.Node.Primary || p.Node.PrimaryID != primary.Node.ID || p.Lifecycle != string(v1.LifecycleActive)) {
 				return fmt.Sprintf("waiting for shard %d's replica %s to sync before moving slots", shard, p.Name)
 			}
+		}
+	}
+	return ""
+}
+
+// targetsReplicated applies the last part of rule 3: slots move only into a shard whose primary
+// has its replicasPerShard replicas caught up, so that no key lands where a single crash loses
+// it (a newcomer saw a new shard take slots 37 s before its replica had even started).
+func targetsReplicated(s fsm.Snapshot, byShard map[int][]fsm.Pod, moves []SlotMove) string {
+	checked := map[string]bool{}
+	for _, m := range moves {
+		if checked[m.Target] {
+			continue
+		}
+		checked[m.Target] = true
+		var primary fsm.Pod
+		var shard int
+		for sh, pods := range byShard {
+			for _, p := range pods {
+				if p.Name == m.Target {
+					primary, shard = p, sh
+				}
+			}
+		}
+		synced := 0
+		for _, p := range byShard[shard] {
+			if p.Name != primary.Name && fsm.CaughtUp(p, primary) {
+				synced++
+			}
+		}
+		if synced < s.ReplicasPerShard {
+			return fmt.Sprintf("waiting for shard %d to have %d caught-up replicas before slots move into it (%d)", shard, s.ReplicasPerShard, synced)
 		}
 	}
 	return ""

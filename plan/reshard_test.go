@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -185,7 +186,9 @@ func TestReshardNewShardGetsItsReplicaFirst(t *testing.T) {
 		t.Fatalf("moved slots into a shard whose replica has not synced: %v", p.Actions)
 	}
 	// Synced: the slots move.
-	withPod("p3-1", func(p *fsm.Pod) { p.Node.LinkUp, p.Lifecycle = true, string(v1.LifecycleActive) })(&s)
+	withPod("p3-1", func(p *fsm.Pod) {
+		p.Node.LinkUp, p.Node.ReplOffset, p.Lifecycle = true, 1000, string(v1.LifecycleActive)
+	})(&s)
 	for _, mv := range moves(t, run(reshard, fsm.Upgrading, s)).Moves {
 		if mv.Target != "p3-0" {
 			t.Fatalf("move to %s, want the new shard's primary", mv.Target)
@@ -255,5 +258,47 @@ func TestNewShardGrowsToTwoReplicas(t *testing.T) {
 	p := run(formation, fsm.Upgrading, s)
 	if len(p.Actions) != 1 || p.Actions[0] != (Replicate{Pod: "p2-2", PrimaryID: "id-p2-0"}) {
 		t.Fatalf("want p2-2 attached to p2-0, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+}
+
+// Scale out 3×1 → 4×1: no slot moves into the new shard until its replica has caught up; then
+// they do.
+func TestReshardWaitsForTargetReplicas(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 3, 1, formed)
+	s.Shards = 4
+	withNewShard(3)(&s)
+	// The move gate (every shard has all its replicas, Active) holds first, silently: later
+	// planners (cleanup) still run.
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moves into a shard without its replica: %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	replica := fsm.Pod{Name: "p3-1", Shard: 3, Phase: fsm.PodRunning, IP: "10.244.9.10", Lifecycle: "Joining",
+		Node: &fsm.Node{Reachable: true, ID: "id-p3-1", PrimaryID: "id-p3-0", ClusterStateOK: true, SlotsAssigned: slot.Count, Known: map[string]slot.Set{}}}
+	s.Pods = append(s.Pods, replica)
+	for i := range s.Pods {
+		for j := range s.Pods {
+			s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+		}
+	}
+	sortPods(s.Pods)
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moves while the new replica has not synced (link down): %v", p.Actions)
+	}
+	for i := range s.Pods {
+		if s.Pods[i].Name == "p3-1" {
+			s.Pods[i].Node.LinkUp, s.Pods[i].Node.ReplOffset = true, 100
+		}
+	}
+	// Synced once (Active, as completeJoins marks it with its link up) but not caught up: the
+	// target gate waits, and says why.
+	withLifecycle("p3-1", v1.LifecycleActive)(&s)
+	withPod("p3-0", func(p *fsm.Pod) { p.Node.ReplOffset = 100 + 2<<20 })(&s)
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 || !strings.Contains(p.Waiting, "caught-up replicas") {
+		t.Fatalf("moves into a shard whose replica is behind: %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	withPod("p3-0", func(p *fsm.Pod) { p.Node.ReplOffset = 100 })(&s)
+	m := moves(t, run(reshard, fsm.Upgrading, s))
+	if m.Moves[0].Target != "p3-0" {
+		t.Fatalf("want moves into p3-0, got %+v", m.Moves[0])
 	}
 }

@@ -18,6 +18,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/tests/harness"
+	"github.com/gomomento/valkey-operator/tests/localcluster"
 )
 
 // aclTimeout bounds the wait for an ACL edit to reach every node: the kubelet's Secret refresh
@@ -103,6 +104,7 @@ type nodeCheck struct {
 func onEveryNode(t *testing.T, what string, vcs []*v1.ValkeyCluster, checks ...nodeCheck) time.Duration {
 	t.Helper()
 	start := time.Now()
+	lastMiss := ""
 	for {
 		var problem string
 		nodes := 0
@@ -119,11 +121,20 @@ func onEveryNode(t *testing.T, what string, vcs []*v1.ValkeyCluster, checks ...n
 					break
 				}
 			}
+			if problem != "" {
+				break
+			}
 		}
 		if problem == "" && nodes > 0 {
 			d := time.Since(start)
 			t.Logf("%s: on all %d nodes after %s", what, nodes, d.Round(100*time.Millisecond))
+			if lastMiss != "" {
+				t.Logf("%s: the last miss before: %s", what, lastMiss)
+			}
 			return d
+		}
+		if problem != "" {
+			lastMiss = time.Now().Format("15:04:05.000 ") + problem
 		}
 		if time.Since(start) > aclTimeout {
 			t.Fatalf("%s: not on every node within %s: %s", what, aclTimeout, problem)
@@ -175,7 +186,9 @@ func waitStateMessage(t *testing.T, vc *v1.ValkeyCluster, state v1.State, messag
 }
 
 // TestACL drives the ACL of a 3×1 cluster through the documented life of a user, checking every
-// step on all six nodes, and a config-level binding shared with a second cluster.
+// step on all six nodes, and a config-level binding shared with a second cluster. It starts on
+// Valkey 8.0.1 (ACL SETUSER), rotates a password while an upgrade to 9.1.2 rolls, and ends on
+// 9.1.2 (ACL LOAD of the mounted file).
 func TestACL(t *testing.T) {
 	ns := "acl"
 	setupNamespace(t, ns)
@@ -312,6 +325,45 @@ func TestACL(t *testing.T) {
 		nodeCheck{"platform", "p", []string{"SET", "p:1", "v"}, noperm, "write p"},
 		nodeCheck{"", "", []string{"PING"}, noauth, "default off"})
 
+	// A ValkeyRole edit reaches every cluster that binds it (here both, through the config):
+	// acl-ro denies GET, then allows it again.
+	ro := &v1.ValkeyRole{ObjectMeta: metav1.ObjectMeta{Name: "acl-ro"}}
+	updateObj(t, ro, func(r *v1.ValkeyRole) {
+		r.Spec.Commands = []v1.CommandRule{{Name: "get", Access: v1.RuleDeny}}
+	})
+	onEveryNode(t, "role edit on both clusters", both, nodeCheck{"platform", "p", []string{"GET", "p:1"}, noperm, "get p"})
+	updateObj(t, ro, func(r *v1.ValkeyRole) { r.Spec.Commands = nil })
+	onEveryNode(t, "role edit undone on both clusters", both, nodeCheck{"platform", "p", []string{"GET", "p:1"}, allowed, "get p"})
+
+	// A node that cannot be reached (a replica, frozen): `ACL LOAD failed, will retry next tick`
+	// at WARN with its pod, while the other nodes get the change; thawed, it catches up.
+	frozen := podWithRole(t, vc, v1.NodeRoleReplica)
+	if err := cluster.Kubelet.FreezePod(ns, frozen); err != nil {
+		t.Fatal(err)
+	}
+	updateObj(t, ro, func(r *v1.ValkeyRole) { r.Spec.Commands = []v1.CommandRule{{Name: "strlen", Access: v1.RuleDeny}} })
+	deadline := time.Now().Add(aclTimeout)
+	for !loggedFor(t, logging.MsgACLLoadFailed, ns, frozen) {
+		if time.Now().After(deadline) {
+			_ = cluster.Kubelet.ThawPod(ns, frozen)
+			t.Fatalf("no %q line with pod %s while it was frozen", logging.MsgACLLoadFailed, frozen)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, p := range clusterPods(t, vc) {
+		if p.Name == frozen {
+			continue
+		}
+		if _, err := nodeDo(p, "platform", "p", "STRLEN", "p:1"); !noperm("", err) {
+			t.Errorf("%s: STRLEN not denied while %s was frozen: %v", p.Name, frozen, err)
+		}
+	}
+	if err := cluster.Kubelet.ThawPod(ns, frozen); err != nil {
+		t.Fatal(err)
+	}
+	onEveryNode(t, "the frozen node caught up", one, nodeCheck{"platform", "p", []string{"STRLEN", "p:1"}, noperm, "strlen p"})
+	updateObj(t, ro, func(r *v1.ValkeyRole) { r.Spec.Commands = nil })
+
 	// A username bound at both levels: Invalid with the docs' message; the nodes keep their ACL.
 	updateCluster(t, vc, func(c *v1.ValkeyCluster) {
 		c.Spec.ACL = append(c.Spec.ACL, bind("platform", []string{"x"}, permit("acl-rw", "x:*", v1.KeyAccessReadWrite)))
@@ -369,6 +421,65 @@ func TestACL(t *testing.T) {
 		nodeCheck{"split", "s", []string{"SET", "b:1", "v"}, allowed, "write b"},
 		nodeCheck{"", "", []string{"PING"}, noauth, "default off"})
 
+	// A rotation while the cluster is Upgrading completes. The upgrade is 8.0.1 → 9.1.2, so the
+	// old nodes get the change by ACL SETUSER and the new ones by ACL LOAD of their mounted file:
+	// both paths at once, and at the end every node enforces the file through ACL LOAD.
+	nine := newImage(ns + "-image9")
+	nine.Spec.Tag, nine.Spec.Version = localcluster.Valkey9Version, localcluster.Valkey9Version
+	create(t, nine)
+	before := podNameSet(t, vc)
+	updateObj(t, cfg, func(c *v1.ValkeyConfig) { c.Spec.ImageRef = nine.Name })
+	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateUpgrading, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	updateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL[0].PasswordHashes = []string{hashOf("s2")} })
+	rotated := []nodeCheck{
+		{"split", "s2", []string{"SET", "b:1", "v"}, allowed, "new password"},
+		{"split", "s", []string{"PING"}, refused, "old password"},
+		{"split", "s2", []string{"SET", "a:1", "v"}, noperm, "write a"},
+		{"", "", []string{"PING"}, noauth, "default off"},
+	}
+	if cur := currentCluster(t, vc); cur.Status.State != v1.StateUpgrading {
+		t.Logf("the rotation reached the API while the cluster was %s (the roll was quick)", cur.Status.State)
+	}
+	onEveryNode(t, "rotated while upgrading", one, rotated...)
+	waitRolled(t, vc, 3, 1, before, rollTimeout)
+	for _, p := range clusterPods(t, vc) {
+		if v := valkeyVersion(t, vc, p); v != localcluster.Valkey9Version {
+			t.Errorf("%s: valkey_version %s after the upgrade", p.Name, v)
+		}
+	}
+	onEveryNode(t, "rotation kept after the upgrade", one, rotated...)
+
+	// On Valkey 9 (ACL LOAD of the mounted file): a role edit reaches every node once the
+	// kubelet has refreshed the Secret volume, and a manual ACL SETUSER is reverted.
+	updateObj(t, rw, func(r *v1.ValkeyRole) { r.Spec.Categories = r.Spec.Categories[:1] })
+	updateCluster(t, vc, func(c *v1.ValkeyCluster) {
+		c.Spec.ACL = append(c.Spec.ACL, bind("app", []string{"h3"}, permit("acl-rw", "app:*", v1.KeyAccessReadWrite)))
+	})
+	onEveryNode(t, "9.x: user added with a role that lost write", one,
+		nodeCheck{"app", "h3", []string{"GET", "app:k"}, allowed, "read"},
+		nodeCheck{"app", "h3", []string{"SET", "app:k", "v"}, noperm, "write"})
+	pod = clusterPods(t, vc)[0]
+	if _, err := nodeDo(pod, "admin", "adm", "ACL", "SETUSER", "split", "on", "~*", "+@all"); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	for {
+		if _, err := nodeDo(pod, "split", "s2", "SET", "a:1", "v"); noperm("", err) {
+			t.Logf("9.x: manual ACL SETUSER reverted after %s", time.Since(start).Round(100*time.Millisecond))
+			break
+		}
+		if time.Since(start) > aclTick+15*time.Second {
+			t.Fatal("9.x: the manual ACL SETUSER was not reverted within a tick")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	waitReady(t, vc, 3, 1, nil, time.Minute)
+	onEveryNode(t, "9.x: system users touch no key", one,
+		nodeCheck{op.Username, op.Password, []string{"GET", "app:k"}, noperm, "operator get"},
+		nodeCheck{"_momento_repl", repl, []string{"SET", "app:k", "v"}, noperm, "repl set"})
+
 	// The log: the tick at INFO with cluster_name under operator::controller::acl, `ACL applied`
 	// per node, and never a password or a hash.
 	ticks, applied := 0, 0
@@ -393,7 +504,7 @@ func TestACL(t *testing.T) {
 		t.Errorf("%d ACL ticks and %d applied lines in the log", ticks, applied)
 	}
 	logs := operator.Logs()
-	for _, secret := range []string{"h1", "h2", hashOf("h1"), hashOf("h2"), hashOf("p"), op.Password, repl} {
+	for _, secret := range []string{"h1", "h2", hashOf("h1"), hashOf("h2"), hashOf("s2"), hashOf("p"), op.Password, repl} {
 		if len(secret) > 2 && bytes.Contains(logs, []byte(secret)) {
 			t.Errorf("a password or hash is in the log stream")
 		}

@@ -43,6 +43,7 @@ func TestFormation(t *testing.T) {
 				t.Fatal(err)
 			}
 			verifyValkey(t, got, int(c.shards), int(c.replicas))
+			verifyDNS(t, got)
 			// Ready once every replica synced (verifyValkey waited for the links): reported
 			// within a pass or two, not on the next 30 s tick.
 			synced := time.Now()

@@ -71,12 +71,18 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if operator, err = harness.StartOperator(binary, cluster, workDir, "operator", "RUST_LOG=info"); err != nil {
+	// E2E_RUST_LOG overrides the operator's log level for a run (debug, say); E2E_KEEP=1 keeps
+	// the operator's log and binary after a run that passed.
+	level := "info"
+	if l := os.Getenv("E2E_RUST_LOG"); l != "" {
+		level = l
+	}
+	if operator, err = harness.StartOperator(binary, cluster, workDir, "operator", "RUST_LOG="+level); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	code := m.Run()
-	if code != 0 {
+	if code != 0 || os.Getenv("E2E_KEEP") != "" {
 		fmt.Fprintf(os.Stderr, "operator log: %s\nlocal cluster logs: %s/logs\n", operator.Stdout, cluster.Dir)
 		if b, err := os.ReadFile(operator.Stdout); err == nil && len(b) > 0 {
 			tail := b[max(0, len(b)-8000):]

@@ -395,7 +395,7 @@ func waitRolled(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, before
 }
 
 // waitScaled waits until the cluster is Active, Ready and Valkey has replicas per shard.
-func waitScaled(t *testing.T, vc *v1.ValkeyCluster, shards, replicas int, timeout time.Duration) {
+func waitScaled(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, timeout time.Duration) {
 	t.Helper()
 	time.Sleep(time.Second) // let the operator see the new generation
 	waitRolled(t, vc, shards, replicas, nil, timeout)

@@ -1,6 +1,7 @@
 // Package localcluster runs a small but real Kubernetes on this machine for the demo and the
 // end-to-end tests: etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
-// the Go module proxy (hack/build-control-plane.sh), plus the project's own kubelet
+// the Go module proxy (hack/build-control-plane.sh), CoreDNS as the cluster DNS
+// (hack/build-coredns.sh, dns.go), plus the project's own kubelet
 // (package kubelet) that registers zoned Nodes and runs the Pods bound to them as real local
 // processes (valkey-server), each with its own network namespace and pod IP. The image's tag
 // chooses the Valkey: 8.0.1 (the host's) for valkey/valkey:8.*, 9.1.2 for valkey/valkey:9.*.
@@ -41,8 +42,8 @@ const K8sVersion = "v1.37.2"
 
 // Slots lets a few local clusters run side by side on one machine (a demo left running while
 // the tests run, say). Slot i owns bridge vko<i> and pods on 10.(244+i).0.0/16, the host (and
-// the API server, for pods that talk to it) at 10.(244+i).0.1. A slot is held through a lock
-// file; Start takes the first free one and waits when none is.
+// the API server and the cluster DNS, for pods that talk to them) at 10.(244+i).0.1. A slot is
+// held through a lock file; Start takes the highest free one and waits when none is.
 const Slots = 3
 
 // slotNetwork is the pod network of slot i.
@@ -84,6 +85,8 @@ type Options struct {
 	Log io.Writer
 	// OnBusy, if set, is called once when every slot is taken and Start starts to wait.
 	OnBusy func()
+	// CoreDNS is the CoreDNS binary run as the cluster DNS (dns.go). Default: DefaultCoreDNS().
+	CoreDNS string
 }
 
 // DefaultNodes returns three Nodes, one in each of zone-a, zone-b and zone-c.
@@ -137,7 +140,11 @@ type Cluster struct {
 	lock      *os.File
 	removeDir bool
 	network   kubelet.NetworkConfig
-	stopped   bool
+	dnsAddr   string
+	dnsPid    int
+	// resolvConf names the cluster DNS for host commands (CommandWithDNS).
+	resolvConf string
+	stopped    bool
 }
 
 // DefaultBinDir is where hack/build-control-plane.sh puts the control-plane binaries.
@@ -149,7 +156,8 @@ func DefaultBinDir() string {
 	return filepath.Join(home, ".cache", "valkey-operator", "k8s-"+K8sVersion)
 }
 
-// Start brings up the control plane and the kubelet and returns once every Node is Ready.
+// Start brings up the control plane, the cluster DNS and the kubelet and returns once every
+// Node is Ready and the DNS answers.
 // It needs root (network namespaces, mounts). Errors name the missing prerequisite, e.g. the
 // control-plane binaries (`make control-plane`) or valkey-server (`make packages`).
 func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
@@ -163,6 +171,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
 			return nil, fmt.Errorf("localcluster: %s not found in %s: run `make control-plane`", b, opts.BinDir)
 		}
+	}
+	if opts.CoreDNS == "" {
+		opts.CoreDNS = DefaultCoreDNS()
+	}
+	if _, err := os.Stat(opts.CoreDNS); err != nil {
+		return nil, fmt.Errorf("localcluster: coredns not found at %s: run `make coredns`", opts.CoreDNS)
 	}
 	if _, err := exec.LookPath("valkey-server"); err != nil {
 		return nil, errors.New("localcluster: valkey-server not on PATH: run `make packages`")
@@ -310,6 +324,14 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		return nil, err
 	}
 
+	dnsOut, err := logOut("coredns")
+	if err != nil {
+		return nil, err
+	}
+	if err := c.startDNS(ctx, pctx, opts.CoreDNS, dnsOut); err != nil {
+		return nil, err
+	}
+
 	k, err := kubelet.Start(pctx, kubelet.Config{
 		RESTConfig:    cfg,
 		Network:       c.network,
@@ -321,12 +343,17 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		ImageCommands: opts.ImageCommands,
 		// Node i serves container logs on the gateway at 10250+i, so `kubectl logs` works.
 		KubeletPortBase: 10250,
+		ClusterDNS:      c.network.Gateway,
+		ClusterDomain:   ClusterDomain,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("localcluster: kubelet: %w", err)
 	}
 	c.Kubelet = k
 	if err := c.waitReady(ctx, opts.Nodes); err != nil {
+		return nil, err
+	}
+	if err := c.waitDNS(ctx); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -58,7 +58,8 @@ func run(ctx context.Context, mode string) error {
 			fmt.Fprintln(os.Stderr, "localcluster: stop:", err)
 		}
 	}()
-	fmt.Printf("local cluster is up; its kubeconfig is:\n  %s\n\n", c.Kubeconfig)
+	fmt.Printf("local cluster is up; its kubeconfig is:\n  %s\n", c.Kubeconfig)
+	fmt.Printf("its cluster DNS (%s, as pods see it) answers on %s\n\n", localcluster.ClusterDomain, c.DNSAddr())
 	fmt.Printf("try:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl get nodes -L topology.kubernetes.io/zone\n\n", c.Kubeconfig, localcluster.DefaultBinDir())
 	if mode == "demo" {
 		if err := demo(ctx, c); err != nil {

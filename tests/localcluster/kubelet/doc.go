@@ -16,6 +16,7 @@
 //		APIServerHost: "10.244.0.1", APIServerPort: port, // KUBERNETES_SERVICE_HOST/PORT in pods
 //		Images: map[string]string{"gomomento/valkey-operator": "/path/bin/valkey-operator"},
 //		KubeletPortBase: 10250, // optional: `kubectl logs` (see below)
+//		ClusterDNS: "10.244.0.1", // optional: the cluster DNS pods resolve through (see below)
 //	})
 //	...
 //	k.Stop()                                // kills pods, removes their netns; Nodes stay
@@ -77,6 +78,18 @@
 //     group. ConfigMap/Secret/downward/projected volumes are resynced every 2 s
 //     and swapped atomically through a "..data" symlink as the kubelet does;
 //     subPath mounts see no updates, as on a real kubelet.
+//   - DNS: with Config.ClusterDNS set (the local cluster runs CoreDNS there, on the gateway),
+//     a pod of dnsPolicy ClusterFirst (the default) gets a resolv.conf as a kubelet writes it:
+//     "nameserver <ClusterDNS>", "search <ns>.svc.<domain> svc.<domain> <domain>" plus the
+//     host's search domains, "options ndots:5" (domain: Config.ClusterDomain, default
+//     cluster.local). Default keeps the host's file, None takes spec.dnsConfig alone, and
+//     spec.dnsConfig is merged into the others (dns.go). The file is
+//     StateDir/pods/<ns>_<pod>_<uid>/resolv.conf, bind-mounted read-only over /etc/resolv.conf
+//     in each container's mount namespace (after the volumes, so a volume at /etc cannot hide
+//     it; a volume at /etc/resolv.conf itself wins); the host's own file is never changed. So
+//     {hostname}.{subdomain}.{ns}.svc.<domain> of a pod behind a headless Service resolves
+//     inside pods, exec probes and preStop hooks included. No /etc/hosts is written for the
+//     pod (a kubelet's would map the pod's own hostname and FQDN to its IP).
 //   - stdout and stderr of each container go to
 //     StateDir/logs/<ns>_<pod>_<uid>/<container>.log (kept after deletion).
 //
@@ -113,8 +126,7 @@
 //
 // # Not done
 //
-// Init and ephemeral containers, cluster DNS (pods get no resolver for
-// service or pod names), container restarts (restartPolicy Always and
+// Init and ephemeral containers, a per-pod /etc/hosts, container restarts (restartPolicy Always and
 // OnFailure behave as Never), resource limits (nothing is enforced), gRPC
 // probes, exec/attach/port-forward through the API server, hostNetwork,
 // subPathExpr, persistent volumes, postStart and HTTP preStop hooks (a preStop exec hook

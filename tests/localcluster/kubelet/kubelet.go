@@ -57,6 +57,13 @@ type Config struct {
 	// enter. Commands the folder lacks come from the host as usual; a folder that is missing
 	// leaves the pod Pending with a CreateContainerConfigError naming it.
 	ImageCommands map[string]string
+	// ClusterDNS is the nameserver address that pods of dnsPolicy ClusterFirst (the default)
+	// get in their /etc/resolv.conf, as a kubelet's --cluster-dns (dns.go). Empty: as a
+	// kubelet without it, those pods keep the host's resolv.conf.
+	ClusterDNS string
+	// ClusterDomain is the cluster's DNS domain (a kubelet's --cluster-domain) in the pods'
+	// search list. Default: DefaultClusterDomain.
+	ClusterDomain string
 	// KubeletPortBase, when not zero, makes node i serve the kubelet API
 	// (container logs) over HTTPS on Network.Gateway:KubeletPortBase+i, so that
 	// `kubectl logs` works through the API server.
@@ -322,6 +329,16 @@ func (k *Kubelet) LogPath(namespace, name, container string) (string, error) {
 		return "", err
 	}
 	return p.logPath(container), nil
+}
+
+// VolumePath is the host directory that holds a pod's volume (its files, as the container sees
+// them at the mount path), for tests that time how soon a Secret or ConfigMap edit reaches a pod.
+func (k *Kubelet) VolumePath(namespace, name, volume string) (string, error) {
+	p, err := k.pod(namespace, name)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(k.podDir(p.podCopy()), "volumes", volume), nil
 }
 
 func (k *Kubelet) pod(namespace, name string) (*podRuntime, error) {

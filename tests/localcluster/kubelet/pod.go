@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -322,9 +323,14 @@ func (p *podRuntime) prepare() ([]*exec.Cmd, error) {
 		return nil, err
 	}
 	pod := p.podCopy()
+	resolv, err := p.writeResolvConf(pod)
+	if err != nil {
+		p.setWaiting("CreatePodSandboxError", err.Error())
+		return nil, err
+	}
 	var cmds []*exec.Cmd
 	for _, c := range pod.Spec.Containers {
-		cmd, err := p.buildCommand(pod, &c)
+		cmd, err := p.buildCommand(pod, &c, resolv)
 		if err != nil {
 			p.setWaiting("CreateContainerConfigError", err.Error())
 			return nil, err
@@ -353,7 +359,7 @@ func (p *podRuntime) prepare() ([]*exec.Cmd, error) {
 //
 // so the process that is started (and signalled) is, after the execs, the
 // container's own command.
-func (p *podRuntime) buildCommand(pod *corev1.Pod, c *corev1.Container) (*exec.Cmd, error) {
+func (p *podRuntime) buildCommand(pod *corev1.Pod, c *corev1.Container, resolvConf string) (*exec.Cmd, error) {
 	env, err := p.k.resolveEnv(pod, c, p.podIP())
 	if err != nil {
 		return nil, err
@@ -386,6 +392,13 @@ func (p *podRuntime) buildCommand(pod *corev1.Pod, c *corev1.Container) (*exec.C
 			mode = "ro"
 		}
 		fmt.Fprintf(&script, "m %s %s %s\n", shellQuote(src), shellQuote(m.MountPath), mode)
+	}
+	// The pod's resolv.conf (dns.go) goes over the host's last, so a volume mounted at /etc does
+	// not hide it; a volume mounted at /etc/resolv.conf itself is the pod's own choice and wins.
+	if resolvConf != "" && !slices.ContainsFunc(mounts, func(m corev1.VolumeMount) bool {
+		return filepath.Clean(m.MountPath) == hostResolvConf
+	}) {
+		fmt.Fprintf(&script, "m %s %s ro\n", shellQuote(resolvConf), hostResolvConf)
 	}
 	wd := c.WorkingDir
 	if wd == "" {

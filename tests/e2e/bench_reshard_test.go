@@ -1,0 +1,356 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	valkeygo "github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/tests/harness"
+)
+
+// benchReshardKeys is what the resharding benchmark seeds: 1.5 M keys of 100 bytes (the issue's
+// figure), of which a quarter moves from 3 shards to 4.
+const benchReshardKeys = 1_500_000
+
+// BenchmarkReshard3To4 moves a 3×1 cluster on Valkey 8.0.1 holding 1.5 M keys of 100 B to 4
+// shards under the 16-slot writer, twice per run, side by side:
+//   - operator: a ValkeyCluster's spec.shards raised from 3 to 4; timed from the edit until Valkey
+//     shows every primary within one slot of 4096 (total), and from the moment Valkey shows the
+//     fourth primary until then (migration: what the operator's slot moves take);
+//   - valkey-cli: an identical 3×1 of bare valkey-server processes on this host (same version,
+//     same persistence settings, no operator), a fourth primary and its replica added with
+//     `valkey-cli --cluster add-node`, then `valkey-cli --cluster rebalance
+//     --cluster-use-empty-masters` with its defaults, timed around that command.
+//
+// Each reports keys/s (the keys the new primary holds afterwards, over the migration time),
+// slots/s, and the longest time one of the writer's slots refused writes. Reported, never
+// asserted. Report: make bench BENCH=Reshard3To4 (or go test -run '^$' -bench Reshard3To4
+// -benchtime 1x ./tests/e2e/).
+func BenchmarkReshard3To4(b *testing.B) {
+	for range b.N {
+		op := reshardWithOperator(b)
+		cli := reshardWithValkeyCLI(b)
+		for _, r := range []reshardRun{op, cli} {
+			b.Logf("%-10s migration %6.1f s (total %6.1f s): %7d keys moved, %6.0f keys/s, %5.0f slots/s, longest refusal %s, %d writes failed, %d lost",
+				r.tool, r.migration.Seconds(), r.total.Seconds(), r.keys, float64(r.keys)/r.migration.Seconds(),
+				float64(r.slots)/r.migration.Seconds(), r.longest.Round(time.Millisecond), r.failures, r.lost)
+		}
+		b.ReportMetric(float64(op.keys)/op.migration.Seconds(), "keys/s")
+		b.ReportMetric(float64(cli.keys)/cli.migration.Seconds(), "cli-keys/s")
+		b.ReportMetric(float64(op.slots)/op.migration.Seconds(), "slots/s")
+		b.ReportMetric(float64(cli.slots)/cli.migration.Seconds(), "cli-slots/s")
+		b.ReportMetric(op.total.Seconds(), "s/total")
+		b.ReportMetric(float64(op.longest.Milliseconds()), "ms/longest-refusal")
+		b.ReportMetric(float64(cli.longest.Milliseconds()), "cli-ms/longest-refusal")
+	}
+}
+
+type reshardRun struct {
+	tool                        string
+	total, migration, longest   time.Duration
+	keys, slots, failures, lost int
+}
+
+func reshardWithOperator(b *testing.B) reshardRun {
+	benchRuns++
+	ns := fmt.Sprintf("bench-reshard-%d", benchRuns)
+	vc := benchCluster(b, ns, 3, 1)
+	defer func() { _ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: objectMeta(ns)}) }()
+	waitReady(b, vc, 3, 1, nil, formTimeout)
+	var addrs []string
+	for _, p := range clusterPods(b, vc) {
+		addrs = append(addrs, addr(p))
+	}
+	seedAt(b, addrs, benchReshardKeys)
+	w, opts := startWriter(b, vc)
+	start := time.Now()
+	editCluster(b, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
+	var fourth time.Time
+	for {
+		owners, primaries := slotOwnersAt(b, clusterPods(b, vc))
+		if fourth.IsZero() && primaries >= 4 {
+			fourth = time.Now()
+		}
+		if evenly(owners, 4) {
+			break
+		}
+		if time.Since(start) > rollTimeout {
+			b.Fatalf("not 4 even shards within %s: %v", rollTimeout, owners)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	run := reshardRun{tool: "operator", total: time.Since(start), migration: time.Since(fourth), slots: 16384 / 4}
+	waitScaled(b, vc, 4, 1, rollTimeout)
+	r := finishWriter(b, w, vc, opts)
+	run.longest, _ = r.LongestRefusal()
+	run.lost = r.LostReplicated + r.LostUnreplicated
+	for _, s := range r.Slots {
+		run.failures += s.Failures
+	}
+	run.keys = newestPrimaryKeys(b, clusterPods(b, vc))
+	return run
+}
+
+func reshardWithValkeyCLI(b *testing.B) reshardRun {
+	bare := startBareCluster(b, 8)
+	defer bare.stop()
+	cli := func(args ...string) string {
+		out, err := exec.Command("valkey-cli", args...).CombinedOutput()
+		if err != nil {
+			b.Fatalf("valkey-cli %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	a := bare.addrs
+	cli(append(append([]string{"--cluster", "create"}, a[:6]...), "--cluster-replicas", "1", "--cluster-yes")...)
+	bare.waitOK(b, 6)
+	seedAt(b, a[:6], benchReshardKeys)
+	cli("--cluster", "add-node", a[6], a[0])
+	bare.waitOK(b, 7)
+	id := strings.TrimSpace(cli("-h", "127.0.0.1", "-p", bare.port(6), "CLUSTER", "MYID"))
+	cli("--cluster", "add-node", a[7], a[0], "--cluster-slave", "--cluster-master-id", id)
+	bare.waitOK(b, 8)
+	opts := harness.WriterOptions{Addrs: a, Prefix: "bench-cli:"}
+	w, err := harness.StartWriter(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.WaitAcked(20, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	cli("--cluster", "rebalance", a[0], "--cluster-use-empty-masters")
+	run := reshardRun{tool: "valkey-cli", migration: time.Since(start), slots: 16384 / 4}
+	run.total = run.migration
+	r, err := w.Report(context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Log(r.String())
+	run.longest, _ = r.LongestRefusal()
+	run.lost = r.LostReplicated + r.LostUnreplicated
+	for _, s := range r.Slots {
+		run.failures += s.Failures
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(cli("-h", "127.0.0.1", "-p", bare.port(6), "DBSIZE")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	run.keys = n
+	return run
+}
+
+// seedAt writes n keys of 100 bytes (seedKey/seedValue) through a cluster client seeded with
+// addrs, 1000 to a pipeline.
+func seedAt(tb testing.TB, addrs []string, n int) {
+	tb.Helper()
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: addrs, DisableCache: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	start := time.Now()
+	for i := 0; i < n; i += 1000 {
+		cmds := make(valkeygo.Commands, 0, 1000)
+		for j := i; j < min(i+1000, n); j++ {
+			cmds = append(cmds, c.B().Set().Key(seedKey(j)).Value(seedValue(j)).Build())
+		}
+		for _, r := range c.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
+				tb.Fatalf("seed: %v", err)
+			}
+		}
+	}
+	tb.Logf("seeded %d keys in %s", n, time.Since(start).Round(time.Millisecond))
+}
+
+// slotOwnersAt asks the first pod that answers for CLUSTER SHARDS, and returns the slot count
+// of each primary that owns slots, and how many primaries there are (with or without slots).
+func slotOwnersAt(tb testing.TB, pods []corev1.Pod) (owners map[string]int, primaries int) {
+	tb.Helper()
+	for _, p := range pods {
+		out, err := nodeDo(p, "", "", "CLUSTER", "NODES")
+		if err != nil {
+			continue
+		}
+		return parseSlotOwners(out)
+	}
+	return nil, 0
+}
+
+// parseSlotOwners reads CLUSTER NODES: slots per primary id (ranges only; open slots ignored).
+func parseSlotOwners(nodes string) (map[string]int, int) {
+	owners := map[string]int{}
+	primaries := 0
+	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || !strings.Contains(f[2], "master") {
+			continue
+		}
+		primaries++
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue
+			}
+			lo, hi, ok := strings.Cut(r, "-")
+			if !ok {
+				hi = lo
+			}
+			l, _ := strconv.Atoi(lo)
+			h, _ := strconv.Atoi(hi)
+			owners[f[0]] += h - l + 1
+		}
+	}
+	return owners, primaries
+}
+
+// evenly: n primaries own slots, each within one slot of 16384/n, all 16384 assigned.
+func evenly(owners map[string]int, n int) bool {
+	if len(owners) != n {
+		return false
+	}
+	total := 0
+	for _, c := range owners {
+		if c < 16384/n-1 || c > 16384/n+1 {
+			return false
+		}
+		total += c
+	}
+	return total == 16384
+}
+
+// newestPrimaryKeys is the key count of the shard created last (the highest shard index): the keys
+// it received. Its primary and its synced replica hold the same keys, so the larger answer of
+// its pods is taken.
+func newestPrimaryKeys(tb testing.TB, pods []corev1.Pod) int {
+	tb.Helper()
+	best, keys := -1, 0
+	for _, p := range pods {
+		i, err := strconv.Atoi(p.Labels[v1.LabelShard])
+		if err != nil || i < best {
+			continue
+		}
+		out, err := nodeDo(p, "", "", "INFO", "keyspace") // DBSIZE's integer reply is no string to nodeDo
+		if err != nil {
+			continue
+		}
+		_, rest, _ := strings.Cut(out, "db0:keys=")
+		n, _ := strconv.Atoi(strings.Split(rest, ",")[0])
+		if i > best {
+			keys = 0
+		}
+		best, keys = i, max(keys, n)
+	}
+	return keys
+}
+
+// bareCluster is valkey-server processes on 127.0.0.1 with cluster mode on and the operator's
+// persistence defaults (no AOF, no RDB saves), run by the benchmark itself: the reference tool's
+// side of a comparison, with no operator and no Kubernetes.
+type bareCluster struct {
+	dir   string
+	addrs []string
+	procs []*exec.Cmd
+}
+
+func startBareCluster(tb testing.TB, n int) *bareCluster {
+	tb.Helper()
+	c := &bareCluster{dir: tb.TempDir()}
+	for range n {
+		port := freeBusPair(tb)
+		dir := filepath.Join(c.dir, strconv.Itoa(port))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		cmd := exec.Command("valkey-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--dir", dir,
+			"--appendonly", "no", "--save", "", "--daemonize", "no", "--logfile", filepath.Join(dir, "valkey.log"))
+		if err := cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		c.procs = append(c.procs, cmd)
+		c.addrs = append(c.addrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+
+	}
+	for _, a := range c.addrs {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			conn, err := net.DialTimeout("tcp", a, time.Second)
+			if err == nil {
+				_ = conn.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				c.stop()
+				tb.Fatalf("valkey-server on %s did not listen", a)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c
+}
+
+func (c *bareCluster) port(i int) string { _, p, _ := net.SplitHostPort(c.addrs[i]); return p }
+
+// waitOK waits until each of the first n nodes sees n nodes, none in handshake, and says
+// cluster_state ok (a node added by add-node that has not yet learned the slots refuses an
+// import with CLUSTERDOWN).
+func (c *bareCluster) waitOK(tb testing.TB, n int) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; i < n; {
+		info, err1 := exec.Command("valkey-cli", "-h", "127.0.0.1", "-p", c.port(i), "CLUSTER", "INFO").Output()
+		nodes, err2 := exec.Command("valkey-cli", "-h", "127.0.0.1", "-p", c.port(i), "CLUSTER", "NODES").Output()
+		if err1 == nil && err2 == nil && strings.Contains(string(info), "cluster_state:ok") &&
+			len(strings.Split(strings.TrimSpace(string(nodes)), "\n")) == n && !strings.Contains(string(nodes), "handshake") {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("bare cluster: node %d does not see %d nodes and ok within a minute:\n%s\n%s", i, n, info, nodes)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (c *bareCluster) stop() {
+	for _, p := range c.procs {
+		_ = p.Process.Kill()
+		_ = p.Wait()
+	}
+}
+
+// freeBusPair finds a port p with p and its cluster bus port p+10000 both free on 127.0.0.1.
+func freeBusPair(tb testing.TB) int {
+	tb.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if p+10000 > 65535 {
+			continue
+		}
+		if bl, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000))); err == nil {
+			_ = bl.Close()
+			return p
+		}
+	}
+	tb.Fatal("no free port pair")
+	return 0
+}
