@@ -102,14 +102,20 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			}
 		case plan.MoveSlots:
 			err = moveSlots(ctx, log, node, migrator(obs, migrate), func(pod string) string { return obs.pods[pod].Status.PodIP }, livePrimaries(obs), a)
-		case plan.CloseSlot:
-			var c *valkey.Client
-			if c, err = node(a.Pod); err == nil {
-				log.Info(logging.MsgClosingSlot, logging.Pod(a.Pod), zap.Int(logging.FieldSlot, a.Slot), logging.Node(a.Owner))
-				if a.Owner != "" {
-					err = c.SetSlotNode(ctx, a.Slot, a.Owner)
+		case plan.CloseSlots:
+			for _, cl := range a.Closes {
+				var c *valkey.Client
+				if c, err = node(cl.Pod); err != nil {
+					break
+				}
+				log.Info(logging.MsgClosingSlot, logging.Pod(cl.Pod), zap.Int(logging.FieldSlot, cl.Slot), logging.Node(cl.Owner))
+				if cl.Owner != "" {
+					err = c.SetSlotNode(ctx, cl.Slot, cl.Owner)
 				} else {
-					err = c.SetSlotStable(ctx, a.Slot)
+					err = c.SetSlotStable(ctx, cl.Slot)
+				}
+				if err != nil {
+					break
 				}
 			}
 		case plan.DeletePod:

@@ -113,8 +113,14 @@ type CloseSlot struct {
 	Owner string
 }
 
+// CloseSlots closes a batch of open slots, in order: every close is independent of the others
+// (one slot on one node), so one step settles what an interrupted batch of moves left open.
+type CloseSlots struct {
+	Closes []CloseSlot
+}
+
 func (MoveSlots) action()     {}
-func (CloseSlot) action()     {}
+func (CloseSlots) action()    {}
 func (CreatePod) action()     {}
 func (Meet) action()          {}
 func (AddSlots) action()      {}
@@ -143,8 +149,8 @@ func (Forget) Disruptive() bool { return true }
 // Disruptive: slots change owner; a client is redirected, and a move cut short must be settled.
 func (MoveSlots) Disruptive() bool { return true }
 
-// Disruptive: a slot's migration state changes on a node.
-func (CloseSlot) Disruptive() bool { return true }
+// Disruptive: slots' migration states change on their nodes.
+func (CloseSlots) Disruptive() bool { return true }
 
 // Disruptive: a deleted pod is gone for good.
 func (DeletePod) Disruptive() bool { return true }
@@ -196,12 +202,20 @@ func (a MoveSlots) String() string {
 	return fmt.Sprintf("move %d slots over %d source/target pairs", len(a.Moves), len(pairs))
 }
 
-// String describes the action.
+// String describes the close.
 func (a CloseSlot) String() string {
 	if a.Owner != "" {
 		return fmt.Sprintf("close slot %d on %s, which serves it", a.Slot, a.Pod)
 	}
 	return fmt.Sprintf("close slot %d on %s", a.Slot, a.Pod)
+}
+
+// String describes the action.
+func (a CloseSlots) String() string {
+	if len(a.Closes) == 1 {
+		return a.Closes[0].String()
+	}
+	return fmt.Sprintf("close %d open slots", len(a.Closes))
 }
 
 // String describes the action.

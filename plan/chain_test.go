@@ -117,7 +117,7 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 		}
 	}
 	// The generator must reach every disruptive kind, or the property says little.
-	for _, kind := range []string{"plan.Forget", "plan.DeletePod", "plan.Takeover", "plan.FailoverForce", "plan.Failover", "roll", "retire", "plan.MoveSlots", "plan.CloseSlot"} {
+	for _, kind := range []string{"plan.Forget", "plan.DeletePod", "plan.Takeover", "plan.FailoverForce", "plan.Failover", "roll", "retire", "plan.MoveSlots", "plan.CloseSlots"} {
 		if disruptive[kind] == 0 {
 			t.Errorf("no generated snapshot planned a %s: %v", kind, disruptive)
 		}

@@ -18,9 +18,13 @@ package plan
 //     forgotten by cleanup) is served again, empty. In a cluster that was formed (Active,
 //     Upgrading) that assignment is a data loss, and the action says so (AddSlots.Lost): on a
 //     formed cluster slots are only ever free because every node that held them is gone. Forming
-//     is not such a state: it is where the first assignment happens.
+//     is not such a state: it is where the first assignment happens. Slots no node claims
+//     outside those shares (a shard that died holding slots moved into it) go, lost too, to the
+//     primary of the shard whose even share holds them.
 //  5. REPLICATE every other pod of a shard to the shard's primary, once that primary serves
-//     slots. A second slot-holding primary in one shard is not demoted blindly.
+//     slots, or at once in a fresh shard (every node an empty primary: a shard being added),
+//     which must have its replicas before slots move into it. A second slot-holding primary in
+//     one shard is not demoted blindly.
 
 import (
 	"github.com/gomomento/valkey-operator/fsm"
@@ -114,6 +118,23 @@ func planSlots(st fsm.State, s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.P
 			out = append(out, AddSlots{Pod: primary.Name, Shard: shard, Slots: free, Lost: lost})
 		}
 	}
+	if len(out) > 0 || !lost {
+		return out
+	}
+	// Slots no node claims in a formed cluster, outside every slot-less shard's share: a shard
+	// that lost every copy of its data held them beyond its own share (slots moved into it
+	// before it died), and its ids were forgotten. Nobody else will ever serve them, so each goes
+	// to the primary of the shard whose even share holds it; resharding then evens the spread.
+	orphans := slot.Subtract(slot.Set{{Start: 0, End: slot.Count - 1}}, taken)
+	for shard, pods := range shardPods {
+		primary := fsm.ShardPrimary(pods)
+		if primary == nil || primary.Node.PrimaryID != "" {
+			continue
+		}
+		if mine := slot.Subtract(slot.Set{spread[shard]}, slot.Subtract(slot.Set{spread[shard]}, orphans)); len(mine) > 0 {
+			out = append(out, AddSlots{Pod: primary.Name, Shard: shard, Slots: mine, Lost: true})
+		}
+	}
 	return out
 }
 
@@ -122,7 +143,7 @@ func planReplicas(shardPods [][]fsm.Pod) []Action {
 	var out []Action
 	for _, pods := range shardPods {
 		primary := fsm.ShardPrimary(pods)
-		if primary == nil || len(primary.Node.MySlots) == 0 {
+		if primary == nil || (len(primary.Node.MySlots) == 0 && !freshShard(pods)) {
 			continue
 		}
 		for _, pod := range pods {
@@ -136,4 +157,28 @@ func planReplicas(shardPods [][]fsm.Pod) []Action {
 		}
 	}
 	return out
+}
+
+// freshShard reports whether a shard is being added and holds no data yet: every pod's node
+// answered and is either a primary serving no slot and following no one, or a replica of such a
+// primary of the same shard. Replicating one of these nodes to another loses nothing. A replica
+// that still follows a primary outside the shard (a lost one: it may hold the shard's data) makes
+// the shard not fresh.
+func freshShard(pods []fsm.Pod) bool {
+	if len(pods) == 0 {
+		return false
+	}
+	empty := map[string]bool{}
+	for _, p := range pods {
+		if n := p.Node; n != nil && n.Reachable && n.ID != "" && n.Primary && n.PrimaryID == "" && len(n.MySlots) == 0 {
+			empty[n.ID] = true
+		}
+	}
+	for _, p := range pods {
+		n := p.Node
+		if n == nil || !n.Reachable || n.ID == "" || (!empty[n.ID] && (n.Primary || !empty[n.PrimaryID])) {
+			return false
+		}
+	}
+	return true
 }

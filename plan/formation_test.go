@@ -168,3 +168,32 @@ func TestOnlyTheLostShardIsFlagged(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 }
+
+// Slots nobody claims in a formed cluster, outside any slot-less shard's share, are served
+// again (lost) by the shard whose even share holds them. Seen in TestReshardDestinationKilled
+// before the new shard had its replica: the new shard's only node died holding 1024 slots moved
+// into it, its replacement was given its own share back, and the slots it had taken from the
+// other shards stayed unassigned for good ("waiting for the cluster to agree").
+func TestOrphanSlotsAreServedAgain(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 2, 0, formed)
+	share := slot.EvenSpread(2)
+	orphans := slot.Set{{Start: share[0].End - 9, End: share[0].End}, {Start: share[1].Start, End: share[1].Start + 4}}
+	for i := range s.Pods {
+		n := s.Pods[i].Node
+		n.MySlots = slot.Subtract(n.MySlots, orphans)
+		for id, slots := range n.Known {
+			n.Known[id] = slot.Subtract(slots, orphans)
+		}
+	}
+	want := []Action{
+		AddSlots{Pod: "p0-0", Shard: 0, Slots: orphans[:1], Lost: true},
+		AddSlots{Pod: "p1-0", Shard: 1, Slots: orphans[1:], Lost: true},
+	}
+	if p := run(formation, fsm.Upgrading, s); !reflect.DeepEqual(p.Actions, want) {
+		t.Fatalf("got %v, want %v", p.Actions, want)
+	}
+	// While forming, free slots are the first assignment's business, not a loss.
+	if p := run(formation, fsm.Forming, s); len(p.Actions) != 0 {
+		t.Fatalf("forming: %v", p.Actions)
+	}
+}

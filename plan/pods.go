@@ -8,8 +8,8 @@ package plan
 //     there), are all created in one pass.
 //  2. Growth of a formed cluster (replicasPerShard raised, a new shard) is gradual, as the docs
 //     describe replica scaling: one node at a time for the whole cluster, only while no other
-//     node is Joining (syncing from its primary), in the shard with the fewest live pods, then
-//     the first by index, so shards grow evenly.
+//     node is Joining (syncing from its primary; a new shard's empty primary does not count), in
+//     the shard with the fewest live pods, then the first by index, so shards grow evenly.
 //  3. Unless MaxFailedPerShard pods of the current spec already failed on start in that shard:
 //     then the shard is blocked, and the pass with it, until the spec changes (another spec
 //     hash) or the shard is whole again. Never more than MaxFailedPerShard pods of one spec
@@ -83,12 +83,20 @@ func deadRecords(s fsm.Snapshot, shard int) int {
 	return n
 }
 
-// anyJoining reports whether a live node has not completed its join yet.
+// anyJoining reports whether a live node has not completed its join yet. The primary of a new
+// shard does not count: it completes its join only once slots move into it, and slots move in
+// only once its shard has its replicas (reshard rule 3), so waiting for it would stop the shard
+// from ever growing.
 func anyJoining(s fsm.Snapshot) bool {
+	shards := s.ShardPods()
 	for _, p := range s.LivePods() {
-		if p.Lifecycle == string(v1.LifecycleJoining) {
-			return true
+		if p.Lifecycle != string(v1.LifecycleJoining) {
+			continue
 		}
+		if p.Shard >= 0 && p.Shard < s.Shards && freshShard(shards[p.Shard]) {
+			continue
+		}
+		return true
 	}
 	return false
 }

@@ -12,10 +12,15 @@ package plan
 //     keys); IMPORTING on a primary that serves the slot by its own view is closed by assigning
 //     the slot to it (SETSLOT NODE itself); IMPORTING from a live primary that serves the slot is
 //     moved on; any other IMPORTING is closed (STABLE). By slot, then pod, so every pass and a
-//     restarted operator settle the same way. Settling is one disruptive step.
+//     restarted operator settle the same way. Settling is one disruptive step: the first open
+//     slot says whether this pass resumes moves or closes slots, and every open slot settled
+//     that way is in the step (resumed moves up to MaxSlotsPerBatch, once per slot).
 //  3. New moves wait until every live node knows every other (a new shard's nodes were met) and
-//     says cluster_state:ok, no failover is awaited, every shard 0..shards-1 has a reachable
-//     primary, and every shard that would receive slots has its replicas caught up.
+//     says cluster_state:ok, no failover is awaited, and every shard 0..shards-1 has a reachable
+//     primary and all its replicas, attached to it and synced once (Active): a moved key lives
+//     on the target primary alone until it replicates, so a new shard whose replica is not there
+//     yet would lose every key moved into it with its primary. Then every shard that would
+//     receive slots has its replicas caught up (targetsReplicated).
 //  4. Each shard's target is its share of slot.EvenSpread(shards) (0 for a removed shard). Shards
 //     over their target give slots (the highest first) to shards under it, by index, so a
 //     removed shard's slots spread over every remaining shard in proportion to what each lacks.
@@ -28,6 +33,7 @@ import (
 	"fmt"
 	"sort"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -114,21 +120,46 @@ func planSettle(live []fsm.Pod) (Action, bool) {
 		}
 		return opens[i].migrating && !opens[j].migrating
 	})
-	o := opens[0]
-	other, otherLive := primaries[o.other]
-	if o.migrating {
-		if otherLive {
-			return MoveSlots{Moves: []SlotMove{{Slot: o.slot, Source: o.pod.Name, SourceID: o.pod.Node.ID, Target: other.Name, TargetID: other.Node.ID}}, Settle: true}, true
+	// settle is the one way each open slot is settled: a move resumed (move true) or a close.
+	settle := func(o open) (m SlotMove, move bool, c CloseSlot) {
+		other, otherLive := primaries[o.other]
+		if o.migrating {
+			if otherLive {
+				return SlotMove{Slot: o.slot, Source: o.pod.Name, SourceID: o.pod.Node.ID, Target: other.Name, TargetID: other.Node.ID}, true, c
+			}
+			return m, false, CloseSlot{Pod: o.pod.Name, Slot: o.slot}
 		}
-		return CloseSlot{Pod: o.pod.Name, Slot: o.slot}, true
+		if o.pod.Node.MySlots.Contains(o.slot) {
+			return m, false, CloseSlot{Pod: o.pod.Name, Slot: o.slot, Owner: o.pod.Node.ID}
+		}
+		if otherLive && other.Node.MySlots.Contains(o.slot) {
+			return SlotMove{Slot: o.slot, Source: other.Name, SourceID: other.Node.ID, Target: o.pod.Name, TargetID: o.pod.Node.ID}, true, c
+		}
+		return m, false, CloseSlot{Pod: o.pod.Name, Slot: o.slot}
 	}
-	if o.pod.Node.MySlots.Contains(o.slot) {
-		return CloseSlot{Pod: o.pod.Name, Slot: o.slot, Owner: o.pod.Node.ID}, true
+	// The first open slot says which kind this pass settles; every open slot settled the same
+	// way joins the batch (a resumed move once per slot, the first by pod), so a batch of moves
+	// cut short, or a failed-over source whose replica inherited hundreds of MIGRATING slots, is
+	// settled in one step rather than one slot per pass.
+	_, resume, _ := settle(opens[0])
+	var resumes []SlotMove
+	var closes []CloseSlot
+	seen := map[int]bool{}
+	for _, o := range opens {
+		m, move, c := settle(o)
+		switch {
+		case move != resume:
+		case move && !seen[o.slot] && len(resumes) < MaxSlotsPerBatch:
+			seen[o.slot] = true
+			resumes = append(resumes, m)
+		case !move:
+			closes = append(closes, c)
+		}
 	}
-	if otherLive && other.Node.MySlots.Contains(o.slot) {
-		return MoveSlots{Moves: []SlotMove{{Slot: o.slot, Source: other.Name, SourceID: other.Node.ID, Target: o.pod.Name, TargetID: o.pod.Node.ID}}, Settle: true}, true
+	if resume {
+		return MoveSlots{Moves: resumes, Settle: true}, true
 	}
-	return CloseSlot{Pod: o.pod.Name, Slot: o.slot}, true
+	return CloseSlots{Closes: closes}, true
 }
 
 // moveGate applies rule 3.
@@ -147,8 +178,21 @@ func moveGate(s fsm.Snapshot, live []fsm.Pod, byShard map[int][]fsm.Pod) string 
 		return "waiting for a failover"
 	}
 	for shard := range s.Shards {
-		if fsm.ShardPrimary(byShard[shard]) == nil {
+		pods := byShard[shard]
+		primary := fsm.ShardPrimary(pods)
+		if primary == nil {
 			return fmt.Sprintf("waiting for shard %d to have a primary", shard)
+		}
+		// A key moved into a primary is on that one node until it replicates: a shard takes
+		// or gives slots only with all its replicas attached and synced once (Active), so that
+		// losing its primary mid-move loses at most what a crash failover loses anyway.
+		if len(pods) < s.ReplicasPerShard+1 {
+			return fmt.Sprintf("waiting for shard %d to have its %d nodes before moving slots", shard, s.ReplicasPerShard+1)
+		}
+		for _, p := range pods {
+			if p.Name != primary.Name && (p.Node.Primary || p.Node.PrimaryID != primary.Node.ID || p.Lifecycle != string(v1.LifecycleActive)) {
+				return fmt.Sprintf("waiting for shard %d's replica %s to sync before moving slots", shard, p.Name)
+			}
 		}
 	}
 	return ""

@@ -1,9 +1,12 @@
 package plan
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -115,12 +118,12 @@ func TestReshardSettlesOpenSlots(t *testing.T) {
 		t.Fatalf("want the open move resumed, got %+v", m)
 	}
 	s.Pods[0].Node.Migrating = map[int]string{slot0: "id-gone"}
-	if p := run(reshard, fsm.Active, s); len(p.Actions) != 1 || p.Actions[0] != (CloseSlot{Pod: "p0-0", Slot: slot0}) {
+	if p := run(reshard, fsm.Active, s); len(p.Actions) != 1 || !closes(p.Actions[0], CloseSlot{Pod: "p0-0", Slot: slot0}) {
 		t.Fatalf("a move to a node that is gone is closed on the source, got %v", p.Actions)
 	}
 	s.Pods[0].Node.Migrating = nil
 	s.Pods[0].Node.Importing = map[int]string{slot0: "id-p1-0"}
-	if p := run(reshard, fsm.Active, s); len(p.Actions) != 1 || p.Actions[0] != (CloseSlot{Pod: "p0-0", Slot: slot0, Owner: "id-p0-0"}) {
+	if p := run(reshard, fsm.Active, s); len(p.Actions) != 1 || !closes(p.Actions[0], CloseSlot{Pod: "p0-0", Slot: slot0, Owner: "id-p0-0"}) {
 		t.Fatalf("an import on the slot's owner is closed by assigning it, got %v", p.Actions)
 	}
 	s.Pods[0].Node.Importing = nil
@@ -135,14 +138,138 @@ func TestReshardSettlesOpenSlots(t *testing.T) {
 	}
 }
 
+// withNewShardPod adds a running, met pod i of a new shard, an empty primary known to every node,
+// Joining; the second and later pods of a new shard are added the same way, then attached.
+func withNewShardPod(shard, i int) opt {
+	return func(s *fsm.Snapshot) {
+		name := fmt.Sprintf("p%d-%d", shard, i)
+		p := fsm.Pod{Name: name, Shard: shard, Phase: fsm.PodRunning, IP: fmt.Sprintf("10.244.9.%d", i+2), Lifecycle: string(v1.LifecycleJoining),
+			Node: &fsm.Node{Reachable: true, ID: "id-" + name, Primary: true, ClusterStateOK: true, SlotsAssigned: slot.Count, Known: map[string]slot.Set{}}}
+		s.Pods = append(s.Pods, p)
+		for i := range s.Pods {
+			for j := range s.Pods {
+				s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+			}
+		}
+		sortPods(s.Pods)
+	}
+}
+
+// A new shard of a 3×1 cluster grows its replica while its primary is still empty (and so still
+// Joining), the replica is attached to it, and slots move in only once that replica synced: the
+// keys moved into the new primary then have a second copy. Before, the replica was created only
+// once the primary served slots, so a primary killed mid-move lost every key moved into it
+// (TestReshardDestinationKilled: "shard lost every copy of its data").
+func TestReshardNewShardGetsItsReplicaFirst(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 3, 1, formed)
+	s.Shards = 4
+	withNewShardPod(3, 0)(&s)
+	// The pods planner grows the new shard although its primary is Joining.
+	if p := run(pods, fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != (CreatePod{Shard: 3}) {
+		t.Fatalf("want the new shard's replica created, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moved slots into a shard without its replica: %v", p.Actions)
+	}
+	// Its second pod, met, is attached to the empty primary (the first by name).
+	withNewShardPod(3, 1)(&s)
+	p := run(formation, fsm.Upgrading, s)
+	if len(p.Actions) != 1 || p.Actions[0] != (Replicate{Pod: "p3-1", PrimaryID: "id-p3-0"}) {
+		t.Fatalf("want p3-1 attached to p3-0, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moved slots into a shard whose replica is not attached: %v", p.Actions)
+	}
+	// Attached but still syncing (Joining): still no move.
+	withPod("p3-1", func(p *fsm.Pod) { p.Node.Primary, p.Node.PrimaryID = false, "id-p3-0" })(&s)
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moved slots into a shard whose replica has not synced: %v", p.Actions)
+	}
+	// Synced: the slots move.
+	withPod("p3-1", func(p *fsm.Pod) {
+		p.Node.LinkUp, p.Node.ReplOffset, p.Lifecycle = true, 1000, string(v1.LifecycleActive)
+	})(&s)
+	for _, mv := range moves(t, run(reshard, fsm.Upgrading, s)).Moves {
+		if mv.Target != "p3-0" {
+			t.Fatalf("move to %s, want the new shard's primary", mv.Target)
+		}
+	}
+	// A replica of another shard being replaced (Joining, syncing) holds new moves back too.
+	withLifecycle("p0-1", v1.LifecycleJoining)(&s)
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
+		t.Fatalf("moved slots while shard 0's replica syncs: %v", p.Actions)
+	}
+}
+
+// A replica that still follows its lost primary may hold the shard's data: the shard is not
+// fresh, and the replica is never attached to an empty replacement.
+func TestReplicaOfLostPrimaryIsNotAttachedToAnEmptyNode(t *testing.T) {
+	s := newSnapshot(fsm.Active, 2, 1, formed, withFailed("p0-0"))
+	s.Pods = append(s.Pods, fsm.Pod{Name: "p0-2", Shard: 0, Phase: fsm.PodRunning, IP: "10.244.0.9", Lifecycle: string(v1.LifecycleJoining),
+		Node: &fsm.Node{Reachable: true, ID: "id-p0-2", Primary: true, ClusterStateOK: true, SlotsAssigned: slot.Count, Known: map[string]slot.Set{}}})
+	for _, a := range run(formation, fsm.Active, s).Actions {
+		if r, ok := a.(Replicate); ok && r.Pod == "p0-1" {
+			t.Fatalf("the lost primary's replica attached to an empty node: %v", a)
+		}
+	}
+}
+
+// closes reports whether a is a CloseSlots of exactly want.
+func closes(a Action, want ...CloseSlot) bool {
+	c, ok := a.(CloseSlots)
+	return ok && slices.Equal(c.Closes, want)
+}
+
+// An interrupted batch leaves many slots open: they are settled in one step, not one per pass
+// (TestReshardSourceKilled: the promoted replica of a killed source reported 340 slots MIGRATING,
+// resumed one per pass, about a second each). Moves resumed first (the lowest open slot says
+// which kind), once per slot; the closes in the next pass.
+func TestReshardSettlesOpenSlotsInOneStep(t *testing.T) {
+	s := newSnapshot(fsm.Active, 2, 0, formed)
+	end := slot.EvenSpread(2)[0].End
+	s.Pods[0].Node.Migrating = map[int]string{end - 2: "id-p1-0", end - 1: "id-p1-0", end: "id-gone"}
+	s.Pods[1].Node.Importing = map[int]string{end - 2: "id-p0-0", end - 1: "id-p0-0"}
+	m := moves(t, run(reshard, fsm.Active, s))
+	if !m.Settle || len(m.Moves) != 2 || m.Moves[0].Slot != end-2 || m.Moves[1].Slot != end-1 {
+		t.Fatalf("want both open moves resumed in one step, once each, got %+v", m)
+	}
+	s.Pods[0].Node.Migrating = map[int]string{end - 1: "id-gone", end: "id-gone"}
+	s.Pods[1].Node.Importing = nil
+	if p := run(reshard, fsm.Active, s); len(p.Actions) != 1 || !closes(p.Actions[0], CloseSlot{Pod: "p0-0", Slot: end - 1}, CloseSlot{Pod: "p0-0", Slot: end}) {
+		t.Fatalf("want both moves to a gone node closed in one step, got %v", p.Actions)
+	}
+}
+
+// With two replicas per shard, the new shard's second replica is created while the first one is
+// attached to the still empty primary: that primary's Joining must not hold growth back, or no
+// slot would ever move in (moves wait for every replica).
+func TestNewShardGrowsToTwoReplicas(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 2, 2, formed)
+	s.Shards = 3
+	withNewShardPod(2, 0)(&s)
+	withNewShardPod(2, 1)(&s)
+	withPod("p2-1", func(p *fsm.Pod) {
+		p.Node.Primary, p.Node.PrimaryID, p.Node.LinkUp, p.Lifecycle = false, "id-p2-0", true, string(v1.LifecycleActive)
+	})(&s)
+	if p := run(pods, fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != (CreatePod{Shard: 2}) {
+		t.Fatalf("want the new shard's second replica created, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	withNewShardPod(2, 2)(&s)
+	p := run(formation, fsm.Upgrading, s)
+	if len(p.Actions) != 1 || p.Actions[0] != (Replicate{Pod: "p2-2", PrimaryID: "id-p2-0"}) {
+		t.Fatalf("want p2-2 attached to p2-0, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+}
+
 // Scale out 3×1 → 4×1: no slot moves into the new shard until its replica has caught up; then
 // they do.
 func TestReshardWaitsForTargetReplicas(t *testing.T) {
 	s := newSnapshot(fsm.Upgrading, 3, 1, formed)
 	s.Shards = 4
 	withNewShard(3)(&s)
-	p := run(reshard, fsm.Upgrading, s)
-	if len(p.Actions) != 0 || !strings.Contains(p.Waiting, "caught-up replicas") {
+	// The move gate (every shard has all its replicas, Active) holds first, silently: later
+	// planners (cleanup) still run.
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
 		t.Fatalf("moves into a shard without its replica: %v (waiting %q)", p.Actions, p.Waiting)
 	}
 	replica := fsm.Pod{Name: "p3-1", Shard: 3, Phase: fsm.PodRunning, IP: "10.244.9.10", Lifecycle: "Joining",
@@ -162,6 +289,14 @@ func TestReshardWaitsForTargetReplicas(t *testing.T) {
 			s.Pods[i].Node.LinkUp, s.Pods[i].Node.ReplOffset = true, 100
 		}
 	}
+	// Synced once (Active, as completeJoins marks it with its link up) but not caught up: the
+	// target gate waits, and says why.
+	withLifecycle("p3-1", v1.LifecycleActive)(&s)
+	withPod("p3-0", func(p *fsm.Pod) { p.Node.ReplOffset = 100 + 2<<20 })(&s)
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 || !strings.Contains(p.Waiting, "caught-up replicas") {
+		t.Fatalf("moves into a shard whose replica is behind: %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	withPod("p3-0", func(p *fsm.Pod) { p.Node.ReplOffset = 100 })(&s)
 	m := moves(t, run(reshard, fsm.Upgrading, s))
 	if m.Moves[0].Target != "p3-0" {
 		t.Fatalf("want moves into p3-0, got %+v", m.Moves[0])

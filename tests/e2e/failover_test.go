@@ -556,7 +556,9 @@ func writerOptions(t testing.TB, vc *v1.ValkeyCluster, prefix string) harness.Wr
 // does not answer. Unreplicated losses are logged, not failures.
 func finishWriter(t testing.TB, w *harness.Writer, vc *v1.ValkeyCluster, opts harness.WriterOptions) harness.Report {
 	t.Helper()
-	r, err := w.Report(context.Background(), writerOptions(t, vc, opts.Prefix))
+	read := writerOptions(t, vc, opts.Prefix)
+	read.Username, read.Password = opts.Username, opts.Password // the writer's user reads back
+	r, err := w.Report(context.Background(), read)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,12 +11,17 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/tests/harness"
 	"github.com/gomomento/valkey-operator/tests/localcluster"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
 // reshardKeys is how many keys are seeded before resharding (the issue asks for 200 k).
 const reshardKeys = 200_000
+
+// faultKeys is how many keys the fault tests seed: enough that every slot move carries keys, few
+// enough to keep `make test` short (the 200 k figure is TestReshardValkey8's).
+const faultKeys = 50_000
 
 // TestReshardValkey8: a 3×1 cluster on Valkey 8.0.1 with 200 k keys and the 16-slot writer goes
 // 3 → 4 → 2 → 3 shards. After each step: Active and Ready, Valkey serves every slot once, every
@@ -35,7 +41,7 @@ func reshardScenario(t *testing.T, ns, version string) {
 	vc := newCluster(ns, "vc", ns+"-config", withShards(3), withReplicas(1))
 	create(t, vc)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
-	seeded := seedKeys(t, vc, reshardKeys)
+	seeded := seedKeys(t, vc, reshardKeys, openUser)
 	w, opts := startWriter(t, vc)
 	for _, n := range []int{4, 2, 3} {
 		start := time.Now()
@@ -43,23 +49,29 @@ func reshardScenario(t *testing.T, ns, version string) {
 		waitScaled(t, vc, n, 1, rollTimeout)
 		t.Logf("%s: %d shards in %s", version, n, time.Since(start).Round(100*time.Millisecond))
 		checkEvenSpread(t, vc, n)
-		checkSeeded(t, vc, seeded)
+		checkSeeded(t, vc, seeded, openUser)
 	}
 	r := finishWriter(t, w, vc, opts)
 	if r.LostUnreplicated > 0 {
 		t.Errorf("%d acknowledged keys lost: slot moves lose none", r.LostUnreplicated)
 	}
-	reportRefusals(t, r)
+	reportMoveRefusals(t, r)
 	if n := countLines(t, logging.MsgMovingSlots, ns, ""); n == 0 {
 		t.Errorf("no %q line", logging.MsgMovingSlots)
 	}
 }
 
-// seedKeys writes n keys of 100 bytes through a cluster client, pipelined, and returns the
+// dataUser is who a test's data client authenticates as: openUser is the default user, open
+// while the cluster binds no user (spec.acl empty).
+type dataUser struct{ name, password string }
+
+var openUser = dataUser{}
+
+// seedKeys writes n keys of 100 bytes through a cluster client as u, pipelined, and returns the
 // number written (key i is seed:<i>, its value derived from i).
-func seedKeys(t *testing.T, vc *v1.ValkeyCluster, n int) int {
+func seedKeys(t *testing.T, vc *v1.ValkeyCluster, n int, u dataUser) int {
 	t.Helper()
-	c := clusterClient(t, vc)
+	c := clusterClient(t, vc, u)
 	defer c.Close()
 	ctx := context.Background()
 	start := time.Now()
@@ -81,10 +93,10 @@ func seedKeys(t *testing.T, vc *v1.ValkeyCluster, n int) int {
 func seedKey(i int) string   { return fmt.Sprintf("seed:%d", i) }
 func seedValue(i int) string { return fmt.Sprintf("%0100d", i) }
 
-// checkSeeded reads back every seeded key.
-func checkSeeded(t *testing.T, vc *v1.ValkeyCluster, n int) {
+// checkSeeded reads back every seeded key as u.
+func checkSeeded(t *testing.T, vc *v1.ValkeyCluster, n int, u dataUser) {
 	t.Helper()
-	c := clusterClient(t, vc)
+	c := clusterClient(t, vc, u)
 	defer c.Close()
 	ctx := context.Background()
 	bad := 0
@@ -107,13 +119,13 @@ func checkSeeded(t *testing.T, vc *v1.ValkeyCluster, n int) {
 	}
 }
 
-func clusterClient(t *testing.T, vc *v1.ValkeyCluster) valkeygo.Client {
+func clusterClient(t *testing.T, vc *v1.ValkeyCluster, u dataUser) valkeygo.Client {
 	t.Helper()
 	var addrs []string
 	for _, p := range clusterPods(t, vc) {
 		addrs = append(addrs, addr(p))
 	}
-	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: addrs, DisableCache: true})
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: addrs, Username: u.name, Password: u.password, DisableCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +169,7 @@ func TestOpenSlotIsSettled(t *testing.T) {
 	ns := "open-slot"
 	vc := activeCluster(t, ns, 2, 1)
 	waitReady(t, vc, 2, 1, nil, formTimeout)
-	seeded := seedKeys(t, vc, 2000)
+	seeded := seedKeys(t, vc, 2000, openUser)
 	creds := operatorCreds(t, vc)
 	var src, dst *valkey.Client
 	var srcID, dstID string
@@ -212,7 +224,7 @@ func TestOpenSlotIsSettled(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	waitReady(t, vc, 2, 1, nil, time.Minute)
-	checkSeeded(t, vc, seeded)
+	checkSeeded(t, vc, seeded, openUser)
 	if countLines(t, logging.MsgMovingSlots, ns, "") == 0 && countLines(t, logging.MsgClosingSlot, ns, "") == 0 {
 		t.Errorf("the slot was settled without a %q or %q line", logging.MsgMovingSlots, logging.MsgClosingSlot)
 	}
@@ -225,7 +237,7 @@ func TestOperatorKilledMidMove(t *testing.T) {
 	ns := "reshard-kill"
 	vc := activeCluster(t, ns, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
-	seeded := seedKeys(t, vc, 50_000)
+	seeded := seedKeys(t, vc, faultKeys, openUser)
 	w, opts := startWriter(t, vc)
 	before := countLines(t, logging.MsgMovingSlots, ns, "")
 	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
@@ -242,10 +254,168 @@ func TestOperatorKilledMidMove(t *testing.T) {
 	}
 	waitScaled(t, vc, 4, 1, rollTimeout)
 	checkEvenSpread(t, vc, 4)
-	checkSeeded(t, vc, seeded)
+	checkSeeded(t, vc, seeded, openUser)
 	r := finishWriter(t, w, vc, opts)
 	if r.LostUnreplicated > 0 {
 		t.Errorf("%d acknowledged keys lost", r.LostUnreplicated)
 	}
-	reportRefusals(t, r)
+	reportMoveRefusals(t, r)
+}
+
+// TestReshardDestinationKilled: 3 → 4 shards under the writer, and the process of the new shard's
+// primary, the destination of every move, is SIGKILLed while it imports a slot. It converges:
+// Active and Ready with four shards, every slot served once, spread even, every seeded key read
+// back. Losses Valkey allows in a crash failover are the writes the dead primary acknowledged
+// alone (replication is asynchronous: the writer's WAIT 1 timed out, or did not run because the
+// write was redirected with ASK); they are counted and logged apart (LostUnreplicated). A write a
+// replica acknowledged (LostReplicated) must survive, and every slot must take writes again.
+func TestReshardDestinationKilled(t *testing.T) { reshardPrimaryKilled(t, "reshard-kill-dst", 3) }
+
+// TestReshardSourceKilled: the same, killing the primary of shard 0, one of the three sources
+// that give slots to the new shard.
+func TestReshardSourceKilled(t *testing.T) { reshardPrimaryKilled(t, "reshard-kill-src", 0) }
+
+func reshardPrimaryKilled(t *testing.T, ns string, shard int) {
+	vc := activeCluster(t, ns, 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	seeded := seedKeys(t, vc, faultKeys, openUser)
+	w, opts := startWriter(t, vc)
+	before := countLines(t, logging.MsgMovingSlots, ns, "")
+	start := time.Now()
+	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
+	waitLine(t, logging.MsgMovingSlots, ns, before, 3*time.Minute)
+	victim, open := waitShardPrimaryOpen(t, vc, shard, 10*time.Second)
+	if err := cluster.Kubelet.KillPod(ns, victim); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed %s, shard %d's primary, %s after the edit, %s", victim, shard, time.Since(start).Round(100*time.Millisecond), open)
+	waitScaled(t, vc, 4, 1, rollTimeout)
+	t.Logf("4 shards, Active and Ready, %s after the edit", time.Since(start).Round(100*time.Millisecond))
+	checkEvenSpread(t, vc, 4)
+	checkSeeded(t, vc, seeded, openUser)
+	if err := w.WaitAcked(20, time.Minute); err != nil {
+		t.Error(err)
+	}
+	// finishWriter fails on a lost replicated key or a key that cannot be read, and logs the
+	// unreplicated losses. Refusals are logged, not asserted: the dead primary's slots refuse
+	// writes until its replica is promoted, a latency the benchmarks measure.
+	r := finishWriter(t, w, vc, opts)
+	longest, slot := r.LongestRefusal()
+	t.Logf("lost: %d replicated, %d unreplicated (allowed: a crash failover); longest refusal %s (slot %d)",
+		r.LostReplicated, r.LostUnreplicated, longest.Round(time.Millisecond), slot)
+}
+
+// TestScaleInReverted: a 4×1 cluster whose spec.acl binds a user, so that the default user is
+// off, goes 4 → 2 shards under the writer (authenticated as that user), and is raised to 3 while
+// the drain still moves slots. It converges to 3 shards: Active and Ready, spread even, every
+// seeded and acknowledged key read back. No node fails, so no loss is allowed.
+func TestScaleInReverted(t *testing.T) {
+	ns := "reshard-revert"
+	setupNamespace(t, ns)
+	rw := role(ns+"-rw", []string{"read", "write"}, v1.CommandRule{Name: "wait", Access: v1.RuleAllow})
+	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"), rw)
+	app := dataUser{"app", "app-password"}
+	vc := newCluster(ns, "vc", ns+"-config", withShards(4), withReplicas(1))
+	vc.Spec.ACL = []v1.ACLBinding{bind(app.name, []string{app.password}, permit(rw.Name, "*", v1.KeyAccessReadWrite))}
+	create(t, vc)
+	waitReady(t, vc, 4, 1, nil, formTimeout)
+	if _, err := nodeDo(clusterPods(t, vc)[0], "", "", "PING"); !noauth("", err) {
+		t.Fatalf("the default user answers PING (%v): it should be off while a user is bound", err)
+	}
+	seeded := seedKeys(t, vc, faultKeys, app)
+	opts := writerOptions(t, vc, ns+":")
+	opts.Username, opts.Password = app.name, app.password
+	w, err := harness.StartWriter(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	if err := w.WaitAcked(20, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	before := countLines(t, logging.MsgMovingSlots, ns, "")
+	start := time.Now()
+	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 2 })
+	waitLine(t, logging.MsgMovingSlots, ns, before, 3*time.Minute)
+	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 3 })
+	t.Logf("shards raised to 3 %s after lowering them to 2", time.Since(start).Round(100*time.Millisecond))
+	waitScaled(t, vc, 3, 1, rollTimeout)
+	t.Logf("3 shards, Active and Ready, %s after the first edit", time.Since(start).Round(100*time.Millisecond))
+	checkEvenSpread(t, vc, 3)
+	checkSeeded(t, vc, seeded, app)
+	r := finishWriter(t, w, vc, opts)
+	if r.LostUnreplicated > 0 {
+		t.Errorf("%d acknowledged keys lost: slot moves lose none", r.LostUnreplicated)
+	}
+	reportMoveRefusals(t, r)
+}
+
+// reportMoveRefusals logs, per slot whose writes failed, how many and for how long, and fails the
+// test on a slot whose writes Valkey or the connection refused for a second or more. A write
+// that got no reply within the writer's 1 s is latency, not a refusal, and latency is `make
+// bench`'s to measure. Measured on the shared 2-core machine at load 17: a draining source serving
+// 48 slot moves at once left up to four writes in a row unanswered on its slots
+// (TestScaleInReverted), and every slot of every shard once went 1.8 s without a reply at the same
+// instant, two writes in a row on some (TestReshardValkey8): the host, not a refusal.
+func reportMoveRefusals(t *testing.T, r harness.Report) {
+	t.Helper()
+	for _, s := range r.Slots {
+		if s.Failures == 0 {
+			continue
+		}
+		t.Logf("slot %d: %d writes failed (%d unanswered within 1 s), longest refusal %s (last error: %s)",
+			s.Slot, s.Failures, s.Unanswered, s.LongestRefusal.Round(time.Millisecond), s.LastError)
+		if s.Failures > s.Unanswered && s.LongestRefusal >= time.Second {
+			t.Errorf("slot %d refused writes for %s while slots moved", s.Slot, s.LongestRefusal.Round(time.Millisecond))
+		}
+	}
+}
+
+// waitLine waits until the operator logged message for namespace ns more than before times.
+func waitLine(t *testing.T, message, ns string, before int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for countLines(t, message, ns, "") <= before {
+		if time.Now().After(deadline) {
+			t.Fatalf("no new %q line within %s", message, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitShardPrimaryOpen finds the primary of shard (by Valkey's own view) and waits, up to
+// timeout, until it reports a slot open (migrating or importing): the middle of a move. It
+// returns the pod and what it saw, for the log; the caller acts at once either way.
+func waitShardPrimaryOpen(t *testing.T, vc *v1.ValkeyCluster, shard int, timeout time.Duration) (pod, seen string) {
+	t.Helper()
+	creds := operatorCreds(t, vc)
+	var c *valkey.Client
+	for _, p := range clusterPods(t, vc) {
+		if p.Labels[v1.LabelShard] != strconv.Itoa(shard) {
+			continue
+		}
+		cl, err := valkey.NewClient(addr(p), creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := cl.ClusterNodes(context.Background())
+		if me, ok := valkey.Myself(entries); err == nil && ok && me.Role == valkey.RolePrimary {
+			pod, c = p.Name, cl
+			break
+		}
+		cl.Close()
+	}
+	if c == nil {
+		t.Fatalf("shard %d has no primary", shard)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		entries, err := c.ClusterNodes(context.Background())
+		if me, ok := valkey.Myself(entries); err == nil && ok && len(me.Migrating)+len(me.Importing) > 0 {
+			return pod, fmt.Sprintf("while it had %d slots migrating and %d importing (serving %d)", len(me.Migrating), len(me.Importing), me.Slots.Count())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return pod, fmt.Sprintf("between batches: no open slot seen within %s", timeout)
 }
