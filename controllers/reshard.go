@@ -33,8 +33,9 @@ const (
 
 // moveSlots runs a batch of slot moves: the (source, target) pairs concurrently, each pair's
 // slots one after the other. A slot is opened only while the pass has more than moveReserve
-// left and no move of the batch failed; one cut short stays open and the next pass settles it. node gives a node's client by
-// pod; ipOf its IP; primaries are every live primary's pod, told the new owner of each slot.
+// left and no move of the batch failed; one cut short stays open and the next pass settles it.
+// node gives a node's client by pod; ipOf its IP; primaries are every live primary's pod, told
+// the new owner of each slot.
 func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.Client, error), mig *migrators, ipOf func(string) string, primaries []string, a plan.MoveSlots) error {
 	defer mig.close()
 	byPair := map[[2]string][]plan.SlotMove{}
