@@ -174,6 +174,20 @@ func mergeBindings(config, cluster []v1.ACLBinding) ([]v1.ACLBinding, error) {
 		if seen[b.Username] {
 			return nil, &SpecProblem{Reason: fmt.Sprintf("duplicate username %q in merged ACL bindings", b.Username)}
 		}
+		// Admission refuses these; objects stored before it did are refused here, since a
+		// parenthesis would end a selector early and move the rules after it into the root rule.
+		for _, p := range b.Permissions {
+			for _, k := range p.Keys {
+				if strings.ContainsAny(k.Pattern, "()") {
+					return nil, &SpecProblem{Reason: fmt.Sprintf("user %q: key pattern %q contains ( or ), which Valkey's ACL syntax reads as the bounds of a selector", b.Username, k.Pattern)}
+				}
+			}
+			for _, ch := range p.Channels {
+				if strings.ContainsAny(ch, "()") {
+					return nil, &SpecProblem{Reason: fmt.Sprintf("user %q: channel pattern %q contains ( or ), which Valkey's ACL syntax reads as the bounds of a selector", b.Username, ch)}
+				}
+			}
+		}
 		seen[b.Username] = true
 		out = append(out, b)
 	}

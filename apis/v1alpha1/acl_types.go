@@ -46,6 +46,7 @@ type ACLPermission struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=128
 	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r"""^[^\s"'\pC]+$""")`,message="channel patterns must be non-empty and contain no spaces, quotes or control characters; write them without the & prefix, like orders:*"
+	// +kubebuilder:validation:items:XValidation:rule=`!self.startsWith('&') && !self.contains('(') && !self.contains(')')`,message="channel patterns must not start with & (the operator writes it) nor contain ( or ): Valkey's ACL syntax reads those as the bounds of a selector, which would change other permissions"
 	Channels []string `json:"channels,omitempty"`
 }
 
@@ -55,6 +56,7 @@ type KeyPattern struct {
 	// operator writes the prefix that matches access). At most 256 characters.
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule=`self.matches(r"""^[^\s"'\pC]+$""")`,message="key patterns must be non-empty and contain no spaces, quotes or control characters; write them without the ~ prefix, like myapp:*"
+	// +kubebuilder:validation:XValidation:rule=`!self.startsWith('~') && !self.startsWith('%') && !self.contains('(') && !self.contains(')')`,message="key patterns must not start with ~ or % (the operator writes the prefix that matches access) nor contain ( or ): Valkey's ACL syntax reads those as the bounds of a selector, which would change other permissions"
 	Pattern string `json:"pattern"`
 
 	// access is read, write or readwrite (the default).

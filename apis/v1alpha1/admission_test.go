@@ -465,6 +465,20 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 `),
 			wantErr: "channel patterns must be non-empty and contain no spaces, quotes or control characters"},
 
+		{name: "key pattern closing a selector", manifest: clusterWithUser("app-user", "<hash>", `        - roleRef: read-write
+          keys: [{pattern: "cache(*)"}]
+`),
+			wantErr: "key patterns must not start with ~ or % (the operator writes the prefix that matches access) nor contain ( or )"},
+		{name: "key pattern with its ~", manifest: clusterWithUser("app-user", "<hash>", `        - roleRef: read-write
+          keys: [{pattern: "~*"}]
+`),
+			wantErr: "key patterns must not start with ~ or %"},
+		{name: "channel pattern closing a selector", manifest: clusterWithUser("app-user", "<hash>", `        - roleRef: read-write
+          keys: []
+          channels: ["news)"]
+`),
+			wantErr: "channel patterns must not start with & (the operator writes it) nor contain ( or )"},
+
 		// Placement.
 		{name: "unknown zoneSpread", manifest: cluster("  placement:\n    zoneSpread: strict\n"),
 			wantErr: `Unsupported value: "strict": supported values: "bestEffort", "required"`},
@@ -516,6 +530,8 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 			wantErr: `Unsupported value: "permit": supported values: "allow", "deny"`},
 		{name: "category with @", manifest: role("  categories:\n    - name: \"@read\"\n      access: allow\n"),
 			wantErr: "category name must be a Valkey ACL category without the @"},
+		{name: "unknown category", manifest: role("  categories:\n    - name: nosuch\n      access: allow\n"),
+			wantErr: "category name must be one of Valkey's ACL categories"},
 		{name: "command with a subcommand in its name", manifest: role("  commands:\n    - name: cluster|info\n      access: allow\n"),
 			wantErr: "for cluster|info write name: cluster and subcommand: info"},
 		{name: "subcommand with a space", manifest: role("  commands:\n    - name: config\n      subcommand: get all\n      access: deny\n"),

@@ -25,6 +25,7 @@ type CategoryRule struct {
 	// name is the category without the '@', such as read, write, admin or dangerous.
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z][a-zA-Z0-9_-]*$')",message="category name must be a Valkey ACL category without the @, like read or dangerous"
+	// +kubebuilder:validation:XValidation:rule="self in ['all', 'keyspace', 'read', 'write', 'set', 'sortedset', 'list', 'hash', 'string', 'bitmap', 'hyperloglog', 'geo', 'stream', 'pubsub', 'admin', 'fast', 'slow', 'blocking', 'dangerous', 'connection', 'transaction', 'scripting']",message="category name must be one of Valkey's ACL categories (ACL CAT, the same on 8.0 and 9.1), in lowercase: all, keyspace, read, write, set, sortedset, list, hash, string, bitmap, hyperloglog, geo, stream, pubsub, admin, fast, slow, blocking, dangerous, connection, transaction, scripting; an unknown one would make every node refuse the ACL file and new pods fail to start"
 	Name string `json:"name"`
 
 	// access is allow or deny.
