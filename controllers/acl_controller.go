@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -38,8 +39,9 @@ import (
 //     loaded again every second, then every 5 s (next), until it matches; a node that now
 //     enforces the file and did not before says so (`ACL applied`).
 //  3. A node that fails (unreachable, or the file refused: an unknown command in a role, say)
-//     is logged at WARN, `ACL LOAD failed, will retry next tick`, with its pod; the others go
-//     on, and it is tried again on the tick.
+//     is logged at WARN, `ACL LOAD failed, will retry next tick`, with its pod (once per tick
+//     and error); the others go on, and it is tried again with the catch-up delay of rule 2, so
+//     a fixed file reaches it as soon as its volume has it.
 //  4. A pass runs on the 30 s tick (`ACL reconcile tick`), and at once when the Secret changes
 //     (a binding, role or config edit, through the cluster controller) or a pod does.
 //
@@ -67,9 +69,32 @@ type ACLReconciler struct {
 	conns valkey.Pool
 
 	mu sync.Mutex
+	// warned is, per cluster and pod, the last failure said at WARN and when (warnDue).
+	warned map[string]warning
 	// behind counts, per cluster, the passes since a node last loaded a stale file for the
 	// same desired file: after aclCatchUpFastTries of them the delay grows (next).
 	behind map[string]catchUp
+}
+
+type warning struct {
+	err string
+	at  time.Time
+}
+
+// warnDue reports whether a failure of node key (cluster/pod) should be said at WARN: the first,
+// one with another error, or the same one a tick after it was last said.
+func (r *ACLReconciler) warnDue(key, err string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.warned == nil {
+		r.warned = map[string]warning{}
+	}
+	w, ok := r.warned[key]
+	if ok && w.err == err && now.Sub(w.at) < TickInterval {
+		return false
+	}
+	r.warned[key] = warning{err: err, at: now}
+	return true
 }
 
 type catchUp struct {
@@ -152,6 +177,13 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			behind = true
 			log.Debug(logging.MsgACLNodeStarting, logging.Pod(n.pod))
 		case n.err != nil:
+			// Tried again soon, like a node whose file lags: the Secret may already hold a fixed
+			// file that the volume has not caught up with (a 9.x node waited for the tick, 30 s,
+			// after a bad file was fixed). The WARN is said once per tick per node and error.
+			behind = true
+			if !r.warnDue(req.String()+"/"+n.pod, n.err.Error(), time.Now()) {
+				continue
+			}
 			log.Warn(logging.MsgACLLoadFailed, logging.Pod(n.pod), zap.String(logging.FieldError, scrubHashes(n.err.Error())))
 		case n.changed:
 			log.Info(logging.MsgACLApplied, logging.Pod(n.pod))
@@ -160,7 +192,23 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			log.Debug(logging.MsgACLFileBehind, logging.Pod(n.pod))
 		}
 	}
+	r.forgetWarnings(req.String(), list.Items)
 	return ctrl.Result{RequeueAfter: r.next(req.String(), file, behind)}, nil
+}
+
+// forgetWarnings drops what warnDue remembers of cluster's pods that no longer exist.
+func (r *ACLReconciler) forgetWarnings(cluster string, pods []corev1.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	live := map[string]bool{}
+	for _, p := range pods {
+		live[cluster+"/"+p.Name] = true
+	}
+	for k := range r.warned {
+		if strings.HasPrefix(k, cluster+"/") && !live[k] {
+			delete(r.warned, k)
+		}
+	}
 }
 
 // desired reads the cluster's ACL file and the operator's credentials from the cache. ok is
@@ -264,25 +312,33 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 // reset <rules> for every user whose rules differ from what the node has (the operator's own
 // last), then ACL DELUSER for every user the file does not name. It applies what the operator
 // rendered, not the node's mounted file, so there is no file to catch up with.
+//
+// A user the node refuses (an unknown command in a role, say) does not stop the others: stopping
+// there left the default user open behind a half-applied file (found by a break test). The
+// refused ones are returned together.
 func setUsers(ctx context.Context, c *valkey.Client, file string, current []string) error {
 	have := normalizeACL(strings.Join(current, "\n"))
 	want := normalizeACL(file)
+	var errs []error
 	for _, l := range aclLines(file) {
 		if rules, ok := have[l.name]; ok && rules == want[l.name] {
 			continue
 		}
 		if err := c.ACLSetUser(ctx, l.name, append([]string{"reset"}, l.rules...)); err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			errs = append(errs, err)
 		}
 	}
 	for name := range have {
 		if _, ok := want[name]; !ok && name != "default" {
 			if err := c.ACLDelUser(ctx, name); err != nil {
-				return err
+				errs = append(errs, err)
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // next is the delay before the next pass: the tick, or while a node's file is behind, the

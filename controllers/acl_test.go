@@ -337,3 +337,44 @@ func TestWithSetUsers(t *testing.T) {
 		t.Errorf("replication user changed: %q, was %q", a, b)
 	}
 }
+
+// TestMergeBindingsRefusesSelectorBounds: a pattern with ( or ) (stored before admission
+// refused it) is a spec problem, never rendered: it would move later rules into the root rule.
+func TestMergeBindingsRefusesSelectorBounds(t *testing.T) {
+	b := v1.ACLBinding{Username: "w", Permissions: []v1.ACLPermission{
+		{RoleRef: "all", Keys: []v1.KeyPattern{{Pattern: "scratch:*"}}},
+		{RoleRef: "read", Keys: []v1.KeyPattern{{Pattern: "cache(*)"}}},
+	}}
+	_, err := mergeBindings(nil, []v1.ACLBinding{b})
+	var sp *SpecProblem
+	if !errors.As(err, &sp) || !strings.Contains(sp.Reason, `key pattern "cache(*)" contains ( or )`) {
+		t.Fatalf("got %v", err)
+	}
+	b.Permissions[1] = v1.ACLPermission{RoleRef: "read", Keys: []v1.KeyPattern{{Pattern: "c:*"}}, Channels: []string{"news)"}}
+	if _, err := mergeBindings([]v1.ACLBinding{b}, nil); !errors.As(err, &sp) || !strings.Contains(sp.Reason, "channel pattern") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestACLWarnOncePerTick: the same failure of a node is said at WARN once per tick; another
+// error, or the same one a tick later, is said again; a gone pod is forgotten.
+func TestACLWarnOncePerTick(t *testing.T) {
+	var r ACLReconciler
+	t0 := time.Now()
+	for i, c := range []struct {
+		err  string
+		at   time.Duration
+		want bool
+	}{
+		{"refused", 0, true}, {"refused", time.Second, false}, {"unknown command", 2 * time.Second, true},
+		{"unknown command", 3 * time.Second, false}, {"unknown command", 2*time.Second + TickInterval, true},
+	} {
+		if got := r.warnDue("ns/vc/p", c.err, t0.Add(c.at)); got != c.want {
+			t.Fatalf("case %d (%s at %s): warn %v, want %v", i, c.err, c.at, got, c.want)
+		}
+	}
+	r.forgetWarnings("ns/vc", nil)
+	if !r.warnDue("ns/vc/p", "unknown command", t0.Add(3*time.Second+TickInterval)) {
+		t.Fatal("a forgotten pod's failure was not said again")
+	}
+}
