@@ -122,11 +122,13 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.conns.Forget(req.String())
+			r.forgetWarnings(req.String(), nil)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if vc.DeletionTimestamp != nil {
 		r.conns.Forget(req.String())
+		r.forgetWarnings(req.String(), nil)
 		return ctrl.Result{}, nil
 	}
 	if r.ticks.due(req.String(), time.Now()) {
