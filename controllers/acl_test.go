@@ -378,3 +378,20 @@ func TestACLWarnOncePerTick(t *testing.T) {
 		t.Fatal("a forgotten pod's failure was not said again")
 	}
 }
+
+// TestCheckCommands: a role naming a command Valkey lacks is a spec problem (a node would refuse
+// the file, a new node abort at start); real commands and subcommands, in any case, pass.
+func TestCheckCommands(t *testing.T) {
+	ok := v1.ValkeyRoleSpec{Commands: []v1.CommandRule{{Name: "GET"}, {Name: "cluster", Subcommand: "info"}, {Name: "hgetdel"}, {Name: "flushall"}}}
+	if err := checkCommands("ok", ok); err != nil {
+		t.Fatal(err)
+	}
+	var sp *SpecProblem
+	err := checkCommands("bad", v1.ValkeyRoleSpec{Commands: []v1.CommandRule{{Name: "get"}, {Name: "nosuchcmd"}}})
+	if !errors.As(err, &sp) || sp.Reason != `ValkeyRole "bad": unknown command "nosuchcmd" (neither Valkey 8.0 nor 9.1 has it)` {
+		t.Fatalf("got %v", err)
+	}
+	if err := checkCommands("bad", v1.ValkeyRoleSpec{Commands: []v1.CommandRule{{Name: "cluster", Subcommand: "nosuch"}}}); !errors.As(err, &sp) {
+		t.Fatalf("unknown subcommand: got %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"maps"
 	"strings"
@@ -137,8 +138,43 @@ func resolveRoles(ctx context.Context, c client.Reader, bindings []v1.ACLBinding
 				}
 				return nil, fmt.Errorf("get ValkeyRole %s: %w", p.RoleRef, err)
 			}
+			if err := checkCommands(p.RoleRef, role.Spec); err != nil {
+				return nil, err
+			}
 			roles[p.RoleRef] = role.Spec
 		}
 	}
 	return roles, nil
+}
+
+// knownCommandsFile lists Valkey's commands (see the file's header).
+//
+//go:embed valkey_commands.txt
+var knownCommandsFile string
+
+// knownCommands is knownCommandsFile as a set: command and command|subcommand, lowercase.
+var knownCommands = func() map[string]bool {
+	out := map[string]bool{}
+	for _, l := range strings.Split(knownCommandsFile, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out[l] = true
+		}
+	}
+	return out
+}()
+
+// checkCommands refuses a role that names a command Valkey does not have: a node refuses an ACL
+// file with an unknown command, and a new node aborts at start on one, so every pod replaced
+// after the edit would fail (found by a break test). Module commands are not known here yet.
+func checkCommands(role string, spec v1.ValkeyRoleSpec) error {
+	for _, c := range spec.Commands {
+		name := strings.ToLower(c.Name)
+		if c.Subcommand != "" {
+			name += "|" + strings.ToLower(c.Subcommand)
+		}
+		if !knownCommands[name] {
+			return &SpecProblem{Reason: fmt.Sprintf("ValkeyRole %q: unknown command %q (neither Valkey 8.0 nor 9.1 has it)", role, name)}
+		}
+	}
+	return nil
 }
