@@ -382,6 +382,17 @@ func TestACL(t *testing.T) {
 	waitStateMessage(t, vc, v1.StateActive, "")
 	onEveryNode(t, "user of the late role", one, nodeCheck{"late", "l", []string{"SET", "l:1", "v"}, allowed, "write l"})
 
+	// A role naming a command Valkey lacks: Invalid with the role and command named; the nodes
+	// keep their ACL; removing the binding brings the cluster back.
+	create(t, role("acl-bad", []string{"read"}, v1.CommandRule{Name: "nosuchcmd", Access: v1.RuleAllow}))
+	updateCluster(t, vc, func(c *v1.ValkeyCluster) {
+		c.Spec.ACL = append(c.Spec.ACL, bind("bad", []string{"b"}, permit("acl-bad", "b:*", v1.KeyAccessRead)))
+	})
+	waitStateMessage(t, vc, v1.StateInvalid, `ValkeyRole "acl-bad": unknown command "nosuchcmd" (neither Valkey 8.0 nor 9.1 has it)`)
+	onEveryNode(t, "ACL kept while a role is unknown", one, nodeCheck{"late", "l", []string{"PING"}, answered, "late"})
+	updateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL = c.Spec.ACL[:len(c.Spec.ACL)-1] })
+	waitStateMessage(t, vc, v1.StateActive, "")
+
 	// The user removed: AUTH refused everywhere.
 	updateCluster(t, vc, func(c *v1.ValkeyCluster) {
 		c.Spec.ACL = []v1.ACLBinding{c.Spec.ACL[1], c.Spec.ACL[2], c.Spec.ACL[3]} // split, admin, late
