@@ -152,8 +152,7 @@ func reshardWithValkeyCLI(b *testing.B) reshardRun {
 	return run
 }
 
-// seedAt writes n keys of 100 bytes (seedKey/seedValue) through a cluster client seeded with
-// addrs, 1000 to a pipeline.
+// seedAt writes n keys of 100 bytes (seedWith) through a cluster client seeded with addrs.
 func seedAt(tb testing.TB, addrs []string, n int) {
 	tb.Helper()
 	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: addrs, DisableCache: true})
@@ -161,20 +160,7 @@ func seedAt(tb testing.TB, addrs []string, n int) {
 		tb.Fatal(err)
 	}
 	defer c.Close()
-	ctx := context.Background()
-	start := time.Now()
-	for i := 0; i < n; i += 1000 {
-		cmds := make(valkeygo.Commands, 0, 1000)
-		for j := i; j < min(i+1000, n); j++ {
-			cmds = append(cmds, c.B().Set().Key(seedKey(j)).Value(seedValue(j)).Build())
-		}
-		for _, r := range c.DoMulti(ctx, cmds...) {
-			if err := r.Error(); err != nil {
-				tb.Fatalf("seed: %v", err)
-			}
-		}
-	}
-	tb.Logf("seeded %d keys in %s", n, time.Since(start).Round(time.Millisecond))
+	seedWith(tb, c, n)
 }
 
 // slotOwnersAt asks the first pod that answers for CLUSTER SHARDS, and returns the slot count

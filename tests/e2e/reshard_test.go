@@ -73,6 +73,13 @@ func seedKeys(t *testing.T, vc *v1.ValkeyCluster, n int, u dataUser) int {
 	t.Helper()
 	c := clusterClient(t, vc, u)
 	defer c.Close()
+	seedWith(t, c, n)
+	return n
+}
+
+// seedWith writes keys seed:0 to seed:<n-1> through c, 1000 to a pipeline.
+func seedWith(tb testing.TB, c valkeygo.Client, n int) {
+	tb.Helper()
 	ctx := context.Background()
 	start := time.Now()
 	for i := 0; i < n; i += 1000 {
@@ -82,12 +89,11 @@ func seedKeys(t *testing.T, vc *v1.ValkeyCluster, n int, u dataUser) int {
 		}
 		for _, r := range c.DoMulti(ctx, cmds...) {
 			if err := r.Error(); err != nil {
-				t.Fatalf("seed: %v", err)
+				tb.Fatalf("seed: %v", err)
 			}
 		}
 	}
-	t.Logf("seeded %d keys in %s", n, time.Since(start).Round(time.Millisecond))
-	return n
+	tb.Logf("seeded %d keys in %s", n, time.Since(start).Round(time.Millisecond))
 }
 
 func seedKey(i int) string   { return fmt.Sprintf("seed:%d", i) }
