@@ -297,24 +297,7 @@ func TestACL(t *testing.T) {
 		nodeCheck{"split", "s", []string{"GET", "c:1"}, noperm, "read c"})
 
 	// A manual ACL SETUSER on one node is reverted by the next pass (at most a tick).
-	pod := clusterPods(t, vc)[0]
-	if _, err := nodeDo(pod, "admin", "adm", "ACL", "SETUSER", "split", "on", "~*", "+@all"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := nodeDo(pod, "split", "s", "SET", "a:1", "v"); !allowed("", err) {
-		t.Fatalf("the manual ACL SETUSER did not take: %v", err)
-	}
-	start := time.Now()
-	for {
-		if _, err := nodeDo(pod, "split", "s", "SET", "a:1", "v"); noperm("", err) {
-			t.Logf("manual ACL SETUSER reverted after %s", time.Since(start).Round(100*time.Millisecond))
-			break
-		}
-		if time.Since(start) > aclTick+15*time.Second {
-			t.Fatal("the manual ACL SETUSER was not reverted within a tick")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	manualSetUserReverted(t, "8.x", clusterPods(t, vc)[0], "s", true)
 
 	// A config-level binding reaches both clusters that use the config.
 	updateObj(t, cfg, func(c *v1.ValkeyConfig) {
@@ -471,21 +454,7 @@ func TestACL(t *testing.T) {
 	onEveryNode(t, "9.x: user added with a role that lost write", one,
 		nodeCheck{"app", "h3", []string{"GET", "app:k"}, allowed, "read"},
 		nodeCheck{"app", "h3", []string{"SET", "app:k", "v"}, noperm, "write"})
-	pod = clusterPods(t, vc)[0]
-	if _, err := nodeDo(pod, "admin", "adm", "ACL", "SETUSER", "split", "on", "~*", "+@all"); err != nil {
-		t.Fatal(err)
-	}
-	start = time.Now()
-	for {
-		if _, err := nodeDo(pod, "split", "s2", "SET", "a:1", "v"); noperm("", err) {
-			t.Logf("9.x: manual ACL SETUSER reverted after %s", time.Since(start).Round(100*time.Millisecond))
-			break
-		}
-		if time.Since(start) > aclTick+15*time.Second {
-			t.Fatal("9.x: the manual ACL SETUSER was not reverted within a tick")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	manualSetUserReverted(t, "9.x", clusterPods(t, vc)[0], "s2", false)
 	waitReady(t, vc, 3, 1, nil, time.Minute)
 	onEveryNode(t, "9.x: system users touch no key", one,
 		nodeCheck{op.Username, op.Password, []string{"GET", "app:k"}, noperm, "operator get"},
@@ -519,5 +488,29 @@ func TestACL(t *testing.T) {
 		if len(secret) > 2 && bytes.Contains(logs, []byte(secret)) {
 			t.Errorf("a password or hash is in the log stream")
 		}
+	}
+}
+
+// manualSetUserReverted widens user split (password pw) by hand on pod, as user admin, checks
+// that it took (when checkTook: not while catch-up passes run every second, which may revert it
+// first), and waits until the operator has reverted it: at most a tick.
+func manualSetUserReverted(t *testing.T, what string, pod corev1.Pod, pw string, checkTook bool) {
+	t.Helper()
+	if _, err := nodeDo(pod, "admin", "adm", "ACL", "SETUSER", "split", "on", "~*", "+@all"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodeDo(pod, "split", pw, "SET", "a:1", "v"); checkTook && !allowed("", err) {
+		t.Fatalf("%s: the manual ACL SETUSER did not take: %v", what, err)
+	}
+	start := time.Now()
+	for {
+		if _, err := nodeDo(pod, "split", pw, "SET", "a:1", "v"); noperm("", err) {
+			t.Logf("%s: manual ACL SETUSER reverted after %s", what, time.Since(start).Round(100*time.Millisecond))
+			return
+		}
+		if time.Since(start) > aclTick+15*time.Second {
+			t.Fatalf("%s: the manual ACL SETUSER was not reverted within a tick", what)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
