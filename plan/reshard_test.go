@@ -12,20 +12,7 @@ import (
 )
 
 // withNewShard adds a running, met, slot-less primary pod for shard, known to every node.
-func withNewShard(shard int) opt {
-	return func(s *fsm.Snapshot) {
-		name := "p" + string(rune('0'+shard)) + "-0"
-		p := fsm.Pod{Name: name, Shard: shard, Phase: fsm.PodRunning, IP: "10.244.9.9", Lifecycle: "Joining",
-			Node: &fsm.Node{Reachable: true, ID: "id-" + name, Primary: true, ClusterStateOK: true, SlotsAssigned: slot.Count, Known: map[string]slot.Set{}}}
-		s.Pods = append(s.Pods, p)
-		for i := range s.Pods {
-			for j := range s.Pods {
-				s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
-			}
-		}
-		sortPods(s.Pods)
-	}
-}
+func withNewShard(shard int) opt { return withNewShardPod(shard, 0) }
 
 func moves(t *testing.T, p Plan) MoveSlots {
 	t.Helper()
@@ -272,15 +259,8 @@ func TestReshardWaitsForTargetReplicas(t *testing.T) {
 	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
 		t.Fatalf("moves into a shard without its replica: %v (waiting %q)", p.Actions, p.Waiting)
 	}
-	replica := fsm.Pod{Name: "p3-1", Shard: 3, Phase: fsm.PodRunning, IP: "10.244.9.10", Lifecycle: "Joining",
-		Node: &fsm.Node{Reachable: true, ID: "id-p3-1", PrimaryID: "id-p3-0", ClusterStateOK: true, SlotsAssigned: slot.Count, Known: map[string]slot.Set{}}}
-	s.Pods = append(s.Pods, replica)
-	for i := range s.Pods {
-		for j := range s.Pods {
-			s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
-		}
-	}
-	sortPods(s.Pods)
+	withNewShardPod(3, 1)(&s)
+	withPod("p3-1", func(p *fsm.Pod) { p.Node.Primary, p.Node.PrimaryID = false, "id-p3-0" })(&s)
 	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 {
 		t.Fatalf("moves while the new replica has not synced (link down): %v", p.Actions)
 	}
