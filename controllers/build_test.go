@@ -146,6 +146,42 @@ func TestNodeOwnershipNamesAndLabels(t *testing.T) {
 	}
 }
 
+// concepts/pod-management.md, point by point: {cluster}-{random} names, found by
+// app.kubernetes.io/instance and valkey.gomomento.com/shard-index; restartPolicy Never; a
+// liveness probe and no readiness probe; an emptyDir data directory and no claim; the arm64
+// toleration. (PodDisruptionBudgets are ours: see disruption.go.)
+func TestPodAsPodManagementDescribes(t *testing.T) {
+	vc, rc := newTestCluster(), newResolved()
+	name := newPodName(vc)
+	if !strings.HasPrefix(name, "my-cluster-") || len(name) != len("my-cluster-")+5 {
+		t.Errorf("pod name %q, want my-cluster-<5 random characters>", name)
+	}
+	pod := buildPod(vc, rc, buildValkeyNode(vc, rc, name, 2, ""), "h", v1.ZoneSpreadBestEffort)
+	if pod.Labels["app.kubernetes.io/instance"] != "my-cluster" || pod.Labels[v1.LabelShard] != "2" {
+		t.Errorf("labels %v", pod.Labels)
+	}
+	if pod.Spec.RestartPolicy != "Never" {
+		t.Errorf("restartPolicy %q", pod.Spec.RestartPolicy)
+	}
+	c := pod.Spec.Containers[0]
+	if len(pod.Spec.Containers) != 1 || c.LivenessProbe == nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
+		t.Errorf("want one container with a liveness probe only: %+v", pod.Spec.Containers)
+	}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim != nil || (vol.Name == "data" && vol.EmptyDir == nil) {
+			t.Errorf("volume %+v: want the data directory on an emptyDir, no claim", vol)
+		}
+	}
+	want := []string{"kubernetes.io/arch=arm64:NoSchedule"}
+	var got []string
+	for _, tol := range pod.Spec.Tolerations {
+		got = append(got, fmt.Sprintf("%s=%s:%s", tol.Key, tol.Value, tol.Effect))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("tolerations %v, want %v", got, want)
+	}
+}
+
 // spec.valkeySettings are exactly the directives of the node's valkey.conf.
 func TestValkeySettingsAreTheRenderedConf(t *testing.T) {
 	rc := newResolved()
