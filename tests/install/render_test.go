@@ -39,12 +39,13 @@ func TestChartLintClean(t *testing.T) {
 }
 
 // TestChartRendersTheManifests: with the default values, `helm template` in namespace
-// valkey-operator renders the same ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap
-// and Deployment as manifests/operator.yaml (the Namespace is helm's --create-namespace).
+// valkey-operator renders the same ServiceAccount, ClusterRoles (the operator's and the
+// tenants'), ClusterRoleBinding, ConfigMap and Deployment as manifests/operator.yaml (the Namespace is helm's --create-namespace).
 func TestChartRendersTheManifests(t *testing.T) {
 	chart := renderChart(t)
 	manifest := manifestObjects(t)
-	for _, key := range []string{"ServiceAccount/valkey-operator", "ClusterRole/valkey-operator", "ClusterRoleBinding/valkey-operator", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator"} {
+	for _, key := range []string{"ServiceAccount/valkey-operator", "ClusterRole/valkey-operator", "ClusterRoleBinding/valkey-operator", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator",
+		"ClusterRole/valkey-menu-reader", "ClusterRole/valkey-operator-view", "ClusterRole/valkey-operator-edit"} {
 		m, ok := manifest[key]
 		if !ok {
 			t.Fatalf("manifests/operator.yaml has no %s", key)
