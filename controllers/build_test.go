@@ -208,7 +208,7 @@ func TestPassThroughDirectivesReachTheConf(t *testing.T) {
 	rc := newResolved()
 	passed := map[string]string{
 		"cluster-allow-reads-when-down": "yes", "cluster-require-full-coverage": "no",
-		"tls-protocols": "TLSv1.2 TLSv1.3", "tls-ciphersuites": "TLS_AES_256_GCM_SHA384",
+		"tls-protocols": `"TLSv1.2 TLSv1.3"`, "tls-ciphersuites": "TLS_AES_256_GCM_SHA384",
 		"unixsocket": "/tmp/valkey.sock", "loglevel": "warning",
 	}
 	maps.Copy(rc.Valkey, passed)

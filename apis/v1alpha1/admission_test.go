@@ -381,7 +381,7 @@ func TestAdmissionPassesOtherDirectivesThrough(t *testing.T) {
 		{"cluster-link-sendbuf-limit", "67108864"},
 		{"cluster-announce-ip", "10.0.0.1"},
 		{"cluster-slot-stats-enabled", "yes"},
-		{"tls-protocols", "TLSv1.2 TLSv1.3"},
+		{"tls-protocols", `"TLSv1.2 TLSv1.3"`}, // quoted, as valkey.conf needs a one-argument value with a space
 		{"tls-ciphersuites", "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"},
 		{"tls-ciphers", "DEFAULT:!MEDIUM"},
 		{"tls-prefer-server-ciphers", "yes"},
