@@ -226,6 +226,7 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 		Watches(&corev1.Service{}, owned).
 		Watches(&corev1.ConfigMap{}, byNode).
 		Watches(&corev1.Secret{}, owned).
+		Watches(&corev1.Secret{}, t.Related(handler.EnqueueRequestsFromMapFunc(tlsSecretClusters(r.Client)))).
 		// Not on status: the disruption controller rewrites a budget's status at every pod change.
 		Watches(&policyv1.PodDisruptionBudget{}, owned, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

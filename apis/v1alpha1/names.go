@@ -105,9 +105,8 @@ const (
 	StateUpgrading State = "Upgrading"
 
 	// StateInvalid: the spec cannot be carried out (a reference that does not resolve, a
-	// config cycle, a missing role, spec.tls, which is not supported yet); status.message
-	// says why. Nothing is
-	// deleted, and the cluster leaves Invalid on its own once the cause is fixed.
+	// config cycle, a missing role, a TLS Secret that fails validation); status.message says
+	// why. Nothing is deleted, and the cluster leaves Invalid on its own once the cause is fixed.
 	StateInvalid State = "Invalid"
 )
 

@@ -1,0 +1,290 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	valkeygo "github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/tests/harness"
+	"github.com/gomomento/valkey-operator/tests/localcluster"
+	"github.com/gomomento/valkey-operator/valkey"
+)
+
+// testCA is a certificate authority made by a test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t testing.TB, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(t),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+func serial(t testing.TB) *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// leafOpts shape a leaf certificate; the zero value is what security/tls.md asks for.
+type leafOpts struct {
+	dnsNames []string // nil: the cluster's Service name and the wildcard under it
+	usages   []x509.ExtKeyUsage
+	notAfter time.Time
+}
+
+// leaf issues a certificate for vc signed by ca, and returns tls.crt and tls.key as PEM.
+func (ca *testCA) leaf(t testing.TB, vc *v1.ValkeyCluster, o leafOpts) (certPEM, keyPEM []byte) {
+	t.Helper()
+	svc := vc.Name + "." + vc.Namespace + ".svc." + localcluster.ClusterDomain
+	if o.dnsNames == nil {
+		o.dnsNames = []string{svc, "*." + svc}
+	}
+	if o.usages == nil {
+		o.usages = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	}
+	if o.notAfter.IsZero() {
+		o.notAfter = time.Now().Add(90 * 24 * time.Hour)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(t),
+		Subject:      pkix.Name{CommonName: svc},
+		DNSNames:     o.dnsNames,
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     o.notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  o.usages,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+func tlsSecretData(certPEM, keyPEM []byte, cas ...*testCA) map[string][]byte {
+	var bundle []byte
+	for _, ca := range cas {
+		bundle = append(bundle, ca.pem...)
+	}
+	return map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": bundle}
+}
+
+// tlsCluster creates, in a new namespace ns, an image, a config, a TLS Secret signed by a new CA
+// and a TLS cluster of the given shape named vc, and waits until it is Active.
+func tlsCluster(t *testing.T, ns string, shards, replicas int32) (*v1.ValkeyCluster, *testCA) {
+	t.Helper()
+	setupNamespace(t, ns)
+	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"))
+	vc := newCluster(ns, "vc", ns+"-config", withShards(shards), withReplicas(replicas))
+	vc.Spec.TLS = &v1.TLSSpec{SecretRef: "vc-tls"}
+	ca := newTestCA(t, ns+"-ca")
+	crt, key := ca.leaf(t, vc, leafOpts{})
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-tls", Namespace: ns}, Type: corev1.SecretTypeTLS, Data: tlsSecretData(crt, key, ca)})
+	create(t, vc)
+	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, ca
+}
+
+func serviceHost(vc *v1.ValkeyCluster) string {
+	return vc.Name + "." + vc.Namespace + ".svc." + localcluster.ClusterDomain
+}
+
+func podHost(vc *v1.ValkeyCluster, pod string) string { return pod + "." + serviceHost(vc) }
+
+// tlsCreds are the operator's credentials for vc over TLS, trusting only ca and verifying each
+// node under its pod's DNS name.
+func tlsCreds(t testing.TB, vc *v1.ValkeyCluster, ca *testCA) valkey.Credentials {
+	t.Helper()
+	creds := operatorCreds(t, vc)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	creds.TLS = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	names := map[string]string{}
+	for _, p := range clusterPods(t, vc) {
+		names[addr(p)] = p.Name
+	}
+	creds.ServerName = func(a string) string { return podHost(vc, names[a]) }
+	return creds
+}
+
+// tlsClusterClient is a valkey-go cluster client seeded with the Service's name alone, resolving
+// through the cluster DNS, trusting only roots and verifying every name it reaches (the Service,
+// then the per-pod names nodes announce in CLUSTER SHARDS and redirects).
+func tlsClusterClient(t testing.TB, vc *v1.ValkeyCluster, roots *x509.CertPool) valkeygo.Client {
+	t.Helper()
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{
+		InitAddress:  []string{net.JoinHostPort(serviceHost(vc), "6379")},
+		TLSConfig:    &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		DisableCache: true, Dialer: *cluster.Dialer(),
+	})
+	if err != nil {
+		t.Fatalf("TLS cluster client through the Service's name: %v", err)
+	}
+	return c
+}
+
+// verifyTLS checks a TLS cluster from outside: every node refuses plaintext, answers over TLS
+// under its own name with cluster_state:ok and every slot assigned, every replica is synced,
+// valkey-cli --tls works through the Service's name (and fails without the CA), and keys
+// written through a hostname-verifying cluster client are read back through another.
+func verifyTLS(t *testing.T, vc *v1.ValkeyCluster, ca *testCA, shards, replicas int) {
+	t.Helper()
+	ctx := context.Background()
+	pods := clusterPods(t, vc)
+	if want := shards * (replicas + 1); len(pods) != want {
+		t.Fatalf("%d running pods, want %d", len(pods), want)
+	}
+	for _, p := range pods {
+		if reply, err := plaintextPing(addr(p)); err == nil && strings.HasPrefix(reply, "+PONG") {
+			t.Fatalf("node %s answered PING in plaintext: %q", p.Name, reply)
+		}
+	}
+	creds := tlsCreds(t, vc, ca)
+	var addrs []string
+	for _, p := range pods {
+		addrs = append(addrs, addr(p))
+	}
+	primaries := 0
+	for _, v := range valkey.Observe(ctx, addrs, creds) {
+		if !v.Reachable {
+			t.Fatalf("node %s unreachable over TLS: %v", v.Addr, v.Err)
+		}
+		if !v.ClusterStateOK() || v.ClusterInfo["cluster_slots_assigned"] != "16384" || v.ClusterInfo["cluster_known_nodes"] != strconv.Itoa(len(pods)) {
+			t.Fatalf("node %s: CLUSTER INFO %v", v.Addr, v.ClusterInfo)
+		}
+		me, _ := v.Myself()
+		if me.Role == valkey.RolePrimary {
+			primaries++
+		} else if !v.ReplicaLinkUp() {
+			waitLinkUp(t, v.Addr, creds)
+		}
+		for _, e := range v.Nodes {
+			if !strings.HasSuffix(e.Hostname, "."+serviceHost(vc)) {
+				t.Fatalf("node %s knows %s by hostname %q, want its pod's DNS name", v.Addr, e.ID, e.Hostname)
+			}
+		}
+	}
+	if primaries != shards {
+		t.Fatalf("%d primaries, want %d", primaries, shards)
+	}
+
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, ca.pem, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cluster.CommandWithDNS("valkey-cli", "-h", serviceHost(vc), "-p", "6379", "--tls", "--cacert", caFile, "PING").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "PONG" {
+		t.Fatalf("valkey-cli --tls --cacert through the Service's name: %v\n%s", err, out)
+	}
+	out, _ = cluster.CommandWithDNS("valkey-cli", "-h", serviceHost(vc), "-p", "6379", "--tls", "PING").CombinedOutput()
+	if strings.TrimSpace(string(out)) == "PONG" {
+		t.Fatalf("valkey-cli --tls without the cluster's CA got PONG: verification is off")
+	}
+
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	w := tlsClusterClient(t, vc, roots)
+	defer w.Close()
+	const n = 300
+	for i := range n {
+		key := fmt.Sprintf("tls:key:%d", i)
+		if err := w.Do(ctx, w.B().Set().Key(key).Value(strconv.Itoa(i)).Build()).Error(); err != nil {
+			t.Fatalf("SET %s over TLS: %v", key, err)
+		}
+	}
+	r := tlsClusterClient(t, vc, roots)
+	defer r.Close()
+	for i := range n {
+		key := fmt.Sprintf("tls:key:%d", i)
+		if got, err := r.Do(ctx, r.B().Get().Key(key).Build()).ToString(); err != nil || got != strconv.Itoa(i) {
+			t.Fatalf("GET %s over TLS: %q, %v", key, got, err)
+		}
+	}
+}
+
+// plaintextPing sends PING without TLS and returns the first line of the reply.
+func plaintextPing(a string) (string, error) {
+	conn, err := net.DialTimeout("tcp", a, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return "", err
+	}
+	return bufio.NewReader(conn).ReadString('\n')
+}
+
+// TestTLS: a TLS-only 3×1 cluster forms with the docs' TLS-mode settings; clients reach it only
+// over TLS, verifying hostnames through the cluster DNS.
+func TestTLS(t *testing.T) {
+	vc, ca := tlsCluster(t, "tls", 3, 1)
+	before := strings.Join(podNames(t, vc), ",")
+	verifyTLS(t, vc, ca, 3, 1)
+	if vc.Status.Message != "" {
+		t.Errorf("status.message %q on a healthy TLS cluster", vc.Status.Message)
+	}
+	// The liveness probe PINGs over TLS: a probe that could not would fail three times in a row
+	// (5 s apart) and the kubelet would kill the pod. Every pod is still the one it was.
+	time.Sleep(20 * time.Second)
+	if after := strings.Join(podNames(t, vc), ","); after != before {
+		t.Fatalf("pods changed while idle (liveness over TLS?): %s, then %s", before, after)
+	}
+}
