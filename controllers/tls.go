@@ -124,7 +124,7 @@ func validateTLSSecret(vc *v1.ValkeyCluster, s *corev1.Secret) (*tlsMaterial, st
 	for _, ca := range cas {
 		roots.AddCert(ca)
 	}
-	if !chainsTo(leaf, pair.Certificate[1:], roots) {
+	if !chainsTo(leaf, pair.Certificate[1:], roots, cas) {
 		return nil, fmt.Sprintf("TLS cert in Secret %q is not signed by a CA in ca.crt", name)
 	}
 	if !hasUsage(leaf, x509.ExtKeyUsageServerAuth) {
@@ -191,9 +191,9 @@ func parseCertificates(data []byte) ([]*x509.Certificate, bool) {
 
 // chainsTo reports whether leaf (with the intermediates that follow it in tls.crt) chains to
 // roots at some moment of the leaf's life: now, or, for a certificate that has expired or is
-// not valid yet, the start or end of its validity. Expiry is a warning, never a reason for
-// Invalid, so it must not fail this check.
-func chainsTo(leaf *x509.Certificate, rest [][]byte, roots *x509.CertPool) bool {
+// not valid yet, the start or end of its validity; or, failing those, whether one of cas signed
+// it directly. Expiry is a warning, never a reason for Invalid, so it must not fail this check.
+func chainsTo(leaf *x509.Certificate, rest [][]byte, roots *x509.CertPool, cas []*x509.Certificate) bool {
 	inter := x509.NewCertPool()
 	for _, der := range rest {
 		if c, err := x509.ParseCertificate(der); err == nil {
@@ -209,6 +209,11 @@ func chainsTo(leaf *x509.Certificate, rest [][]byte, roots *x509.CertPool) bool 
 		var invalid x509.CertificateInvalidError
 		if !errors.As(err, &invalid) || invalid.Reason != x509.Expired {
 			return false
+		}
+	}
+	for _, ca := range cas {
+		if leaf.CheckSignatureFrom(ca) == nil {
+			return true
 		}
 	}
 	return false

@@ -288,3 +288,125 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("pods changed while idle (liveness over TLS?): %s, then %s", before, after)
 	}
 }
+
+// setTLSData replaces the data of vc's TLS Secret.
+func setTLSData(t *testing.T, vc *v1.ValkeyCluster, data map[string][]byte) {
+	t.Helper()
+	var s corev1.Secret
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: vc.Namespace, Name: "vc-tls"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Data = data
+	if err := k8s.Update(context.Background(), &s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitInvalid waits for state Invalid with exactly message, and for the TLS validation line with
+// the same reason in the operator's log.
+func waitInvalid(t *testing.T, vc *v1.ValkeyCluster, message string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var cur v1.ValkeyCluster
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
+			t.Fatal(err)
+		}
+		if cur.Status.State == v1.StateInvalid && cur.Status.Message == message {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state %s, message %q; want Invalid with %q", cur.Status.State, cur.Status.Message, message)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, l := range parseLog(t, operator.Logs()) {
+		if l.message() == "TLS Secret validation failed, setting cluster Invalid" && strings.HasSuffix(l.ref(), "."+vc.Namespace) &&
+			l.Fields["reason"] == message && l.Fields["cluster_name"] == vc.Name && l.Target == "operator::controller::tls" {
+			return
+		}
+	}
+	t.Fatalf("no TLS validation line with reason %q", message)
+}
+
+// checkServing checks that every node still answers over TLS with cluster_state:ok, trusting
+// only ca.
+func checkServing(t *testing.T, vc *v1.ValkeyCluster, ca *testCA) {
+	t.Helper()
+	creds := tlsCreds(t, vc, ca)
+	var addrs []string
+	for _, p := range clusterPods(t, vc) {
+		addrs = append(addrs, addr(p))
+	}
+	for _, v := range valkey.Observe(context.Background(), addrs, creds) {
+		if !v.Reachable || !v.ClusterStateOK() {
+			t.Fatalf("node %s while the Secret is bad: reachable %v, %v, CLUSTER INFO %v", v.Addr, v.Reachable, v.Err, v.ClusterInfo)
+		}
+	}
+}
+
+// TestTLSInvalidSecret: a TLS Secret that breaks (in place, or by naming one that does not exist)
+// makes a running cluster Invalid with the exact reason, while its nodes keep serving the
+// certificate they loaded; a fixed Secret brings it back to Active by itself, no pod replaced.
+func TestTLSInvalidSecret(t *testing.T) {
+	vc, ca := tlsCluster(t, "tls-invalid", 2, 1)
+	before := strings.Join(podNames(t, vc), ",")
+	var good corev1.Secret
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: vc.Namespace, Name: "vc-tls"}, &good); err != nil {
+		t.Fatal(err)
+	}
+	other := newTestCA(t, "other-ca")
+	noWildcard, nwKey := ca.leaf(t, vc, leafOpts{dnsNames: []string{serviceHost(vc)}})
+	foreign, foreignKey := other.leaf(t, vc, leafOpts{})
+	noCA := map[string][]byte{"tls.crt": good.Data["tls.crt"], "tls.key": good.Data["tls.key"]}
+	cases := []struct {
+		name string
+		data map[string][]byte
+		want string
+	}{
+		{"no ca.crt", noCA, `TLS Secret "vc-tls" missing required key "ca.crt"`},
+		{"not PEM", tlsSecretDataRaw([]byte("garbage"), good.Data["tls.key"], ca.pem), `TLS Secret "vc-tls": tls.crt is not valid PEM`},
+		{"no wildcard", tlsSecretData(noWildcard, nwKey, ca), `TLS cert in Secret "vc-tls" missing SAN "*.` + serviceHost(vc) + `"`},
+		{"another CA", tlsSecretData(foreign, foreignKey, ca), `TLS cert in Secret "vc-tls" is not signed by a CA in ca.crt`},
+	}
+	for _, c := range cases {
+		setTLSData(t, vc, c.data)
+		waitInvalid(t, vc, c.want)
+		checkServing(t, vc, ca)
+	}
+	// A missing Secret, by naming one that does not exist; naming the good one again brings the
+	// cluster back without replacing a node (the nodes mount that one).
+	setTLSData(t, vc, good.Data)
+	patchTLSRef(t, vc, "absent-tls")
+	waitInvalid(t, vc, `TLS Secret "absent-tls" not found in namespace "`+vc.Namespace+`"`)
+	checkServing(t, vc, ca)
+	patchTLSRef(t, vc, "vc-tls")
+	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Message != "" {
+		t.Errorf("status.message %q after the Secret was fixed", got.Status.Message)
+	}
+	if after := strings.Join(podNames(t, vc), ","); after != before {
+		t.Fatalf("pods replaced by a bad Secret: %s, then %s", before, after)
+	}
+	verifyTLS(t, got, ca, 2, 1)
+}
+
+func tlsSecretDataRaw(certPEM, keyPEM, caPEM []byte) map[string][]byte {
+	return map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": caPEM}
+}
+
+func patchTLSRef(t *testing.T, vc *v1.ValkeyCluster, name string) {
+	t.Helper()
+	var cur v1.ValkeyCluster
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Spec.TLS.SecretRef = name
+	if err := k8s.Patch(context.Background(), &cur, patch); err != nil {
+		t.Fatal(err)
+	}
+}
