@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,5 +165,26 @@ func TestTLSMaterialDigest(t *testing.T) {
 	}
 	if c := get(crt, key, append(append([]byte{}, ca.pem...), other.pem...)); c.Digest == a.Digest || c.Fingerprint() != a.Fingerprint() {
 		t.Error("a new CA bundle kept the digest, or changed the leaf's fingerprint")
+	}
+}
+
+// Only a TLS cluster's operator user may CONFIG SET (the reload of the certificate files).
+func TestRenderACLReloadTLS(t *testing.T) {
+	sys := systemUsers{OperatorPassword: "op", ReplPassword: "repl", MigratePassword: "mig"}
+	opLine := func(file string) string {
+		for _, l := range strings.Split(file, "\n") {
+			if strings.HasPrefix(l, "user "+OperatorUser+" ") {
+				return l
+			}
+		}
+		t.Fatalf("no operator user in\n%s", file)
+		return ""
+	}
+	if l := opLine(renderACL(nil, nil, sys)); strings.Contains(l, "config") {
+		t.Errorf("operator user of a cluster without TLS may CONFIG: %s", l)
+	}
+	sys.ReloadTLS = true
+	if l := opLine(renderACL(nil, nil, sys)); !strings.Contains(l, "+config|set") {
+		t.Errorf("operator user of a TLS cluster may not CONFIG SET: %s", l)
 	}
 }

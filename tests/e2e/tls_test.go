@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -410,3 +411,118 @@ func patchTLSRef(t *testing.T, vc *v1.ValkeyCluster, name string) {
 		t.Fatal(err)
 	}
 }
+
+// servedCert is the leaf the node at a serves, verified against roots under name.
+func servedCert(a, name string, roots *x509.CertPool) (*x509.Certificate, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", a, &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// waitServing waits until every node of vc serves the leaf certPEM (compared byte for byte),
+// verified against roots under its pod's DNS name, and returns how long that took from since.
+func waitServing(t *testing.T, vc *v1.ValkeyCluster, certPEM []byte, roots *x509.CertPool, since time.Time, timeout time.Duration) time.Duration {
+	t.Helper()
+	block, _ := pem.Decode(certPEM)
+	deadline := time.Now().Add(timeout)
+	for {
+		pending := map[string]string{}
+		for _, p := range clusterPods(t, vc) {
+			c, err := servedCert(addr(p), podHost(vc, p.Name), roots)
+			switch {
+			case err != nil:
+				pending[p.Name] = err.Error()
+			case !bytes.Equal(c.Raw, block.Bytes):
+				pending[p.Name] = "serves " + c.Subject.CommonName + " serial " + c.SerialNumber.String()
+			}
+		}
+		if len(pending) == 0 {
+			return time.Since(since)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nodes not serving the new certificate after %s: %v", timeout, pending)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// rotationTimeout bounds a wait for every node to serve a rotated certificate: the local
+// kubelet's volume resync (2 s) and one 30 s tick, with room for a loaded machine. The time
+// itself is measured by BenchmarkTLSRotation.
+const rotationTimeout = 45 * time.Second
+
+// TestTLSRotation rotates the leaf in place, then the CA through a two-CA bundle, under
+// continuous TLS writes: every node serves each new certificate (by fingerprint, verified under
+// its name), no pod is replaced, no write is refused and none is lost.
+func TestTLSRotation(t *testing.T) {
+	vc, ca1 := tlsCluster(t, "tls-rotate", 3, 1)
+	before := strings.Join(podNames(t, vc), ",")
+	ca2 := newTestCA(t, "tls-rotate-ca2")
+	// Clients trust both CAs for the whole test, as a team rotating its CA would first make them.
+	both := x509.NewCertPool()
+	both.AddCert(ca1.cert)
+	both.AddCert(ca2.cert)
+	opts := harness.WriterOptions{Addrs: []string{net.JoinHostPort(serviceHost(vc), "6379")}, Prefix: "rot", TLS: &tls.Config{RootCAs: both, MinVersion: tls.VersionTLS12}, Dialer: cluster.Dialer()}
+	w, err := harness.StartWriter(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.WaitAcked(50, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	logBefore := len(operator.Logs())
+
+	// 1. A new leaf from the same CA, in place.
+	crt, key := ca1.leaf(t, vc, leafOpts{})
+	at := time.Now()
+	setTLSData(t, vc, tlsSecretData(crt, key, ca1))
+	t.Logf("leaf rotation: every node serves the new leaf %s after the Secret update", waitServing(t, vc, crt, both, at, rotationTimeout).Round(time.Millisecond))
+	reloaded := map[string]bool{}
+	for _, l := range parseLog(t, operator.Logs()[logBefore:]) {
+		if l.message() == "TLS certificate reloaded" && strings.HasSuffix(l.ref(), "."+vc.Namespace) {
+			reloaded[fmt.Sprint(l.Fields["pod"])] = true
+		}
+	}
+	for _, p := range podNames(t, vc) {
+		if !reloaded[p] {
+			t.Errorf("no `TLS certificate reloaded` line for %s", p)
+		}
+	}
+
+	// 2. The CA: a leaf from the new CA with both CAs in ca.crt, then the old CA removed.
+	crt, key = ca2.leaf(t, vc, leafOpts{})
+	at = time.Now()
+	setTLSData(t, vc, tlsSecretData(crt, key, ca1, ca2))
+	t.Logf("CA rotation, bundle: every node serves the new CA's leaf %s after the Secret update", waitServing(t, vc, crt, both, at, rotationTimeout).Round(time.Millisecond))
+	setTLSData(t, vc, tlsSecretData(crt, key, ca2))
+	// ca.crt alone changed: no handshake shows it, the tick re-points every node at its files.
+	time.Sleep(controllersTick + 5*time.Second)
+	verifyTLS(t, vc, ca2, 3, 1)
+
+	if err := w.WaitAcked(20, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := w.Report(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(rep.String())
+	refused := 0
+	for _, s := range rep.Slots {
+		refused += s.Failures
+	}
+	if refused > 0 || rep.LostReplicated > 0 || rep.LostUnreplicated > 0 || rep.ReadErrors > 0 {
+		t.Fatalf("writes disturbed by the rotation: %d refused\n%s", refused, rep)
+	}
+	if after := strings.Join(podNames(t, vc), ","); after != before {
+		t.Fatalf("pods replaced by a rotation: %s, then %s", before, after)
+	}
+}
+
+// controllersTick is the operator's 30 s tick (controllers.TickInterval).
+const controllersTick = 30 * time.Second
