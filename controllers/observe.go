@@ -25,6 +25,8 @@ type observation struct {
 	// addrs maps each pod's node address to the pod's name (the name a TLS node is verified
 	// under).
 	addrs map[string]string
+	// tls is the TLS Secret's material when the cluster runs TLS and it passed validation.
+	tls *tlsMaterial
 }
 
 // observe lists the cluster's ValkeyNodes and their pods and asks every running pod's node for

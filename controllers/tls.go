@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -340,4 +342,56 @@ func tlsSecretClusters(c client.Reader) func(context.Context, client.Object) []r
 		}
 		return out
 	}
+}
+
+// Reasons of the CertificateExpiring condition.
+const (
+	ReasonCertificateExpiring = "CertificateExpiring"
+	ReasonCertificatesValid   = "CertificatesValid"
+)
+
+// tlsExpiryWarning is how long before a certificate of the Secret expires the operator starts
+// saying so (a WARN line per tick and the CertificateExpiring condition): two weeks, longer than
+// a cert-manager renewal window's usual last retry, shorter than the usual renewBefore.
+const tlsExpiryWarning = 14 * 24 * time.Hour
+
+// expiringCert is a certificate of the Secret that expires within tlsExpiryWarning.
+type expiringCert struct {
+	Key      string // tls.crt or ca.crt
+	Subject  string
+	NotAfter time.Time
+}
+
+// tlsExpiring lists the leaf and the CAs of m that expire within tlsExpiryWarning of now (or
+// have expired), the soonest first for each key.
+func tlsExpiring(m *tlsMaterial, now time.Time) []expiringCert {
+	var out []expiringCert
+	if m.Leaf.NotAfter.Sub(now) < tlsExpiryWarning {
+		out = append(out, expiringCert{Key: tlsCertKey, Subject: m.Leaf.Subject.CommonName, NotAfter: m.Leaf.NotAfter})
+	}
+	for _, ca := range m.CAs {
+		if ca.NotAfter.Sub(now) < tlsExpiryWarning {
+			out = append(out, expiringCert{Key: tlsCAKey, Subject: ca.Subject.CommonName, NotAfter: ca.NotAfter})
+		}
+	}
+	return out
+}
+
+// setExpiryCondition sets CertificateExpiring on st from the Secret's material m. Pure.
+func setExpiryCondition(st *v1.ValkeyClusterStatus, vc *v1.ValkeyCluster, m *tlsMaterial, now time.Time) {
+	c := metav1.Condition{Type: v1.ConditionCertificateExpiring, Status: metav1.ConditionFalse, Reason: ReasonCertificatesValid,
+		Message: fmt.Sprintf("no certificate of TLS Secret %q expires within 14 days", vc.Spec.TLS.SecretRef), ObservedGeneration: vc.Generation}
+	if exp := tlsExpiring(m, now); len(exp) > 0 {
+		var parts []string
+		for _, e := range exp {
+			verb := "expires"
+			if !e.NotAfter.After(now) {
+				verb = "expired"
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s) %s at %s", e.Key, e.Subject, verb, e.NotAfter.UTC().Format(time.RFC3339)))
+		}
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonCertificateExpiring
+		c.Message = fmt.Sprintf("TLS Secret %q: %s; rotate it (the cluster stays Active, clients fail once it has expired)", vc.Spec.TLS.SecretRef, strings.Join(parts, ", "))
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
 }

@@ -41,6 +41,10 @@ import (
 //  4. A node that cannot be reached or refuses the reload is logged at WARN, `TLS reload
 //     failed, will retry next tick` (once per tick and error), and tried again with rule 2's
 //     delay; the others go on.
+//  5. On the tick, a leaf or CA of the Secret that expires within tlsExpiryWarning (or has
+//     expired) is logged at WARN, `TLS certificate expires soon`; the cluster controller sets
+//     the CertificateExpiring condition from the same check. Expiry never makes a cluster
+//     Invalid.
 //
 // It only reads Kubernetes. A pass runs on the tick, and at once when the cluster, its pods, or
 // a Secret it names change.
@@ -52,7 +56,8 @@ const tlsHandshakeTimeout = 2 * time.Second
 type TLSReconciler struct {
 	client.Client
 
-	ticks tickLog
+	ticks   tickLog
+	expires tickLog
 	// conns keeps each node's connection across passes, apart from the other controllers'.
 	conns valkey.Pool
 	tls   tlsConfigs
@@ -92,6 +97,12 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	tm, problem, err := readTLSSecret(ctx, r.Client, &vc)
 	if err != nil || problem != "" {
 		return ctrl.Result{RequeueAfter: TickInterval}, err
+	}
+	if r.expires.due(req.String(), now) {
+		for _, e := range tlsExpiring(tm, now) {
+			log.Warn(logging.MsgTLSExpiring, zap.String(logging.FieldSecret, vc.Spec.TLS.SecretRef), zap.String(logging.FieldKey, e.Key),
+				zap.String(logging.FieldNotAfter, e.NotAfter.UTC().Format(time.RFC3339)))
+		}
 	}
 	creds, ok, err := r.credentials(ctx, &vc)
 	if err != nil || !ok {

@@ -57,6 +57,7 @@ const (
 	FieldMinAvailable = "min_available"
 	FieldTarget       = "target"
 	FieldSlot         = "slot"
+	FieldNotAfter     = "not_after"
 )
 
 // The message catalogue.
@@ -116,6 +117,10 @@ const (
 	// serves the old certificate: its mounted Secret volume has not caught up yet. Reloaded
 	// again soon.
 	MsgTLSFilesBehind = "TLS files not yet updated on node, reloading soon"
+	// MsgTLSExpiring (WARN, TargetTLS): cluster_name, secret, key (tls.crt or ca.crt), not_after
+	// (RFC 3339). A certificate of the cluster's Secret expires within 14 days, or has expired;
+	// once per tick while it lasts. The CertificateExpiring condition says the same in status.
+	MsgTLSExpiring = "TLS certificate expires soon"
 	// MsgReconcileError (WARN, the controller's target): cluster_name, error. Logged by
 	// Tracker.Reconciler for every error that is retried.
 	MsgReconcileError = "reconcile error, requeuing"
@@ -245,6 +250,7 @@ var Catalogue = []Entry{
 	{MsgTLSReloaded, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName, FieldPod}},
 	{MsgTLSReloadFailed, zapcore.WarnLevel, TargetTLS, []string{FieldClusterName, FieldPod, FieldError}},
 	{MsgTLSFilesBehind, zapcore.DebugLevel, TargetTLS, []string{FieldClusterName, FieldPod}},
+	{MsgTLSExpiring, zapcore.WarnLevel, TargetTLS, []string{FieldClusterName, FieldSecret, FieldKey, FieldNotAfter}},
 	{MsgMeshMeetIssued, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldIP}},
 	{MsgAssigningSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlots}},
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},

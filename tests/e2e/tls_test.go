@@ -23,6 +23,7 @@ import (
 
 	valkeygo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -526,3 +527,66 @@ func TestTLSRotation(t *testing.T) {
 
 // controllersTick is the operator's 30 s tick (controllers.TickInterval).
 const controllersTick = 30 * time.Second
+
+// TestTLSExpiryWarning: a leaf 10 days from expiry raises the WARN line and the
+// CertificateExpiring condition, and the cluster stays Active (expiry is never Invalid); a
+// renewed leaf clears the condition.
+func TestTLSExpiryWarning(t *testing.T) {
+	ns := "tls-expiry"
+	setupNamespace(t, ns)
+	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"))
+	vc := newCluster(ns, "vc", ns+"-config", withShards(1), withReplicas(0))
+	vc.Spec.TLS = &v1.TLSSpec{SecretRef: "vc-tls"}
+	ca := newTestCA(t, ns+"-ca")
+	notAfter := time.Now().Add(10 * 24 * time.Hour)
+	crt, key := ca.leaf(t, vc, leafOpts{notAfter: notAfter})
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-tls", Namespace: ns}, Type: corev1.SecretTypeTLS, Data: tlsSecretData(crt, key, ca)})
+	create(t, vc)
+	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, got, v1.ConditionCertificateExpiring, metav1.ConditionTrue, "tls.crt")
+	found := false
+	for _, l := range parseLog(t, operator.Logs()) {
+		if l.message() == "TLS certificate expires soon" && strings.HasSuffix(l.ref(), "."+ns) && l.Level == "WARN" &&
+			l.Fields["key"] == "tls.crt" && l.Fields["secret"] == "vc-tls" && l.Fields["not_after"] == notAfter.UTC().Format(time.RFC3339) {
+			found = true
+		}
+		if strings.Contains(l.raw, "PRIVATE KEY") || strings.Contains(l.raw, "BEGIN CERTIFICATE") {
+			t.Fatalf("key material in the log: %s", l.raw)
+		}
+	}
+	if !found {
+		t.Fatal("no `TLS certificate expires soon` WARN line for tls.crt")
+	}
+	crt, key = ca.leaf(t, vc, leafOpts{})
+	setTLSData(t, got, tlsSecretData(crt, key, ca))
+	waitCondition(t, got, v1.ConditionCertificateExpiring, metav1.ConditionFalse, "no certificate")
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.State != v1.StateActive {
+		t.Fatalf("state %s", got.Status.State)
+	}
+}
+
+// waitCondition waits for condition typ of vc to have status and a message containing says.
+func waitCondition(t *testing.T, vc *v1.ValkeyCluster, typ string, status metav1.ConditionStatus, says string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var cur v1.ValkeyCluster
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(cur.Status.Conditions, typ)
+		if c != nil && c.Status == status && strings.Contains(c.Message, says) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition %s: %+v; want %s saying %q", typ, c, status, says)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
