@@ -138,7 +138,7 @@ func tlsMilestones(b *testing.B, vc *v1.ValkeyCluster, pods []corev1.Pod, certPE
 
 // waitReadyTLS waits until vc is Ready and every one of its n nodes answers over TLS with
 // cluster_state:ok, every replica's link up.
-func waitReadyTLS(b *testing.B, vc *v1.ValkeyCluster, ca *testCA, n int) {
+func waitReadyTLS(b testing.TB, vc *v1.ValkeyCluster, ca *testCA, n int) {
 	b.Helper()
 	deadline := time.Now().Add(formTimeout)
 	for {
