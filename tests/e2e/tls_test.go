@@ -126,10 +126,14 @@ func tlsSecretData(certPEM, keyPEM []byte, cas ...*testCA) map[string][]byte {
 
 // tlsCluster creates, in a new namespace ns, an image, a config, a TLS Secret signed by a new CA
 // and a TLS cluster of the given shape named vc, and waits until it is Active.
-func tlsCluster(t *testing.T, ns string, shards, replicas int32) (*v1.ValkeyCluster, *testCA) {
+func tlsCluster(t *testing.T, ns string, shards, replicas int32, version ...string) (*v1.ValkeyCluster, *testCA) {
 	t.Helper()
 	setupNamespace(t, ns)
-	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"))
+	img := newImage(ns + "-image")
+	if len(version) > 0 {
+		img.Spec.Tag, img.Spec.Version = version[0], version[0]
+	}
+	create(t, img, newConfig(ns+"-config", ns+"-image"))
 	vc := newCluster(ns, "vc", ns+"-config", withShards(shards), withReplicas(replicas))
 	vc.Spec.TLS = &v1.TLSSpec{SecretRef: "vc-tls"}
 	ca := newTestCA(t, ns+"-ca")
@@ -293,7 +297,13 @@ func plaintextPing(a string) (string, error) {
 // TestTLS: a TLS-only 3×1 cluster forms with the docs' TLS-mode settings; clients reach it only
 // over TLS, verifying hostnames through the cluster DNS.
 func TestTLS(t *testing.T) {
-	vc, ca := tlsCluster(t, "tls", 3, 1)
+	for _, version := range []string{"8.0.1", localcluster.Valkey9Version} {
+		t.Run(version, func(t *testing.T) { testTLS(t, "tls-"+strings.ReplaceAll(version, ".", "-"), version) })
+	}
+}
+
+func testTLS(t *testing.T, ns, version string) {
+	vc, ca := tlsCluster(t, ns, 3, 1, version)
 	before := strings.Join(podNames(t, vc), ",")
 	verifyTLS(t, vc, ca, 3, 1)
 	if vc.Status.Message != "" {
