@@ -106,6 +106,11 @@ func run() int {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
+	tlsr := &controllers.TLSReconciler{Client: mgr.GetClient()}
+	if err := tlsr.SetupWithManager(mgr, log); err != nil {
+		opLog.Error("controller setup failed", logging.Err(err))
+		return 1
+	}
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		opLog.Error("manager stopped", logging.Err(err))
 		return 1

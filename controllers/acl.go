@@ -104,6 +104,10 @@ type systemUsers struct {
 	// must then be allowed. That is a wider grant (the user could grant itself more), so it is
 	// given only to clusters whose image is Valkey 8.
 	SetUsers bool
+	// ReloadTLS: the cluster runs TLS, and the TLS controller makes its nodes re-read their
+	// certificate files with CONFIG SET of the three tls-*-file paths. CONFIG SET is a wide
+	// grant, so only TLS clusters' operator user has it.
+	ReloadTLS bool
 }
 
 // aclLoadSafe reports whether ACL LOAD is safe on a node running version (INFO server's
@@ -234,6 +238,9 @@ func renderACL(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys
 	}
 	if sys.SetUsers {
 		opCommands = slices.Concat(opCommands, []string{"acl|setuser", "acl|deluser"})
+	}
+	if sys.ReloadTLS {
+		opCommands = slices.Concat(opCommands, []string{"config|set"})
 	}
 	replCommands := replicationCommands
 	if sys.Atomic && atomicMigration {

@@ -67,6 +67,8 @@ type ACLReconciler struct {
 	ticks tickLog
 	// conns keeps each node's connection across passes, apart from the cluster controller's.
 	conns valkey.Pool
+	// tls keeps each TLS cluster's client configuration while its Secret stays the same.
+	tls tlsConfigs
 
 	mu sync.Mutex
 	// warned is, per cluster and pod, the last failure said at WARN and when (warnDue).
@@ -122,12 +124,14 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.conns.Forget(req.String())
+			r.tls.forget(req.String())
 			r.forgetWarnings(req.String(), nil)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if vc.DeletionTimestamp != nil {
 		r.conns.Forget(req.String())
+		r.tls.forget(req.String())
 		r.forgetWarnings(req.String(), nil)
 		return ctrl.Result{}, nil
 	}
@@ -142,6 +146,14 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	var list corev1.PodList
 	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list pods: %w", err)
+	}
+	if vc.Spec.TLS != nil {
+		tm, problem, err := readTLSSecret(ctx, r.Client, &vc)
+		if err != nil || problem != "" {
+			// The cluster controller says why the Secret cannot be used; the nodes keep their ACL.
+			return ctrl.Result{RequeueAfter: TickInterval}, err
+		}
+		creds = withTLS(&vc, creds, r.tls.get(req.String(), tm), podAddrs(list.Items))
 	}
 	want := normalizeACL(file)
 	var addrs []string

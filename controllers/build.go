@@ -97,30 +97,43 @@ func buildService(vc *v1.ValkeyCluster) *corev1.Service {
 // renderValkeyConf renders valkey.conf: the operator's own directives, then the merged
 // ValkeyConfig directives sorted by name. Neither logfile nor loglevel is set unless the
 // ValkeyConfig does, so node logs go to stdout. Secrets are not here: they are in the
-// included auth.conf of the cluster's Secret.
-func renderValkeyConf(rc *ResolvedConfig) string {
+// included auth.conf of the cluster's Secret. announce is the node's DNS name in a TLS
+// cluster, which it announces (cluster-announce-hostname) and its certificate covers; "" for a
+// cluster without TLS. It is the one per-node line, so it is not among the node's recorded
+// settings (valkeySettings), which must be the same on every node built from one spec.
+func renderValkeyConf(rc *ResolvedConfig, announce string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Rendered by valkey-operator from ValkeyConfig %s. Do not edit.\n", strings.Join(rc.Chain, " <- "))
-	for _, kv := range confDirectives(rc) {
+	for _, kv := range confDirectives(rc, announce != "") {
 		fmt.Fprintf(&b, "%s %s\n", kv[0], kv[1])
+	}
+	if announce != "" {
+		fmt.Fprintf(&b, "cluster-announce-hostname %s\n", announce)
 	}
 	return b.String()
 }
 
 // valkeySettings are the directives of renderValkeyConf as a map, for a ValkeyNode's spec.
-func valkeySettings(rc *ResolvedConfig) map[string]string {
+func valkeySettings(rc *ResolvedConfig, withTLS bool) map[string]string {
 	out := map[string]string{}
-	for _, kv := range confDirectives(rc) {
+	for _, kv := range confDirectives(rc, withTLS) {
 		out[kv[0]] = kv[1]
 	}
 	return out
 }
 
-// confDirectives are the lines of valkey.conf in order: the operator's own directives, its
-// overridable defaults, then the merged ValkeyConfig directives sorted by name.
-func confDirectives(rc *ResolvedConfig) [][2]string {
+// confDirectives are the lines of valkey.conf in order: the operator's own directives (with
+// TLS, the plaintext port closed and the TLS-mode directives after them), its overridable
+// defaults, then the merged ValkeyConfig directives sorted by name. A ValkeyConfig cannot set
+// tls-* or cluster-* directives (admission refuses them), so the TLS lines are never
+// overridden.
+func confDirectives(rc *ResolvedConfig, withTLS bool) [][2]string {
+	port := strconv.Itoa(ClientPort)
+	if withTLS {
+		port = "0"
+	}
 	owned := [][2]string{
-		{"port", strconv.Itoa(ClientPort)},
+		{"port", port},
 		{"bind", "0.0.0.0"},
 		// Clients come from other pods; access is governed by the ACL file instead.
 		{"protected-mode", "no"},
@@ -134,6 +147,9 @@ func confDirectives(rc *ResolvedConfig) [][2]string {
 		{"include", secretMountPath + "/" + authFileName},
 	}
 	out := owned
+	if withTLS {
+		out = append(out, tlsDirectives()...)
+	}
 	// Tunables with an operator default that a ValkeyConfig may override: a replaced pod is a
 	// new node that resyncs from its primary, so nothing needs to be on disk by default.
 	defaults := [][2]string{{"appendonly", "no"}, {"save", `""`}}
@@ -189,7 +205,7 @@ func buildValkeyNode(vc *v1.ValkeyCluster, rc *ResolvedConfig, name string, shar
 			Image:          rc.Image.Image(),
 			CPU:            quantity(rc.Resources.CPU),
 			Memory:         quantity(rc.Resources.Memory),
-			ValkeySettings: valkeySettings(rc),
+			ValkeySettings: valkeySettings(rc, vc.Spec.TLS != nil),
 			ShardIndex:     int32(shard),
 			Placement:      vc.Spec.Placement.DeepCopy(),
 			Lifecycle:      v1.LifecycleJoining,
@@ -255,9 +271,11 @@ func newPassword() (string, error) {
 
 // nodeSpecHash hashes what a node is built from, its ValkeyNode's spec, reduced to what the
 // change-impact table (concepts/reconciliation.md) says requires replacing it: the image,
-// resources, every valkey setting, placement.zones compared as a set and placement.nodeSelector.
+// resources, every valkey setting, placement.zones compared as a set, placement.nodeSelector
+// and the name of the TLS Secret (a pod's volumes cannot change, so a node mounting another
+// Secret than tls.secretRef names is replaced; the Secret's content is reloaded in place).
 // Nothing else: not the config chain's names, not key order, not zoneSpread (future pods only),
-// not the TLS Secret (rotated in place), and not the operator's shutdownFailover default, which
+// and not the operator's shutdownFailover default, which
 // only makes a node leave more gracefully: an operator upgrade that adds it must not roll every
 // pod. The same function hashes a live node's recorded spec and the spec a node created now
 // would get, so "outdated" is exactly "built from something else".
@@ -281,6 +299,10 @@ func nodeSpecHash(spec *v1.ValkeyNodeSpec) string {
 		Zones              []string
 		NodeSelector       map[string]string
 	}{spec.Image, canonicalQuantity(spec.CPU), canonicalQuantity(spec.Memory), settings, zones, selector})
+	if spec.TLSSecret != "" {
+		// Appended only when set, so that the hash of a node without TLS is what it always was.
+		data = append(data, "\x00tls="+spec.TLSSecret...)
+	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
 }
@@ -364,7 +386,7 @@ func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 					{Name: "valkey-bus", ContainerPort: BusPort},
 				},
 				LivenessProbe: livenessProbe(vc),
-				Lifecycle:     preStop(rc.Image),
+				Lifecycle:     preStop(vc, rc.Image),
 				Resources:     corev1.ResourceRequirements{Requests: res, Limits: res},
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
@@ -389,6 +411,15 @@ func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 			// placement.zones steer pods away where that is not wanted.
 			Tolerations: []corev1.Toleration{arm64Toleration},
 		},
+	}
+	if vn.Spec.TLSSecret != "" {
+		c := &pod.Spec.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: tlsMountPath, ReadOnly: true})
+		// Mounted whole, not by subPath: a subPath mount never sees the Secret's updates, and
+		// certificate rotation is an update of the Secret in place.
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: vn.Spec.TLSSecret, DefaultMode: ptr.To[int32](0o440),
+			Items: []corev1.KeyToPath{{Key: tlsCertKey, Path: tlsCertKey}, {Key: tlsKeyKey, Path: tlsKeyKey}, {Key: tlsCAKey, Path: tlsCAKey}}}}})
 	}
 	applyPlacement(pod, vc, shard, defaultSpread)
 	return pod

@@ -67,7 +67,7 @@ func newResolved() *ResolvedConfig {
 // roll every pod through the spec hash) is a reviewed decision.
 func TestBuildPodGolden(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
-	conf := renderValkeyConf(rc)
+	conf := renderValkeyConf(rc, "")
 	vn := newTestNode(vc, rc)
 	pod := buildPod(vc, rc, vn, desiredSpecHash(vc, rc), v1.ZoneSpreadBestEffort)
 	golden(t, "pod.yaml", marshal(t, pod))
@@ -97,7 +97,7 @@ func TestBuildValkeyNodeAndConfigMapGolden(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
 	vn := newTestNode(vc, rc)
 	golden(t, "valkeynode.yaml", marshal(t, vn))
-	golden(t, "node-configmap.yaml", marshal(t, buildNodeConfigMap(vc, vn, renderValkeyConf(rc))))
+	golden(t, "node-configmap.yaml", marshal(t, buildNodeConfigMap(vc, vn, renderValkeyConf(rc, ""))))
 }
 
 // The ownership chain that garbage collection follows: cluster -> ValkeyNode -> pod and
@@ -106,7 +106,7 @@ func TestNodeOwnershipNamesAndLabels(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
 	vn := newTestNode(vc, rc)
 	pod := buildPod(vc, rc, vn, "hash", v1.ZoneSpreadBestEffort)
-	cm := buildNodeConfigMap(vc, vn, renderValkeyConf(rc))
+	cm := buildNodeConfigMap(vc, vn, renderValkeyConf(rc, ""))
 
 	if !metav1.IsControlledBy(vn, vc) {
 		t.Errorf("ValkeyNode owner references %+v, want the cluster as controller", vn.OwnerReferences)
@@ -185,8 +185,8 @@ func TestPodAsPodManagementDescribes(t *testing.T) {
 // spec.valkeySettings are exactly the directives of the node's valkey.conf.
 func TestValkeySettingsAreTheRenderedConf(t *testing.T) {
 	rc := newResolved()
-	settings := valkeySettings(rc)
-	lines := strings.Split(strings.TrimSpace(renderValkeyConf(rc)), "\n")[1:] // after the header comment
+	settings := valkeySettings(rc, false)
+	lines := strings.Split(strings.TrimSpace(renderValkeyConf(rc, "")), "\n")[1:] // after the header comment
 	if len(lines) != len(settings) {
 		t.Fatalf("%d conf lines, %d settings", len(lines), len(settings))
 	}
@@ -267,7 +267,6 @@ func TestSpecHash(t *testing.T) {
 			r.Resources.Memory = ptr.To(resource.MustParse(fmt.Sprintf("%d", r.Resources.Memory.Value())))
 		},
 		"shutdown-on-sigterm default": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Version = "9.1.2" },
-		"tls secret":                  func(c *v1.ValkeyCluster, _ *ResolvedConfig) { c.Spec.TLS = &v1.TLSSpec{SecretRef: "other"} },
 	} {
 		c, r := newTestCluster(), newResolved()
 		mutate(c, r)
@@ -287,6 +286,22 @@ func TestSpecHash(t *testing.T) {
 		if desiredSpecHash(c, r) == base {
 			t.Errorf("changing %s did not change the spec hash", name)
 		}
+	}
+}
+
+// A TLS cluster's nodes mount the Secret tls.secretRef names: pointing it at another Secret
+// replaces them (a pod's volumes cannot change), while the same Secret rotated in place does
+// not touch the spec.
+func TestSpecHashTLSSecret(t *testing.T) {
+	vc, rc := newTestCluster(), newResolved()
+	vc.Spec.TLS = &v1.TLSSpec{SecretRef: "vc-tls"}
+	base := desiredSpecHash(vc, rc)
+	if got := nodeSpecHash(&newTestNode(vc, rc).Spec); got != base {
+		t.Fatalf("a TLS node built now hashes %s, the spec %s", got, base)
+	}
+	vc.Spec.TLS.SecretRef = "vc-tls-2"
+	if desiredSpecHash(vc, rc) == base {
+		t.Error("naming another TLS Secret did not change the spec hash: the nodes would keep mounting the old one")
 	}
 }
 
@@ -372,7 +387,7 @@ func TestHandoverOnDeletion(t *testing.T) {
 	}{{"8.0.1", false}, {"8.1.0", false}, {"9.0.0", true}, {"9.1.2", true}, {"10.0.0", true}} {
 		rc := newResolved()
 		rc.Image.Version = c.version
-		conf := renderValkeyConf(rc)
+		conf := renderValkeyConf(rc, "")
 		if strings.Contains(conf, line) != c.nine {
 			t.Errorf("%s: shutdown-on-sigterm failover rendered: %v, want %v", c.version, !c.nine, c.nine)
 		}
@@ -396,7 +411,7 @@ func TestHandoverOnDeletion(t *testing.T) {
 	rc.Image.Version = "9.1.2"
 	base := desiredSpecHash(vc, rc)
 	rc.Valkey["shutdown-on-sigterm"] = "failover"
-	if !strings.Contains(renderValkeyConf(rc), line) || desiredSpecHash(vc, rc) != base {
+	if !strings.Contains(renderValkeyConf(rc, ""), line) || desiredSpecHash(vc, rc) != base {
 		t.Errorf("shutdown-on-sigterm set to the operator's default is rendered once and builds the same node")
 	}
 	rc.Valkey["shutdown-on-sigterm"] = "nosave"

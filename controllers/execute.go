@@ -195,7 +195,11 @@ func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyClu
 // writeStatus computes the status of the pass (buildStatus) and writes it once, skipping the
 // write when nothing changed. It returns the cluster's health, on which the pass requeues.
 func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.ValkeyCluster, state fsm.State, problem string, obs *observation, pl plan.Plan) (health, error) {
-	st, h := buildStatus(&vc.Status, vc.Generation, state, problem, obs.snapshot, pl, time.Now())
+	now := time.Now()
+	st, h := buildStatus(&vc.Status, vc.Generation, state, problem, obs.snapshot, pl, now)
+	if obs.tls != nil {
+		setExpiryCondition(st, vc, obs.tls, now)
+	}
 	if equalStatus(&vc.Status, st) {
 		return h, nil
 	}
@@ -226,6 +230,7 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 		Watches(&corev1.Service{}, owned).
 		Watches(&corev1.ConfigMap{}, byNode).
 		Watches(&corev1.Secret{}, owned).
+		Watches(&corev1.Secret{}, t.Related(handler.EnqueueRequestsFromMapFunc(tlsSecretClusters(r.Client)))).
 		// Not on status: the disruption controller rewrites a budget's status at every pod change.
 		Watches(&policyv1.PodDisruptionBudget{}, owned, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

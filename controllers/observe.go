@@ -22,6 +22,11 @@ type observation struct {
 	nodes    map[string]*v1.ValkeyNode
 	pods     map[string]*corev1.Pod
 	snapshot fsm.Snapshot
+	// addrs maps each pod's node address to the pod's name (the name a TLS node is verified
+	// under).
+	addrs map[string]string
+	// tls is the TLS Secret's material when the cluster runs TLS and it passed validation.
+	tls *tlsMaterial
 }
 
 // observe lists the cluster's ValkeyNodes and their pods and asks every running pod's node for
@@ -41,7 +46,8 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}}
+	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}, addrs: podAddrs(list.Items)}
+	creds = withTLS(vc, creds, creds.TLS, o.addrs)
 	o.snapshot = fsm.Snapshot{
 		State:            vc.Status.State,
 		SpecProblem:      problem,

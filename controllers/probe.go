@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 )
@@ -29,26 +28,33 @@ const (
 // operator's to report, never a reason to kill every node of a cluster at once). Not alive: no
 // reply within the timeout (hung, or stopped), a refused connection, BUSY (a script that will
 // not end), anything else.
-var livenessScript = fmt.Sprintf(`user=$(sed -n 's/^masteruser //p' %[1]s/%[2]s)
+// cliTLS is what valkey-cli needs for the port under TLS: TLS, and ca.crt as its only trust
+// (valkey-cli checks the chain, not the name: it reaches the node at 127.0.0.1). Clients are
+// asked for no certificate (tls-auth-clients no), so none is given.
+func cliTLS(vc *v1.ValkeyCluster) string {
+	if vc.Spec.TLS == nil {
+		return ""
+	}
+	return fmt.Sprintf(" --tls --cacert %s/%s", tlsMountPath, tlsCAKey)
+}
+
+func livenessScript(vc *v1.ValkeyCluster) string {
+	return fmt.Sprintf(`user=$(sed -n 's/^masteruser //p' %[1]s/%[2]s)
 pw=$(sed -n 's/^masterauth //p' %[1]s/%[2]s)
-reply=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" valkey-cli --no-auth-warning --user "$user" -p %[3]d PING 2>/dev/null)
+reply=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" valkey-cli --no-auth-warning%[4]s --user "$user" -p %[3]d PING 2>/dev/null)
 case "$reply" in PONG|LOADING*|MASTERDOWN*|NOAUTH*) exit 0 ;; esac
 echo "PING: ${reply:-no reply}"
 exit 1
-`, secretMountPath, authFileName, ClientPort)
+`, secretMountPath, authFileName, ClientPort, cliTLS(vc))
+}
 
 // livenessProbe is the pod's only probe, as the original's pods carry (concepts/pod-management):
 // it turns a hung server into a dead pod. There is no readiness probe: clients find nodes
 // through the cluster protocol, not through Service endpoints, and a readiness gate would be a
-// second, conflicting view of a node's health. Under TLS the probe is a TCP connect, since the
-// client port speaks only TLS.
+// second, conflicting view of a node's health. Under TLS the PING goes over TLS (cliTLS).
 func livenessProbe(vc *v1.ValkeyCluster) *corev1.Probe {
-	handler := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", livenessScript}}}
-	if vc.Spec.TLS != nil {
-		handler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ClientPort)}}
-	}
 	return &corev1.Probe{
-		ProbeHandler:     handler,
+		ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", livenessScript(vc)}}},
 		PeriodSeconds:    livenessPeriodSeconds,
 		TimeoutSeconds:   livenessTimeoutSeconds,
 		FailureThreshold: livenessFailureThreshold,
@@ -77,26 +83,26 @@ const (
 // preStopScript waits delay seconds, then while the server answers INFO replication as a primary
 // with a connected replica, until limit seconds have passed since it began. It authenticates as
 // the liveness script does (the password from the mounted auth.conf, through the environment).
-func preStopScript(delay, limit int) string {
+func preStopScript(vc *v1.ValkeyCluster, delay, limit int) string {
 	return fmt.Sprintf(`start=$(date +%%s)
 sleep %[5]d
 pw=$(sed -n 's/^masterauth //p' %[1]s/%[2]s)
 while [ $(($(date +%%s) - start)) -lt %[6]d ]; do
-  info=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" timeout 2 valkey-cli --no-auth-warning --user %[3]s -p %[4]d INFO replication 2>/dev/null)
+  info=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" timeout 2 valkey-cli --no-auth-warning%[7]s --user %[3]s -p %[4]d INFO replication 2>/dev/null)
   case "$info" in *role:master*) ;; *) exit 0 ;; esac
   case "$info" in *connected_slaves:0*) exit 0 ;; esac
   sleep 0.2
 done
-`, secretMountPath, authFileName, OperatorUser, ClientPort, delay, limit)
+`, secretMountPath, authFileName, OperatorUser, ClientPort, delay, limit, cliTLS(vc))
 }
 
 // preStop holds SIGTERM back on Valkey 8 (see preStopScript). On 9.x the server hands over
 // itself on SIGTERM (shutdown-on-sigterm failover), and the pod has no hook.
-func preStop(img v1.ValkeyImageSpec) *corev1.Lifecycle {
+func preStop(vc *v1.ValkeyCluster, img v1.ValkeyImageSpec) *corev1.Lifecycle {
 	if handsOverOnSIGTERM(img) {
 		return nil
 	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-		Command: []string{"/bin/sh", "-c", preStopScript(preStopDelaySeconds, preStopLimitSeconds)},
+		Command: []string{"/bin/sh", "-c", preStopScript(vc, preStopDelaySeconds, preStopLimitSeconds)},
 	}}}
 }

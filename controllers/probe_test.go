@@ -152,7 +152,7 @@ func TestPreStopScript(t *testing.T) {
 	// run runs the hook against port and returns how long it held, failing past 10 s.
 	run := func(port int) time.Duration {
 		t.Helper()
-		script := strings.ReplaceAll(preStopScript(1, 6), secretMountPath, dir)
+		script := strings.ReplaceAll(preStopScript(&v1.ValkeyCluster{}, 1, 6), secretMountPath, dir)
 		script = strings.ReplaceAll(script, "-p "+strconv.Itoa(ClientPort), "-p "+strconv.Itoa(port))
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()

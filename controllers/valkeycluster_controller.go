@@ -49,6 +49,8 @@ type ValkeyClusterReconciler struct {
 	ticks tickLog
 	// conns keeps each node's Valkey connection open across passes (see connections.go).
 	conns valkey.Pool
+	// tls keeps each TLS cluster's client configuration while its Secret stays the same.
+	tls tlsConfigs
 }
 
 // Least privilege: exactly the calls the operator makes. It never writes a cluster's spec
@@ -82,11 +84,13 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	if err := r.APIReader.Get(ctx, req.NamespacedName, &vc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.conns.Forget(req.String())
+			r.tls.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if vc.DeletionTimestamp != nil {
 		r.conns.Forget(req.String())
+		r.tls.forget(req.String())
 		return ctrl.Result{}, nil // owner references and the garbage collector remove the rest
 	}
 	// A cluster whose namespace is being deleted is left alone: pods re-created there would be
@@ -98,9 +102,16 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 
-	rc, acl, problem, err := r.load(ctx, &vc)
+	tm, problem, err := r.validateTLS(ctx, log, &vc)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	var rc *ResolvedConfig
+	var acl *resolvedACL
+	if problem == "" {
+		if rc, acl, problem, err = r.load(ctx, &vc); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	var creds, migrate valkey.Credentials
 	var hash string
@@ -112,11 +123,17 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 			return ctrl.Result{}, err
 		}
 		hash = desiredSpecHash(&vc, rc)
+		if tm != nil {
+			creds.TLS = r.tls.get(clusterKey(&vc), tm)
+			migrate.TLS = creds.TLS
+		}
 	}
 	obs, err := r.observe(ctx, &vc, problem, hash, creds)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	creds, migrate = withTLS(&vc, creds, creds.TLS, obs.addrs), withTLS(&vc, migrate, migrate.TLS, obs.addrs)
+	obs.tls = tm
 	r.retainConnections(&vc, obs)
 
 	state := vc.Status.State
@@ -182,15 +199,29 @@ type resolvedACL struct {
 	roles    map[string]v1.ValkeyRoleSpec
 }
 
+// validateTLS checks a TLS cluster's Secret on every pass, in every state (security/tls.md): a
+// Secret that fails is the reason the cluster is Invalid, said once per new reason on the TLS
+// target in the original's words. Its nodes are left as they are, serving the certificate they
+// have. Nil material and no problem for a cluster without TLS.
+func (r *ValkeyClusterReconciler) validateTLS(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster) (*tlsMaterial, string, error) {
+	if vc.Spec.TLS == nil {
+		return nil, "", nil
+	}
+	tm, problem, err := readTLSSecret(ctx, r.Client, vc)
+	if err != nil || problem == "" {
+		return tm, "", err
+	}
+	if vc.Status.State != fsm.Invalid || vc.Status.Message != problem {
+		logging.Target(log, logging.TargetTLS).Info(logging.MsgTLSValidationFailed, zap.String(logging.FieldReason, problem))
+	}
+	return nil, problem, nil
+}
+
 // load resolves the cluster's references: its config chain, its merged ACL bindings and their
 // roles. A reference that does not resolve, or a username bound twice, is returned as problem
 // (the cluster goes Invalid, and its nodes keep the ACL they have); err is a transient API
 // error.
 func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster) (*ResolvedConfig, *resolvedACL, string, error) {
-	if vc.Spec.TLS != nil {
-		// Serving plaintext to a team that asked for TLS would be worse than not serving.
-		return nil, nil, "spec.tls is not supported by this version of the operator yet: the cluster would run without TLS", nil
-	}
 	rc, err := resolveConfig(ctx, r.Client, vc.Spec.ConfigRef)
 	var sp *SpecProblem
 	if errors.As(err, &sp) {
@@ -224,6 +255,7 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	}
 	sys.SetUsers = !aclLoadSafe(rc.Image.Version)
 	sys.Atomic = aclLoadSafe(rc.Image.Version)
+	sys.ReloadTLS = vc.Spec.TLS != nil
 	creds = valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}
 	migrate = valkey.Credentials{Username: MigrationUser, Password: sys.MigratePassword}
 

@@ -34,7 +34,11 @@ func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logge
 	if err := r.Create(ctx, vn); err != nil {
 		return fmt.Errorf("create ValkeyNode %s: %w", vn.Name, err)
 	}
-	if err := r.Create(ctx, buildNodeConfigMap(vc, vn, renderValkeyConf(rc))); err != nil && !apierrors.IsAlreadyExists(err) {
+	announce := ""
+	if vc.Spec.TLS != nil {
+		announce = podDNSName(vc, vn.Name)
+	}
+	if err := r.Create(ctx, buildNodeConfigMap(vc, vn, renderValkeyConf(rc, announce))); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create ConfigMap of %s: %w", vn.Name, err)
 	}
 	pod := buildPod(vc, rc, vn, obs.snapshot.SpecHash, r.DefaultZoneSpread)

@@ -57,6 +57,7 @@ const (
 	FieldMinAvailable = "min_available"
 	FieldTarget       = "target"
 	FieldSlot         = "slot"
+	FieldNotAfter     = "not_after"
 )
 
 // The message catalogue.
@@ -105,6 +106,21 @@ const (
 	// MsgACLNodeStarting (DEBUG, TargetACL): cluster_name, pod. The node refused the connection
 	// within a minute of its start; it is checked again soon instead of a WARN.
 	MsgACLNodeStarting = "node not accepting connections yet, loading its ACL soon"
+	// MsgTLSReloaded (INFO, TargetTLS): cluster_name, pod. The node served another certificate
+	// than the Secret's tls.crt, was pointed at its certificate files again (CONFIG SET), and a
+	// handshake showed it now serves the Secret's.
+	MsgTLSReloaded = "TLS certificate reloaded"
+	// MsgTLSReloadFailed (WARN, TargetTLS): cluster_name, pod, error. The node could not be
+	// reached or refused the reload; tried again soon. Once per tick per node and error.
+	MsgTLSReloadFailed = "TLS reload failed, will retry next tick"
+	// MsgTLSFilesBehind (DEBUG, TargetTLS): cluster_name, pod. After the reload the node still
+	// serves the old certificate: its mounted Secret volume has not caught up yet. Reloaded
+	// again soon.
+	MsgTLSFilesBehind = "TLS files not yet updated on node, reloading soon"
+	// MsgTLSExpiring (WARN, TargetTLS): cluster_name, secret, key (tls.crt or ca.crt), not_after
+	// (RFC 3339). A certificate of the cluster's Secret expires within 14 days, or has expired;
+	// once per tick while it lasts. The CertificateExpiring condition says the same in status.
+	MsgTLSExpiring = "TLS certificate expires soon"
 	// MsgReconcileError (WARN, the controller's target): cluster_name, error. Logged by
 	// Tracker.Reconciler for every error that is retried.
 	MsgReconcileError = "reconcile error, requeuing"
@@ -231,6 +247,10 @@ var Catalogue = []Entry{
 	{MsgACLApplied, zapcore.InfoLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgACLFileBehind, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgACLNodeStarting, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
+	{MsgTLSReloaded, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName, FieldPod}},
+	{MsgTLSReloadFailed, zapcore.WarnLevel, TargetTLS, []string{FieldClusterName, FieldPod, FieldError}},
+	{MsgTLSFilesBehind, zapcore.DebugLevel, TargetTLS, []string{FieldClusterName, FieldPod}},
+	{MsgTLSExpiring, zapcore.WarnLevel, TargetTLS, []string{FieldClusterName, FieldSecret, FieldKey, FieldNotAfter}},
 	{MsgMeshMeetIssued, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldIP}},
 	{MsgAssigningSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlots}},
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},

@@ -30,11 +30,35 @@ const clientName = "valkey-operator"
 // Credentials are what the operator authenticates with. An empty Username
 // with an empty Password sends no AUTH at all (a node whose default user
 // has no password); an empty Username with a Password authenticates the
-// default user. TLS, when set, is used for the connection.
+// default user. TLS, when set, is used for the connection; ServerName, when
+// set, names the node at an address, and the node's certificate is verified
+// under that name (a node is dialled at its IP, but its certificate names its
+// DNS name).
 type Credentials struct {
-	Username string
-	Password string
-	TLS      *tls.Config
+	Username   string
+	Password   string
+	TLS        *tls.Config
+	ServerName func(addr string) string
+}
+
+// tlsFor is the TLS configuration for the node at addr: TLS with the node's
+// server name, nil without TLS.
+func (c Credentials) tlsFor(addr string) *tls.Config {
+	if c.TLS == nil {
+		return nil
+	}
+	cfg := c.TLS.Clone()
+	if name := c.serverName(addr); name != "" {
+		cfg.ServerName = name
+	}
+	return cfg
+}
+
+func (c Credentials) serverName(addr string) string {
+	if c.ServerName == nil {
+		return ""
+	}
+	return c.ServerName(addr)
 }
 
 // String prints the credentials without the password, so that a stray
@@ -78,7 +102,7 @@ func NewClient(addr string, creds Credentials) (*Client, error) {
 		InitAddress:       []string{addr},
 		Username:          creds.Username,
 		Password:          creds.Password,
-		TLSConfig:         creds.TLS,
+		TLSConfig:         creds.tlsFor(addr),
 		ClientName:        clientName,
 		ForceSingleClient: true,
 		DisableCache:      true,

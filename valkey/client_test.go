@@ -1,6 +1,7 @@
 package valkey
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -60,5 +61,31 @@ func TestCredentialsNeverPrintPassword(t *testing.T) {
 	}
 	if s := fmt.Sprint(Credentials{}); !strings.Contains(s, "Password:none") {
 		t.Errorf("empty credentials: %s", s)
+	}
+}
+
+// A node is dialled at its IP but verified under its DNS name: each node's TLS configuration is
+// the cluster's, with that node's server name and verification on; without TLS there is none.
+func TestCredentialsTLSFor(t *testing.T) {
+	if (Credentials{}).tlsFor("10.0.0.1:6379") != nil {
+		t.Fatal("TLS without a TLS configuration")
+	}
+	base := &tls.Config{MinVersion: tls.VersionTLS12}
+	names := map[string]string{"10.0.0.1:6379": "pod-a.vc.ns.svc.cluster.local"}
+	creds := Credentials{TLS: base, ServerName: func(a string) string { return names[a] }}
+	got := creds.tlsFor("10.0.0.1:6379")
+	if got == base || got.ServerName != "pod-a.vc.ns.svc.cluster.local" || got.InsecureSkipVerify {
+		t.Fatalf("config for a node: server name %q, skip verify %v, shared %v", got.ServerName, got.InsecureSkipVerify, got == base)
+	}
+	if base.ServerName != "" {
+		t.Fatal("the cluster's configuration was changed")
+	}
+	e := &pooled{tls: base, serverName: "pod-a.vc.ns.svc.cluster.local"}
+	if !e.matches("10.0.0.1:6379", creds) {
+		t.Error("a client opened for the same node and configuration does not match")
+	}
+	names["10.0.0.1:6379"] = "pod-b.vc.ns.svc.cluster.local"
+	if e.matches("10.0.0.1:6379", creds) {
+		t.Error("a client opened under another node's name still matches: an IP reused by another pod would be trusted")
 	}
 }

@@ -23,14 +23,17 @@ type Pool struct {
 }
 
 type pooled struct {
-	c        *Client
-	username string
-	password string
-	tls      *tls.Config
+	c          *Client
+	username   string
+	password   string
+	tls        *tls.Config
+	serverName string
 }
 
-func (p *pooled) matches(creds Credentials) bool {
-	return p.username == creds.Username && p.password == creds.Password && p.tls == creds.TLS
+// matches reports whether the Client was opened with creds for addr. The TLS configuration is
+// compared by identity: a caller keeps one per cluster while its certificates stay the same.
+func (p *pooled) matches(addr string, creds Credentials) bool {
+	return p.username == creds.Username && p.password == creds.Password && p.tls == creds.TLS && p.serverName == creds.serverName(addr)
 }
 
 // Client returns the open Client for addr in cluster, dialling one when there is none or when
@@ -38,7 +41,7 @@ func (p *pooled) matches(creds Credentials) bool {
 func (p *Pool) Client(cluster, addr string, creds Credentials) (*Client, error) {
 	p.mu.Lock()
 	if e, ok := p.clusters[cluster][addr]; ok {
-		if e.matches(creds) {
+		if e.matches(addr, creds) {
 			p.mu.Unlock()
 			return e.c, nil
 		}
@@ -57,7 +60,7 @@ func (p *Pool) Client(cluster, addr string, creds Credentials) (*Client, error) 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e, ok := p.clusters[cluster][addr]; ok && e.matches(creds) {
+	if e, ok := p.clusters[cluster][addr]; ok && e.matches(addr, creds) {
 		// The same pass asked twice at once (a duplicate address): keep the first.
 		c.Close()
 		return e.c, nil
@@ -68,7 +71,7 @@ func (p *Pool) Client(cluster, addr string, creds Credentials) (*Client, error) 
 	if p.clusters[cluster] == nil {
 		p.clusters[cluster] = map[string]*pooled{}
 	}
-	p.clusters[cluster][addr] = &pooled{c: c, username: creds.Username, password: creds.Password, tls: creds.TLS}
+	p.clusters[cluster][addr] = &pooled{c: c, username: creds.Username, password: creds.Password, tls: creds.TLS, serverName: creds.serverName(addr)}
 	return c, nil
 }
 

@@ -105,9 +105,8 @@ const (
 	StateUpgrading State = "Upgrading"
 
 	// StateInvalid: the spec cannot be carried out (a reference that does not resolve, a
-	// config cycle, a missing role, spec.tls, which is not supported yet); status.message
-	// says why. Nothing is
-	// deleted, and the cluster leaves Invalid on its own once the cause is fixed.
+	// config cycle, a missing role, a TLS Secret that fails validation); status.message says
+	// why. Nothing is deleted, and the cluster leaves Invalid on its own once the cause is fixed.
 	StateInvalid State = "Invalid"
 )
 
@@ -151,4 +150,10 @@ const (
 	// its slots were served again, empty. Its message names the shards, their slots and when;
 	// the operator never sets it back (it is the record of the latest loss, not a state).
 	ConditionDataLost = "DataLost"
+
+	// ConditionCertificateExpiring is on TLS clusters only: True while the leaf or a CA of the
+	// TLS Secret expires within 14 days (or has expired; the cluster stays Active: expiry never
+	// makes it Invalid), its message naming which and when; False otherwise. It is left as it
+	// was while the Secret fails validation.
+	ConditionCertificateExpiring = "CertificateExpiring"
 )

@@ -20,7 +20,6 @@ const (
 // ValkeyClusterSpec is one Valkey cluster: which config its nodes use, how many shards and
 // replicas, who may connect, and where the pods go.
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed after the cluster is created: TLS is chosen at creation; create a new ValkeyCluster to switch TLS on or off"
-// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(oldSelf.tls) || self.tls == oldSelf.tls",message="spec.tls cannot be changed after the cluster is created; to rotate the certificate, update the data of the existing Secret in place"
 type ValkeyClusterSpec struct {
 	// configRef names the (cluster-scoped) ValkeyConfig the nodes use.
 	// +kubebuilder:validation:MaxLength=253
@@ -51,9 +50,10 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.username == a.username))",message="duplicate username in ACL bindings: each username may be bound only once; merge the entries into one"
 	ACL []ACLBinding `json:"acl,omitempty"`
 
-	// tls asks for a TLS-only cluster (clients, replication and the cluster bus). Not
-	// supported yet: a cluster that sets it is Invalid and gets no pods, rather than serving
-	// without TLS. Set at creation; it cannot be added, removed or changed afterwards.
+	// tls asks for a TLS-only cluster: the plaintext port is closed, and clients, replication
+	// and the cluster bus use TLS; each node announces its per-pod DNS name so that clients
+	// verify it. Set at creation: it cannot be added or removed afterwards. tls.secretRef may
+	// change (pointing at another Secret is a rotation).
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
 
@@ -81,8 +81,12 @@ func (s ValkeyClusterSpec) NodeCount() int {
 type TLSSpec struct {
 	// secretRef names a kubernetes.io/tls Secret in the cluster's namespace holding tls.crt,
 	// tls.key and ca.crt. The certificate must cover {cluster}.{namespace}.svc.cluster.local
-	// and *.{cluster}.{namespace}.svc.cluster.local, for both server and client auth. TLS is
-	// not supported yet (see tls): neither validation nor reload is built.
+	// and *.{cluster}.{namespace}.svc.cluster.local, for both server and client auth (each node
+	// is a TLS client of its peers), and chain to ca.crt. It is validated on every pass; a
+	// Secret that fails makes the cluster Invalid with the reason in status.message. Updating
+	// the Secret's data in place rotates the certificate on every node without a restart;
+	// naming another Secret here replaces the nodes one shard at a time, since a pod's volumes
+	// cannot be changed.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule=`self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')`,message="tls.secretRef must name a Secret in the cluster's namespace: a lowercase DNS name such as my-cluster-tls"
 	SecretRef string `json:"secretRef"`

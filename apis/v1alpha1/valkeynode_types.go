@@ -71,8 +71,8 @@ type ValkeyNodeSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	ShardIndex int32 `json:"shardIndex"`
 
-	// tlsSecret names the TLS Secret mounted into the node's pod when its cluster uses TLS.
-	// TLS is not supported yet, so it is empty.
+	// tlsSecret names the TLS Secret mounted into the node's pod when its cluster uses TLS;
+	// empty otherwise.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	TLSSecret string `json:"tlsSecret,omitempty"`

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -51,6 +52,21 @@ type WriterOptions struct {
 	OpTimeout time.Duration
 	// Interval between writes of one slot. Default 5 ms.
 	Interval time.Duration
+	// TLS, when set, is the client's TLS configuration (a TLS cluster); Dialer, when set,
+	// replaces the default dialer (one resolving through the cluster DNS, for the hostnames a
+	// TLS cluster announces).
+	TLS    *tls.Config
+	Dialer *net.Dialer
+}
+
+// dialer is the writer's dialer: opts.Dialer or a plain one, with a one-second timeout.
+func (opts WriterOptions) dialer() net.Dialer {
+	d := net.Dialer{}
+	if opts.Dialer != nil {
+		d = *opts.Dialer
+	}
+	d.Timeout = time.Second
+	return d
 }
 
 type slotWriter struct {
@@ -90,7 +106,8 @@ func StartWriter(opts WriterOptions) (*Writer, error) {
 		Username:         opts.Username,
 		Password:         opts.Password,
 		DisableCache:     true,
-		Dialer:           net.Dialer{Timeout: time.Second},
+		Dialer:           opts.dialer(),
+		TLSConfig:        opts.TLS,
 		ConnWriteTimeout: 2 * time.Second,
 		// A refused write is recorded, not retried behind our back: the refusal window is
 		// what we measure.
@@ -314,7 +331,7 @@ func (w *Writer) Report(ctx context.Context, opts WriterOptions) (Report, error)
 	r := Report{Duration: w.stop.Sub(w.start)}
 	c, err := valkeygo.NewClient(valkeygo.ClientOption{
 		InitAddress: opts.Addrs, Username: opts.Username, Password: opts.Password,
-		DisableCache: true, Dialer: net.Dialer{Timeout: time.Second},
+		DisableCache: true, Dialer: opts.dialer(), TLSConfig: opts.TLS,
 	})
 	if err != nil {
 		return r, fmt.Errorf("writer: read-back client: %w", err)

@@ -1,0 +1,299 @@
+package controllers
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/valkey"
+)
+
+// The TLS controller makes every running node of a TLS cluster serve the certificate of the
+// cluster's Secret, without a restart (concepts/architecture.md, the TLS controller). Clusters
+// without TLS are skipped. Its rules, per pass:
+//
+//  1. The Secret is validated as the cluster controller does; while it fails, nothing is touched
+//     (the cluster controller reports it): the nodes keep the certificate they have.
+//  2. Each running node is asked, by a TLS handshake, which certificate it serves. One that
+//     serves another than tls.crt is pointed at its certificate files again (CONFIG SET of the
+//     three tls-*-file paths, which Valkey re-reads even when the paths are unchanged), then
+//     asked again: serving tls.crt now, it says so (`TLS certificate reloaded`); still serving
+//     the old one, its mounted volume lags behind the Secret, and it is reloaded again every
+//     second, then every 5 s (as the ACL controller's catch-up), until it serves the new one.
+//  3. On the 30 s tick (`TLS reconcile tick`) every node is pointed at its files again whatever
+//     it serves, as the original does: a change of ca.crt alone shows in no handshake.
+//  4. A node that cannot be reached or refuses the reload is logged at WARN, `TLS reload
+//     failed, will retry next tick` (once per tick and error), and tried again with rule 2's
+//     delay; the others go on.
+//  5. On the tick, a leaf or CA of the Secret that expires within tlsExpiryWarning (or has
+//     expired) is logged at WARN, `TLS certificate expires soon`; the cluster controller sets
+//     the CertificateExpiring condition from the same check. Expiry never makes a cluster
+//     Invalid.
+//
+// It only reads Kubernetes. A pass runs on the tick, and at once when the cluster, its pods, or
+// a Secret it names change.
+
+// tlsHandshakeTimeout bounds the handshake that reads the certificate a node serves.
+const tlsHandshakeTimeout = 2 * time.Second
+
+// TLSReconciler runs the TLS controller (see above) for every TLS ValkeyCluster.
+type TLSReconciler struct {
+	client.Client
+
+	ticks   tickLog
+	expires tickLog
+	// conns keeps each node's connection across passes, apart from the other controllers'.
+	conns valkey.Pool
+	tls   tlsConfigs
+
+	mu     sync.Mutex
+	warned map[string]warning
+	behind map[string]catchUp
+}
+
+// nodeTLS is what one node did in a pass.
+type nodeTLS struct {
+	pod      string
+	err      error
+	reloaded bool // it served another certificate, and serves the Secret's after the reload
+	behind   bool // it still serves another certificate after the reload
+}
+
+// Reconcile runs one TLS pass over the cluster named by req.
+func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
+	var vc v1.ValkeyCluster
+	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if vc.DeletionTimestamp != nil || vc.Spec.TLS == nil {
+		r.forget(req.String())
+		return ctrl.Result{}, nil
+	}
+	now := time.Now()
+	tick := r.ticks.due(req.String(), now)
+	if tick {
+		log.Info(logging.MsgTLSTick)
+	}
+	tm, problem, err := readTLSSecret(ctx, r.Client, &vc)
+	if err != nil || problem != "" {
+		return ctrl.Result{RequeueAfter: TickInterval}, err
+	}
+	if r.expires.due(req.String(), now) {
+		for _, e := range tlsExpiring(tm, now) {
+			log.Warn(logging.MsgTLSExpiring, zap.String(logging.FieldSecret, vc.Spec.TLS.SecretRef), zap.String(logging.FieldKey, e.Key),
+				zap.String(logging.FieldNotAfter, e.NotAfter.UTC().Format(time.RFC3339)))
+		}
+	}
+	creds, ok, err := r.credentials(ctx, &vc)
+	if err != nil || !ok {
+		return ctrl.Result{RequeueAfter: TickInterval}, err
+	}
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list pods: %w", err)
+	}
+	creds = withTLS(&vc, creds, r.tls.get(req.String(), tm), podAddrs(list.Items))
+
+	var addrs []string
+	results := make(chan nodeTLS, len(list.Items))
+	var wg sync.WaitGroup
+	behind := false
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !aclTarget(p) {
+			continue
+		}
+		if startedWithin(p, aclStartGrace, now) {
+			// It read the current files itself at start, and may not listen yet.
+			behind = true
+			continue
+		}
+		a := nodeAddr(p.Status.PodIP)
+		addrs = append(addrs, a)
+		wg.Go(func() { results <- r.reloadNode(ctx, req.String(), p.Name, a, creds, tm.Fingerprint(), tick) })
+	}
+	wg.Wait()
+	close(results)
+	r.conns.Retain(req.String(), addrs)
+
+	for n := range results {
+		switch {
+		case n.err != nil:
+			behind = true
+			if r.warnDue(req.String()+"/"+n.pod, n.err.Error(), now) {
+				log.Warn(logging.MsgTLSReloadFailed, logging.Pod(n.pod), logging.Err(n.err))
+			}
+		case n.behind:
+			behind = true
+			log.Debug(logging.MsgTLSFilesBehind, logging.Pod(n.pod))
+		case n.reloaded:
+			log.Info(logging.MsgTLSReloaded, logging.Pod(n.pod))
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.next(req.String(), tm.Digest, behind)}, nil
+}
+
+// reloadNode makes one node serve the certificate whose fingerprint is want (rules 2 and 3).
+func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr string, creds valkey.Credentials, want string, always bool) nodeTLS {
+	n := nodeTLS{pod: pod}
+	before, err := servedFingerprint(ctx, addr, creds.ServerName(addr))
+	if err != nil {
+		n.err = err
+		return n
+	}
+	if before == want && !always {
+		return n
+	}
+	c, err := r.conns.Client(cluster, addr, creds)
+	if err != nil {
+		n.err = err
+		return n
+	}
+	if n.err = c.ConfigSet(ctx, tlsFileParams()); n.err != nil {
+		return n
+	}
+	after, err := servedFingerprint(ctx, addr, creds.ServerName(addr))
+	if err != nil {
+		n.err = err
+		return n
+	}
+	n.behind = after != want
+	n.reloaded = !n.behind && before != want
+	return n
+}
+
+// tlsFileParams points a node at its mounted certificate files, which makes it re-read them.
+func tlsFileParams() map[string]string {
+	return map[string]string{
+		"tls-cert-file":    tlsMountPath + "/" + tlsCertKey,
+		"tls-key-file":     tlsMountPath + "/" + tlsKeyKey,
+		"tls-ca-cert-file": tlsMountPath + "/" + tlsCAKey,
+	}
+}
+
+// servedFingerprint is the fingerprint of the certificate the node at addr serves to a new
+// connection. The handshake does not verify it: it is compared, byte for byte through its
+// digest, with the Secret's, which is stronger than verification; and a node that still serves
+// an old certificate must be readable to be reloaded. Nothing is sent over the connection.
+func servedFingerprint(ctx context.Context, addr, serverName string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
+	defer cancel()
+	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: &tls.Config{
+		ServerName:         serverName,
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: true, //nolint:gosec // the certificate is compared with the Secret's by fingerprint, not trusted
+	}}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("tls handshake with %s: %w", addr, err)
+	}
+	defer func() { _ = conn.Close() }()
+	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return "", fmt.Errorf("tls handshake with %s: no certificate served", addr)
+	}
+	return certFingerprint(certs[0].Raw), nil
+}
+
+// credentials reads the operator's credentials for vc from the cache; ok is false while the
+// Secret does not exist (the cluster controller creates it, or says it is missing).
+func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (valkey.Credentials, bool, error) {
+	var s corev1.Secret
+	if err := r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: credentialName(vc)}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return valkey.Credentials{}, false, nil
+		}
+		return valkey.Credentials{}, false, fmt.Errorf("get secret %s: %w", credentialName(vc), err)
+	}
+	pw := string(s.Data[operatorPasswordKey])
+	return valkey.Credentials{Username: OperatorUser, Password: pw}, pw != "", nil
+}
+
+// warnDue reports whether a failure of node key (cluster/pod) should be said at WARN: the first,
+// one with another error, or the same one a tick after it was last said.
+func (r *TLSReconciler) warnDue(key, err string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.warned == nil {
+		r.warned = map[string]warning{}
+	}
+	w, ok := r.warned[key]
+	if ok && w.err == err && now.Sub(w.at) < TickInterval {
+		return false
+	}
+	r.warned[key] = warning{err: err, at: now}
+	return true
+}
+
+// next is the delay before the next pass: the tick, or while a node lags, the ACL controller's
+// catch-up delays, counted per Secret content.
+func (r *TLSReconciler) next(key, digest string, behind bool) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.behind == nil {
+		r.behind = map[string]catchUp{}
+	}
+	if !behind {
+		delete(r.behind, key)
+		return TickInterval
+	}
+	c := r.behind[key]
+	if c.file != digest {
+		c = catchUp{file: digest}
+	}
+	d := aclCatchUpFast
+	if c.attempts >= aclCatchUpFastTries {
+		d = aclCatchUpSlow
+	}
+	c.attempts++
+	r.behind[key] = c
+	return d
+}
+
+// forget drops what the controller keeps of a cluster.
+func (r *TLSReconciler) forget(key string) {
+	r.conns.Forget(key)
+	r.tls.forget(key)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.behind, key)
+	for k := range r.warned {
+		if len(k) > len(key) && k[:len(key)+1] == key+"/" {
+			delete(r.warned, k)
+		}
+	}
+}
+
+// SetupWithManager registers the TLS controller: a pass per cluster on its tick, when the
+// cluster or one of its pods changes, and when a Secret a cluster names as tls.secretRef
+// changes (the start of a rotation). log is the operator's root logger.
+func (r *TLSReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) error {
+	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("valkeycluster-tls").
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
+		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{}, t.Related(handler.EnqueueRequestsFromMapFunc(tlsSecretClusters(r.Client)))).
+		Watches(&corev1.Pod{}, t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))).
+		Complete(t.Reconciler(logging.Target(log, logging.TargetTLS), r))
+}
