@@ -67,6 +67,7 @@ type podRuntime struct {
 type containerState struct {
 	spec           corev1.Container
 	proc           *os.Process
+	io             *containerIO // stdin/tty and attached clients; nil unless interactive (stream.go)
 	exitCh         chan struct{}
 	started        bool
 	startedAt      time.Time
@@ -258,14 +259,31 @@ func (p *podRuntime) run() {
 	}
 	for i, c := range p.containers {
 		cmd := cmds[i]
-		if err := cmd.Start(); err != nil {
+		var cio *containerIO
+		if interactive(&c.spec) {
+			cio, err = newContainerIO(&c.spec, cmd)
+		}
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			if cio != nil {
+				cio.abandon()
+			} else if f, ok := cmd.Stdout.(*os.File); ok {
+				_ = f.Close()
+			}
 			c.exited, c.exitCode, c.reason, c.message = true, 128, "StartError", err.Error()
 			c.finishedAt = time.Now()
 			close(c.exitCh)
+			err = nil
 			continue
 		}
 		c.proc, c.started, c.startedAt, c.waitingReason, c.waitingMessage = cmd.Process, true, time.Now(), "", ""
-		if cmd.Stdout != nil {
+		if cio != nil {
+			// The kubelet holds the container's stdin or terminal and copies its output.
+			c.io = cio
+			cio.afterStart()
+		} else if cmd.Stdout != nil {
 			// The child holds its own copy of the log file.
 			_ = cmd.Stdout.(*os.File).Close()
 		}
