@@ -160,6 +160,11 @@ func (cio *containerIO) afterStart() {
 		if cio.master != nil {
 			_ = cio.master.Close()
 		}
+		for _, f := range cio.outputs {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
 		if cio.log != nil {
 			_ = cio.log.Close()
 		}
@@ -214,9 +219,6 @@ func (cio *containerIO) copyOut(r *os.File, stderr bool) {
 			cio.mu.Unlock()
 		}
 		if err != nil {
-			if !stderr || !cio.tty {
-				_ = r.Close()
-			}
 			return
 		}
 	}

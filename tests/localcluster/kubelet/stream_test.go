@@ -137,3 +137,21 @@ func TestAttach(t *testing.T) {
 		t.Errorf("the tty container did not run on a terminal; its log: %q", logs)
 	}
 }
+
+// TestImageEntrypoint: a container of the valkey/valkey image that sets only args (what
+// `kubectl run --image valkey/valkey:8.0 -- valkey-cli ...` creates) runs them as the image's
+// entrypoint would: a command of the image when the first arg is one.
+func TestImageEntrypoint(t *testing.T) {
+	requireSetup(t)
+	ns := newNamespace(t)
+	createPod(t, ns, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "cli"},
+		Spec: corev1.PodSpec{NodeName: "kt-a", RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "valkey/valkey:8.0", Args: []string{"valkey-cli", "--version"}}}},
+	})
+	waitPod(t, ns, "cli", 20*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	logs, err := client.CoreV1().Pods(ns).GetLogs("cli", &corev1.PodLogOptions{}).DoRaw(context.Background())
+	if err != nil || !strings.HasPrefix(string(logs), "valkey-cli ") {
+		t.Errorf("valkey-cli --version through the image's entrypoint printed %q, %v", logs, err)
+	}
+}
