@@ -341,7 +341,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		APIServerPort: port,
 		Images:        opts.Images,
 		ImageCommands: opts.ImageCommands,
-		// Node i serves container logs on the gateway at 10250+i, so `kubectl logs` works.
+		// Node i serves the kubelet API on the gateway at 10250+i, so `kubectl logs`, `exec`,
+		// `attach` and `run -it` work through the API server.
 		KubeletPortBase: 10250,
 		ClusterDNS:      c.network.Gateway,
 		ClusterDomain:   ClusterDomain,
