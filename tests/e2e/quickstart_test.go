@@ -208,15 +208,25 @@ func TestQuickstart(t *testing.T) {
 		// As a user who reads before typing: keys sent while valkey-cli is still starting reach a
 		// terminal still in cooked mode (Enter arrives as a newline, which its line editor does
 		// not take for Enter). Its prompt in the container's log says its line editor is reading.
-		prompted := func() bool {
+		prompted := func(string) bool {
 			out, err := harness.Kubectl(cluster, nil, "-n", ns, "logs", "valkey-cli")
 			return err == nil && strings.Contains(string(out), "my-cluster.my-app.svc.cluster.local:6379> ")
 		}
 		out := runOnTerminal(t, []string{"-n", "my-app", "run", "valkey-cli", "--rm", "-it", "--restart=Never",
 			"--image", "valkey/valkey:9.0", "--", "valkey-cli", "-c", "-h", "my-cluster.my-app.svc.cluster.local"}, prompted,
 			[]step{{"PING", "PONG"}, {"SET hello world", "OK"}, {"GET hello", `"world"`}, {"exit", `pod "valkey-cli" deleted`}})
+		if !strings.Contains(out, "If you don't see a command prompt, try pressing enter.") {
+			t.Errorf("kubectl run -it never said it attached")
+		}
 		t.Logf("the terminal showed:\n%s", out)
 		readBackByName(t, ns, "hello", "world")
+	})
+	t.Run("kubectl exec -it valkey-cli", func(t *testing.T) {
+		pod := clusterPods(t, vc)[0].Name
+		// Here the prompt comes through the session itself.
+		prompted := func(shown string) bool { return strings.Contains(shown, "127.0.0.1:6379> ") }
+		runOnTerminal(t, []string{"-n", ns, "exec", "-it", pod, "--", "valkey-cli"}, prompted,
+			[]step{{"CLUSTER INFO", "cluster_state:ok"}, {"exit", ""}})
 	})
 	t.Run("step 5 piped: kubectl run -i valkey-cli", func(t *testing.T) {
 		// The issue's command (no namespace, so the pod runs in default and resolves the full
@@ -380,7 +390,7 @@ type step struct{ input, want string }
 // kubectl is attached and ready() says the program is waiting for input, it types each step's
 // input once the previous step's output showed up, and returns what the terminal showed.
 // kubectl must exit 0 after the last step.
-func runOnTerminal(t *testing.T, args []string, ready func() bool, steps []step) string {
+func runOnTerminal(t *testing.T, args []string, ready func(shown string) bool, steps []step) string {
 	t.Helper()
 	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 160})
@@ -434,13 +444,10 @@ func runOnTerminal(t *testing.T, args []string, ready func() bool, steps []step)
 		<-exited
 		t.Fatalf(format, a...)
 	}
-	// kubectl says this once it is attaching (the prompt was printed before that), then puts the
-	// terminal in raw mode; keys typed before that would be cooked (Enter sent as a newline,
-	// which valkey-cli's line editor does not take for Enter).
-	if !waitFor(0, "If you don't see a command prompt, try pressing enter.", 2*time.Minute) {
-		fail("kubectl never attached; the terminal showed:\n%s", shown())
-	}
-	deadline := time.Now().Add(30 * time.Second)
+	// kubectl puts the terminal in raw mode once it is attached (run -it says so first: "If you
+	// don't see a command prompt, try pressing enter."); keys typed before that would be cooked
+	// (Enter sent as a newline, which valkey-cli's line editor does not take for Enter).
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
 		if err != nil {
@@ -454,7 +461,7 @@ func runOnTerminal(t *testing.T, args []string, ready func() bool, steps []step)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for !ready() {
+	for !ready(shown()) {
 		if time.Now().After(deadline) {
 			fail("the program in the pod never got ready for input:\n%s", shown())
 		}
