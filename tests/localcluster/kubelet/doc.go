@@ -129,10 +129,13 @@
 //     output goes to the log and to every attached client; stdinOnce ends the container's stdin
 //     when the first client ends its own. Attaching to another container streams its log.
 //
-// The API server needs --kubelet-preferred-address-types=InternalIP and must not set
-// --kubelet-certificate-authority (it then does not verify kubelet serving certificates); no
-// client certificate is required, so anything that reaches the gateway port may exec into pods:
-// acceptable for a test cluster on a private bridge, not for anything else.
+// The API server needs --kubelet-preferred-address-types=InternalIP. With
+// Config.APIAuthority set (the local cluster sets it) the node's serving certificate is signed
+// by that CA and a client must present a certificate it signed: the API server gets
+// --kubelet-certificate-authority and --kubelet-client-certificate/-key from the same CA, so
+// only it reaches the kubelet API. Without it, the serving certificate is self-signed, the API
+// server must not set --kubelet-certificate-authority, and no client certificate is asked
+// for (the kubelet package's own tests run so).
 //
 // # Not done
 //

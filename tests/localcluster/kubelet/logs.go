@@ -3,6 +3,7 @@ package kubelet
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -38,12 +39,18 @@ func (k *Kubelet) serveKubeletAPI(_ context.Context, ns *nodeState, _ corev1list
 	if port == 0 {
 		return func() {}, nil
 	}
-	cert, err := selfSignedCert(k.cfg.Network.Gateway, ns.spec.Name)
+	cert, err := servingCert(k.cfg.Network.Gateway, ns.spec.Name, k.cfg.APIAuthority)
 	if err != nil {
 		return nil, err
 	}
-	l, err := tls.Listen("tcp", net.JoinHostPort(k.cfg.Network.Gateway, strconv.Itoa(port)),
-		&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if a := k.cfg.APIAuthority; a != nil {
+		// Only the API server (its kubelet client certificate) may stream logs or exec.
+		pool := x509.NewCertPool()
+		pool.AddCert(a.Cert)
+		tlsCfg.ClientCAs, tlsCfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	l, err := tls.Listen("tcp", net.JoinHostPort(k.cfg.Network.Gateway, strconv.Itoa(port)), tlsCfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API listener: %w", err)
 	}
@@ -183,7 +190,9 @@ func lastLines(data []byte, n int) []byte {
 	return data[end+1:]
 }
 
-func selfSignedCert(ip, name string) (tls.Certificate, error) {
+// servingCert is the kubelet API's certificate for the node: for its address and name, signed
+// by ca, or self-signed without one.
+func servingCert(ip, name string, ca *Authority) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, err
@@ -198,7 +207,11 @@ func selfSignedCert(ip, name string) (tls.Certificate, error) {
 		IPAddresses:  []net.IP{net.ParseIP(ip)},
 		DNSNames:     []string{name},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	parent, signer := tmpl, crypto.Signer(key)
+	if ca != nil {
+		parent, signer = ca.Cert, ca.Key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
