@@ -8,14 +8,11 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
 
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -23,7 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -32,11 +28,13 @@ import (
 )
 
 const (
-	// defaultNamespace is where the operator runs and keeps its ConfigMap and leader lease,
-	// unless POD_NAMESPACE says otherwise (the Deployment sets it from the downward API).
+	// defaultNamespace is where the operator runs and keeps its leader lease, unless
+	// POD_NAMESPACE says otherwise (the Deployment sets it from the downward API).
 	defaultNamespace = "valkey-operator"
-	// configMapName holds the optional operator settings, read once at startup.
-	configMapName = "valkey-operator-config"
+	// zoneSpreadEnv is the operator-wide default of placement.zoneSpread, read once at
+	// startup. The Deployment wires it from key defaultZoneSpread of ConfigMap
+	// valkey-operator-config, marked optional (reference/operator-configuration.md).
+	zoneSpreadEnv = "DEFAULT_ZONE_SPREAD"
 	// leaderElectionID names the Lease that keeps one replica active at a time.
 	leaderElectionID = "valkey-operator.valkey.gomomento.com"
 )
@@ -59,6 +57,14 @@ func run() int {
 	logging.SetupLibraryLogging(log)
 	opLog := logging.Target(log, logging.TargetOperator)
 
+	// Invalid configuration fails before anything else: a misconfigured operator does not
+	// start, rather than running with a guessed default.
+	spread, err := parseZoneSpread(os.Getenv(zoneSpreadEnv))
+	if err != nil {
+		logging.InvalidConfig(log, zoneSpreadEnv, string(spread), err)
+		return 1
+	}
+
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return logging.ClientBuildFailed(os.Stderr, err)
@@ -70,16 +76,6 @@ func run() int {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1.AddToScheme(scheme)
-
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return logging.ClientBuildFailed(os.Stderr, err)
-	}
-	spread, err := readSettings(context.Background(), direct, namespace)
-	if err != nil {
-		logging.InvalidConfig(log, "defaultZoneSpread", string(spread), err)
-		return 1
-	}
 
 	lock, err := leaderLock(cfg, namespace)
 	if err != nil {
@@ -134,22 +130,17 @@ func leaderLock(cfg *rest.Config, namespace string) (resourcelock.Interface, err
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
 }
 
-// readSettings reads defaultZoneSpread from the operator's ConfigMap. A missing ConfigMap or
-// key means bestEffort; any other value is an error (the returned value is what was read).
-func readSettings(ctx context.Context, c client.Reader, namespace string) (v1.ZoneSpread, error) {
-	var cm corev1.ConfigMap
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: configMapName}, &cm)
-	if apierrors.IsNotFound(err) {
-		return v1.ZoneSpreadBestEffort, nil
-	} else if err != nil {
-		return "", fmt.Errorf("read ConfigMap %s/%s: %w", namespace, configMapName, err)
-	}
-	value, ok := cm.Data["defaultZoneSpread"]
-	if !ok || value == "" {
+// parseZoneSpread reads the value of DEFAULT_ZONE_SPREAD: unset or empty (no ConfigMap, or
+// no key in it) means bestEffort; bestEffort and required, spelled exactly as in
+// placement.zoneSpread, are themselves; anything else is an error (the returned value is what
+// was read).
+func parseZoneSpread(value string) (v1.ZoneSpread, error) {
+	if value == "" {
 		return v1.ZoneSpreadBestEffort, nil
 	}
 	if z := v1.ZoneSpread(value); z.IsValid() {
 		return z, nil
 	}
-	return v1.ZoneSpread(value), fmt.Errorf("defaultZoneSpread must be %q or %q", v1.ZoneSpreadBestEffort, v1.ZoneSpreadRequired)
+	return v1.ZoneSpread(value), fmt.Errorf("%s (key defaultZoneSpread of ConfigMap valkey-operator-config) must be %q or %q; fix the ConfigMap and restart the operator",
+		zoneSpreadEnv, v1.ZoneSpreadBestEffort, v1.ZoneSpreadRequired)
 }

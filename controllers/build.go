@@ -384,10 +384,20 @@ func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 					SecretName: secretName(vc), DefaultMode: ptr.To[int32](0o440)}}},
 				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},
+			// As the original's pods (concepts/pod-management.md): Valkey runs on arm64 as on
+			// amd64, so tainted arm64 pools are open to it; placement.nodeSelector and
+			// placement.zones steer pods away where that is not wanted.
+			Tolerations: []corev1.Toleration{arm64Toleration},
 		},
 	}
 	applyPlacement(pod, vc, shard, defaultSpread)
 	return pod
+}
+
+// arm64Toleration is the toleration every Valkey pod carries, for the taint platforms put on
+// arm64 node pools.
+var arm64Toleration = corev1.Toleration{
+	Key: corev1.LabelArchStable, Operator: corev1.TolerationOpEqual, Value: "arm64", Effect: corev1.TaintEffectNoSchedule,
 }
 
 // applyPlacement sets the zone affinity, the nodeSelector and the spread constraints: per shard

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
@@ -144,6 +146,42 @@ func TestNodeOwnershipNamesAndLabels(t *testing.T) {
 	}
 }
 
+// concepts/pod-management.md, point by point: {cluster}-{random} names, found by
+// app.kubernetes.io/instance and valkey.gomomento.com/shard-index; restartPolicy Never; a
+// liveness probe and no readiness probe; an emptyDir data directory and no claim; the arm64
+// toleration. (PodDisruptionBudgets are ours: see disruption.go.)
+func TestPodAsPodManagementDescribes(t *testing.T) {
+	vc, rc := newTestCluster(), newResolved()
+	name := newPodName(vc)
+	if !strings.HasPrefix(name, "my-cluster-") || len(name) != len("my-cluster-")+5 {
+		t.Errorf("pod name %q, want my-cluster-<5 random characters>", name)
+	}
+	pod := buildPod(vc, rc, buildValkeyNode(vc, rc, name, 2, ""), "h", v1.ZoneSpreadBestEffort)
+	if pod.Labels["app.kubernetes.io/instance"] != "my-cluster" || pod.Labels[v1.LabelShard] != "2" {
+		t.Errorf("labels %v", pod.Labels)
+	}
+	if pod.Spec.RestartPolicy != "Never" {
+		t.Errorf("restartPolicy %q", pod.Spec.RestartPolicy)
+	}
+	c := pod.Spec.Containers[0]
+	if len(pod.Spec.Containers) != 1 || c.LivenessProbe == nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
+		t.Errorf("want one container with a liveness probe only: %+v", pod.Spec.Containers)
+	}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim != nil || (vol.Name == "data" && vol.EmptyDir == nil) {
+			t.Errorf("volume %+v: want the data directory on an emptyDir, no claim", vol)
+		}
+	}
+	want := []string{"kubernetes.io/arch=arm64:NoSchedule"}
+	var got []string
+	for _, tol := range pod.Spec.Tolerations {
+		got = append(got, fmt.Sprintf("%s=%s:%s", tol.Key, tol.Value, tol.Effect))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("tolerations %v, want %v", got, want)
+	}
+}
+
 // spec.valkeySettings are exactly the directives of the node's valkey.conf.
 func TestValkeySettingsAreTheRenderedConf(t *testing.T) {
 	rc := newResolved()
@@ -160,6 +198,47 @@ func TestValkeySettingsAreTheRenderedConf(t *testing.T) {
 	}
 	if settings["cluster-enabled"] != "yes" || settings["maxmemory"] != "1500mb" {
 		t.Errorf("forced or configured settings missing: %v", settings)
+	}
+}
+
+// Directives the docs do not force reach valkey.conf as written, after the operator's own;
+// every forced directive is written once, by the operator (admission and resolveConfig keep a
+// user's copy out, which would otherwise come later in the file and win).
+func TestPassThroughDirectivesReachTheConf(t *testing.T) {
+	rc := newResolved()
+	passed := map[string]string{
+		"cluster-allow-reads-when-down": "yes", "cluster-require-full-coverage": "no",
+		"tls-protocols": `"TLSv1.2 TLSv1.3"`, "tls-ciphersuites": "TLS_AES_256_GCM_SHA384",
+		"unixsocket": "/tmp/valkey.sock", "loglevel": "warning",
+	}
+	maps.Copy(rc.Valkey, passed)
+	lines := strings.Split(strings.TrimSpace(renderValkeyConf(rc)), "\n")[1:]
+	count := map[string]int{}
+	lastOwned, firstUser := -1, len(lines)
+	for i, l := range lines {
+		k, v, _ := strings.Cut(l, " ")
+		count[k]++
+		if want, ok := passed[k]; ok {
+			firstUser = min(firstUser, i)
+			if v != want {
+				t.Errorf("conf line %q, want %s %s", l, k, want)
+			}
+		} else if v1.IsOwnedDirective(k) {
+			lastOwned = max(lastOwned, i)
+		}
+	}
+	for k := range passed {
+		if count[k] != 1 {
+			t.Errorf("%s appears %d times in the conf, want once", k, count[k])
+		}
+	}
+	for _, k := range []string{"port", "bind", "protected-mode", "dir", "aclfile", "cluster-enabled", "cluster-config-file", "cluster-node-timeout"} {
+		if count[k] != 1 {
+			t.Errorf("forced %s appears %d times, want once", k, count[k])
+		}
+	}
+	if lastOwned > firstUser {
+		t.Errorf("an operator directive comes after a ValkeyConfig one:\n%s", strings.Join(lines, "\n"))
 	}
 }
 
@@ -218,22 +297,46 @@ func TestResolveConfig(t *testing.T) {
 	cfg := func(name, base, image string, valkey map[string]string) *v1.ValkeyConfig {
 		return &v1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ValkeyConfigSpec{BaseRef: base, ImageRef: image, Valkey: valkey}}
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(img,
+	// chain(prefix, n) is n configs prefix-1 -> prefix-2 -> … -> prefix-n, the last naming img.
+	chain := func(prefix string, n int) []client.Object {
+		var out []client.Object
+		for i := 1; i <= n; i++ {
+			base, image := fmt.Sprintf("%s-%d", prefix, i+1), ""
+			if i == n {
+				base, image = "", "img"
+			}
+			out = append(out, cfg(fmt.Sprintf("%s-%d", prefix, i), base, image, nil))
+		}
+		return out
+	}
+	objs := []client.Object{img,
 		cfg("base", "", "img", map[string]string{"maxmemory-policy": "allkeys-lru", "maxmemory": "1mb"}),
 		cfg("small", "base", "", map[string]string{"maxmemory": "400mb"}),
-		cfg("loop-a", "loop-b", "img", nil), cfg("loop-b", "loop-a", "", nil),
+		cfg("loop-a", "loop-b", "img", nil), cfg("loop-b", "loop-a", "", nil), cfg("self", "self", "img", nil),
 		cfg("orphan", "gone", "", nil), cfg("noimage", "", "missing", nil),
-	).Build()
+		cfg("root-without-image", "", "", nil), cfg("leaf-without-image", "root-without-image", "", nil),
+		cfg("forced", "base", "", map[string]string{"port": "7000"}),
+	}
+	objs = append(append(objs, chain("ten", 10)...), chain("eleven", 11)...)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 	ctx := context.Background()
 	rc, err := resolveConfig(ctx, c, "small")
 	if err != nil || rc.Valkey["maxmemory"] != "400mb" || rc.Valkey["maxmemory-policy"] != "allkeys-lru" || rc.Image.Tag != "8.0.1" || strings.Join(rc.Chain, ",") != "small,base" {
 		t.Fatalf("inheritance: %+v, %v", rc, err)
 	}
+	if rc, err := resolveConfig(ctx, c, "ten-1"); err != nil || len(rc.Chain) != 10 {
+		t.Fatalf("a chain of 10 configs (the docs' limit): %+v, %v", rc, err)
+	}
+	// The messages of operations/troubleshooting.md, verbatim.
 	for name, want := range map[string]string{
-		"loop-a":  "ValkeyConfig baseRef cycle: loop-a -> loop-b -> loop-a",
-		"orphan":  `ValkeyConfig "gone" not found (baseRef of orphan)`,
-		"noimage": `ValkeyImage "missing" (imageRef of ValkeyConfig noimage) not found`,
-		"absent":  `ValkeyConfig "absent" not found`,
+		"eleven-1":           "config inheritance depth exceeds 10 (cycle?)",
+		"loop-a":             "config inheritance depth exceeds 10 (cycle?)",
+		"self":               "config inheritance depth exceeds 10 (cycle?)",
+		"orphan":             `ValkeyConfig "gone" not found`,
+		"noimage":            `ValkeyImage "missing" not found`,
+		"absent":             `ValkeyConfig "absent" not found`,
+		"leaf-without-image": `no image_ref in config chain ending at "leaf-without-image"`,
+		"forced":             `ValkeyConfig forced -> base sets "port", which the operator owns`,
 	} {
 		_, err := resolveConfig(ctx, c, name)
 		var sp *SpecProblem

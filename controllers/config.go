@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,28 +38,37 @@ type ResolvedConfig struct {
 	ACL []v1.ACLBinding
 }
 
-// maxChain bounds a baseRef chain; a longer one is reported like a cycle.
-const maxChain = 32
+// maxConfigDepth bounds a baseRef chain: at most 10 configs, the cluster's own included
+// (reference/api/valkeyconfig.md). A cycle is reported as a chain that exceeds it, with the
+// original's message, since it is the same problem to the reader: a chain that does not end.
+const maxConfigDepth = 10
+
+// The config-resolution messages, exactly as the original writes them
+// (operations/troubleshooting.md quotes them; runbooks search for them). They land in
+// status.message and in the log line of the transition to Invalid.
+const (
+	msgConfigNotFound     = "ValkeyConfig %q not found"
+	msgImageNotFound      = "ValkeyImage %q not found"
+	msgNoImageRef         = "no image_ref in config chain ending at %q"
+	msgConfigDepthExceeds = "config inheritance depth exceeds 10 (cycle?)"
+	msgRoleNotFound       = "ValkeyRole %q not found (referenced by user %q)"
+)
 
 // resolveConfig reads the ValkeyConfig named name and its baseRef chain, merges them (child
 // fields override the base; the valkey maps merge key by key) and resolves the image. A missing
-// config, base or image, a cycle, or an owned directive in the merged map is a *SpecProblem
-// naming the chain; API errors other than NotFound are returned as they are.
+// config, base or image, a chain deeper than maxConfigDepth (a cycle among them), or an owned
+// directive in the merged map is a *SpecProblem; API errors other than NotFound are returned as
+// they are.
 func resolveConfig(ctx context.Context, c client.Reader, name string) (*ResolvedConfig, error) {
 	var chain []v1.ValkeyConfig
-	seen := map[string]bool{}
 	for next := name; next != ""; {
-		if seen[next] || len(chain) >= maxChain {
-			return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig baseRef cycle: %s -> %s", chainString(chain), next)}
+		if len(chain) >= maxConfigDepth {
+			return nil, &SpecProblem{Reason: msgConfigDepthExceeds}
 		}
-		seen[next] = true
 		var cfg v1.ValkeyConfig
 		if err := c.Get(ctx, types.NamespacedName{Name: next}, &cfg); err != nil {
 			if apierrors.IsNotFound(err) {
-				if len(chain) == 0 {
-					return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %q not found", next)}
-				}
-				return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %q not found (baseRef of %s)", next, chainString(chain))}
+				return nil, &SpecProblem{Reason: fmt.Sprintf(msgConfigNotFound, next)}
 			}
 			return nil, fmt.Errorf("get ValkeyConfig %s: %w", next, err)
 		}
@@ -84,18 +94,21 @@ func resolveConfig(ctx context.Context, c client.Reader, name string) (*Resolved
 		}
 		maps.Copy(r.Valkey, s.Valkey)
 	}
-	for k := range r.Valkey {
+	// Admission refuses these; a config stored before a rule existed still must not reach
+	// valkey.conf, where its line would come after the operator's and win.
+	for _, k := range slices.Sorted(maps.Keys(r.Valkey)) {
 		if v1.IsOwnedDirective(k) {
 			return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %s sets %q, which the operator owns", chainString(chain), k)}
 		}
 	}
 	if imageRef == "" {
-		return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %s names no imageRef", chainString(chain))}
+		// The chain, read from its root base down, ends at the cluster's configRef.
+		return nil, &SpecProblem{Reason: fmt.Sprintf(msgNoImageRef, name)}
 	}
 	var img v1.ValkeyImage
 	if err := c.Get(ctx, types.NamespacedName{Name: imageRef}, &img); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyImage %q (imageRef of ValkeyConfig %s) not found", imageRef, chainString(chain))}
+			return nil, &SpecProblem{Reason: fmt.Sprintf(msgImageNotFound, imageRef)}
 		}
 		return nil, fmt.Errorf("get ValkeyImage %s: %w", imageRef, err)
 	}
@@ -134,7 +147,7 @@ func resolveRoles(ctx context.Context, c client.Reader, bindings []v1.ACLBinding
 			var role v1.ValkeyRole
 			if err := c.Get(ctx, types.NamespacedName{Name: p.RoleRef}, &role); err != nil {
 				if apierrors.IsNotFound(err) {
-					return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyRole %q not found (referenced by user %q)", p.RoleRef, b.Username)}
+					return nil, &SpecProblem{Reason: fmt.Sprintf(msgRoleNotFound, p.RoleRef, b.Username)}
 				}
 				return nil, fmt.Errorf("get ValkeyRole %s: %w", p.RoleRef, err)
 			}

@@ -41,7 +41,7 @@ type ValkeyClusterReconciler struct {
 	client.Client
 	// APIReader reads without the cache (the operator's credential Secret, read once per pass).
 	APIReader client.Reader
-	// DefaultZoneSpread comes from the operator's ConfigMap (defaultZoneSpread).
+	// DefaultZoneSpread is DEFAULT_ZONE_SPREAD (the operator ConfigMap's defaultZoneSpread).
 	DefaultZoneSpread v1.ZoneSpread
 	// PassBudget bounds one pass; zero means DefaultPassBudget.
 	PassBudget time.Duration

@@ -347,18 +347,68 @@ spec:
     example.com/inject-sidecar: "false"
 `)},
 		{name: "longest cluster name", manifest: strings.Replace(cluster(""), "name: my-cluster", "name: c"+strings.Repeat("x", 56), 1)},
-		{name: "largest topology", manifest: `
-apiVersion: valkey.gomomento.com/v1alpha1
-kind: ValkeyCluster
-metadata:
-  name: big
-  namespace: my-app
-spec:
-  configRef: standard
-  shards: 500
-  replicasPerShard: 1
-`},
+		// The docs bound shards and replicasPerShard from below only; Valkey's 16384 slots
+		// bound shards from above.
+		{name: "most shards", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 16384", 1)},
+		{name: "many replicas", manifest: strings.Replace(cluster(""), "replicasPerShard: 1", "replicasPerShard: 10", 1)},
+		{name: "many nodes", manifest: strings.NewReplacer("shards: 3", "shards: 1000", "replicasPerShard: 1", "replicasPerShard: 5").Replace(cluster(""))},
+		{name: "no replicas", manifest: strings.Replace(cluster(""), "replicasPerShard: 1", "replicasPerShard: 0", 1)},
+
+		// ValkeyImage: the docs bound none of its fields; version is informational, and a
+		// digest may pin the tag.
+		{name: "version without patch", manifest: image("valkey/valkey", "9.0", "9.0")},
+		{name: "version with a v", manifest: image("valkey/valkey", "9.0.0", "v9.0.0")},
+		{name: "version as a word", manifest: image("valkey/valkey", "unstable", "unstable")},
+		{name: "tag pinned by a digest", manifest: image("valkey/valkey", "9.0.0@sha256:"+strings.Repeat("ab", 32), "9.0.0")},
+		{name: "digest alone", manifest: image("valkey/valkey", "sha256:"+strings.Repeat("0f", 32), "9.0.0")},
+		{name: "digest alone with its @", manifest: image("valkey/valkey", "@sha256:"+strings.Repeat("0f", 32), "9.0.0")},
+		{name: "longest tag", manifest: image("valkey/valkey", "t"+strings.Repeat("x", 127), "9.0.0")},
 	})
+}
+
+// Every directive the docs do not force passes through, as in the original: the rest of the
+// cluster-* and tls-* families, the persistence and memory knobs, socket and pid files.
+func TestAdmissionPassesOtherDirectivesThrough(t *testing.T) {
+	var cases []admissionCase
+	for _, d := range []struct{ name, value string }{
+		{"cluster-allow-reads-when-down", "yes"},
+		{"cluster-require-full-coverage", "no"},
+		{"cluster-allow-replica-migration", "no"},
+		{"cluster-migration-barrier", "2"},
+		{"cluster-replica-validity-factor", "0"},
+		{"cluster-replica-no-failover", "no"},
+		{"cluster-allow-pubsubshard-when-down", "yes"},
+		{"cluster-link-sendbuf-limit", "67108864"},
+		{"cluster-announce-ip", "10.0.0.1"},
+		{"cluster-slot-stats-enabled", "yes"},
+		{"tls-protocols", `"TLSv1.2 TLSv1.3"`}, // quoted, as valkey.conf needs a one-argument value with a space
+		{"tls-ciphersuites", "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"},
+		{"tls-ciphers", "DEFAULT:!MEDIUM"},
+		{"tls-prefer-server-ciphers", "yes"},
+		{"tls-session-caching", "no"},
+		{"maxmemory", "1500mb"},
+		{"maxmemory-policy", "allkeys-lru"},
+		{"loglevel", "warning"},
+		{"save", "3600 1"},
+		{"appendonly", "yes"},
+		{"appendfilename", "appendonly.aof"},
+		{"dbfilename", "dump.rdb"},
+		{"pidfile", "/tmp/valkey.pid"},
+		{"unixsocket", "/tmp/valkey.sock"},
+		{"unixsocketperm", "700"},
+		{"replica-announce-ip", "10.0.0.1"},
+		{"io-threads", "4"},
+		{"client-output-buffer-limit", "pubsub 32mb 8mb 60"},
+		{"notify-keyspace-events", "Ex"},
+		{"lazyfree-lazy-eviction", "yes"},
+		{"shutdown-on-sigterm", "default"},
+	} {
+		cases = append(cases, admissionCase{
+			name:     d.name,
+			manifest: config(fmt.Sprintf("  valkey:\n    %s: %q\n", d.name, d.value)),
+		})
+	}
+	runAdmissionCases(t, cases)
 }
 
 // One bad manifest per single-object rule, each refused with the message that says what to
@@ -367,15 +417,11 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 	runAdmissionCases(t, []admissionCase{
 		// ValkeyCluster topology.
 		{name: "zero shards", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 0", 1),
-			wantErr: "shards must be between 1 and 500"},
-		{name: "too many shards", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 501", 1),
-			wantErr: "shards must be between 1 and 500"},
+			wantErr: "shards must be between 1 and 16384: a shard serves at least one of Valkey's 16384 hash slots"},
+		{name: "more shards than slots", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 16385", 1),
+			wantErr: "shards must be between 1 and 16384"},
 		{name: "negative replicas", manifest: strings.Replace(cluster(""), "replicasPerShard: 1", "replicasPerShard: -1", 1),
-			wantErr: "replicasPerShard must be between 0 and 5"},
-		{name: "too many replicas", manifest: strings.Replace(cluster(""), "replicasPerShard: 1", "replicasPerShard: 6", 1),
-			wantErr: "replicasPerShard must be between 0 and 5"},
-		{name: "too many nodes", manifest: strings.NewReplacer("shards: 3", "shards: 250", "replicasPerShard: 1", "replicasPerShard: 4").Replace(cluster("")),
-			wantErr: "a cluster may have at most 1000 nodes"},
+			wantErr: "replicasPerShard must be 0 or more: it counts the replicas of each primary"},
 		{name: "missing shards", manifest: strings.Replace(cluster(""), "  shards: 3\n", "", 1),
 			wantErr: `spec.shards: Required value`},
 
@@ -509,21 +555,23 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 		{name: "carriage return in a value", manifest: config("  valkey:\n    maxmemory-policy: \"allkeys-lru\\r\"\n"),
 			wantErr: "valkey directive values must be one line"},
 		{name: "owned directive among allowed ones", manifest: config("  valkey:\n    maxmemory: 1gb\n    port: \"7000\"\n    loglevel: debug\n"),
-			wantErr: "valkey directive port is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"},
+			wantErr: v1alpha1.OwnedDirectiveMessage("port")},
 		{name: "zero cpu", manifest: config("  resources:\n    cpu: \"0\"\n"),
 			wantErr: `resources.cpu must be greater than zero, like "500m" or "2"`},
 		{name: "negative memory", manifest: config("  resources:\n    memory: -1Gi\n"),
 			wantErr: `resources.memory must be greater than zero, like "512Mi" or "2Gi"`},
 
 		// ValkeyImage.
-		{name: "version without patch", manifest: image("valkey/valkey", "9.0", "9.0"),
-			wantErr: "version must be the semantic version of the Valkey in the image, MAJOR.MINOR.PATCH like 9.0.0"},
-		{name: "version with a v", manifest: image("valkey/valkey", "9.0.0", "v9.0.0"),
-			wantErr: "version must be the semantic version of the Valkey in the image"},
 		{name: "tag inside the repository", manifest: image("valkey/valkey:9.0.0", "9.0.0", "9.0.0"),
-			wantErr: "repository must be an image repository without tag or digest"},
+			wantErr: "repository must be an image repository a container runtime can pull, without tag or digest"},
+		{name: "digest inside the repository", manifest: image("valkey/valkey@sha256:"+strings.Repeat("ab", 32), "9.0.0", "9.0.0"),
+			wantErr: "put the tag (and any digest, like 9.0.0@sha256:…) in spec.tag"},
 		{name: "tag starting with a dash", manifest: image("valkey/valkey", "-rc1", "9.0.0"),
-			wantErr: "tag must be an image tag like 9.0.0"},
+			wantErr: "tag must be an image tag a container runtime can pull, like 9.0.0"},
+		{name: "tag too long", manifest: image("valkey/valkey", "t"+strings.Repeat("x", 128), "9.0.0"),
+			wantErr: "tag must be an image tag a container runtime can pull"},
+		{name: "truncated digest", manifest: image("valkey/valkey", "9.0.0@sha256:abc", "9.0.0"),
+			wantErr: "optionally pinned by a digest, like 9.0.0@sha256:<64 hex>"},
 
 		// ValkeyRole.
 		{name: "unknown rule access", manifest: role("  categories:\n    - name: read\n      access: permit\n"),
@@ -552,11 +600,6 @@ func TestAdmissionRefusesEveryOwnedDirective(t *testing.T) {
 	}
 	for _, d := range v1alpha1.OwnedDirectives() {
 		add(d, v1alpha1.OwnedDirectiveMessage(d))
-	}
-	for _, prefix := range v1alpha1.OwnedDirectivePrefixes() {
-		for _, d := range []string{prefix + "enabled", prefix + "port", prefix + "announce-hostname"} {
-			add(d, v1alpha1.OwnedDirectiveMessage(prefix))
-		}
 	}
 	add(v1alpha1.LogfileDirective, v1alpha1.LogfileMessage)
 	runAdmissionCases(t, cases)
@@ -625,7 +668,7 @@ func TestAdmissionTLSIsImmutable(t *testing.T) {
 		{name: "changing placement and annotations", initial: "", patch: `{"spec":{"placement":{"zones":["us-east-1a"],"zoneSpread":"required"},"podAnnotations":{"prometheus.io/scrape":"true"}}}`},
 		{name: "re-sending the same tls", initial: tlsSpec, patch: `{"spec":{"tls":{"secretRef":"my-cluster-tls"},"shards":4}}`},
 		{name: "a bad update is still refused by the other rules", initial: tlsSpec, patch: `{"spec":{"shards":0}}`,
-			wantErr: "shards must be between 1 and 500"},
+			wantErr: "shards must be between 1 and 16384"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

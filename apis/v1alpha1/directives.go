@@ -6,47 +6,60 @@ import (
 	"strings"
 )
 
-// The valkey.conf directives that a ValkeyConfig may not set, because the operator sets them
-// itself and the cluster breaks (or silently changes meaning) if a user overrides them. The
-// CRD refuses each at admission with a CEL rule of its own whose message is
-// OwnedDirectiveMessage(name); a test reads the generated CRD and checks that the rules and
-// this table agree, so change both together.
+// The valkey.conf directives that a ValkeyConfig may not set (SPEC §2.8): the original
+// silently overrides its forced settings (reference/forced-settings.md); we refuse them at
+// admission instead, naming the directive and why, so that what a user wrote is what runs.
+// Every other directive passes through to valkey.conf, as in the original: the rest of the
+// cluster-* and tls-* families (cluster-allow-reads-when-down, cluster-require-full-coverage,
+// tls-protocols, tls-ciphersuites…), persistence, memory and client tuning, loglevel.
 //
-// One rule per directive (rather than one rule that lists them) because a CEL message can
-// only name the offending key by computing over the map's keys, and the API server's static
+// The CRD refuses each with a CEL rule of its own whose message is OwnedDirectiveMessage(name);
+// a test reads the generated CRD and checks that the rules and this table agree, so change both
+// together. One rule per directive (rather than one rule that lists them) because a CEL message
+// can only name the offending key by computing over the map's keys, and the API server's static
 // cost estimate for that exceeds its budget.
 //
-// Decided and allowed on purpose:
-//   - loglevel: verbosity only; logs still go to stdout.
-//   - save, appendonly and the other persistence knobs: tuning, not wiring. A replaced pod is
-//     a new node that resyncs from its primary, so the operator relies on no file on disk.
-//   - maxmemory, maxmemory-policy, io-threads, timeouts, client limits, loadmodule: tuning.
-//
-// logfile is owned too, with a message of its own (LogfileMessage).
+// logfile is refused too, with a message of its own (LogfileMessage).
 
-// ownedDirectiveReasons maps each directive refused by exact name to why the operator owns it.
+// ownedDirectiveReasons maps each refused directive to why the operator owns it.
 var ownedDirectiveReasons = map[string]string{}
 
-// ownedPrefixReasons maps each refused directive family to why the operator owns it.
-var ownedPrefixReasons = map[string]string{
-	"tls-":     "TLS is configured from the cluster's spec.tls",
-	"cluster-": "the operator runs the cluster bus and its timeouts",
-}
+// Reasons, one per group of refused directives.
+const (
+	reasonForcedListen = "forced: the Service, the probes and the operator reach every node on port 6379 of its pod IP"
+	reasonForcedBus    = "forced: the operator runs every node in cluster mode with its own bus settings and failure-detection timeout"
+	reasonForcedFiles  = "forced: the operator renders and mounts the node's data directory and ACL file"
+	reasonForcedRepl   = "forced: replicas authenticate to their primary as the operator's replication user"
+	reasonForcedTLS    = "forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike"
+	reasonDaemonize    = "valkey-server must stay the container's foreground process, or the pod exits as soon as it starts"
+	reasonInclude      = "the operator includes its own file of credentials; another include could override forced settings"
+	reasonUser         = "Valkey refuses user lines beside the operator's ACL file; bind users in spec.acl with ValkeyRoles"
+	reasonRequirepass  = "the operator's ACL file defines the default user, so requirepass would be silently overridden; bind default in spec.acl"
+	reasonReplicaof    = "Valkey refuses replicaof in cluster mode; the operator assigns replicas to shards"
+	reasonRename       = "renaming CLUSTER, ACL or CONFIG would lock the operator out"
+)
 
 func init() {
 	for reason, names := range map[string][]string{
-		"it decides where nodes listen, which the Service, the probes and the operator rely on": {
-			"port", "bind", "unixsocket", "unixsocketperm", "protected-mode",
+		// reference/forced-settings.md, base settings (primaryuser's and primaryauth's old
+		// names are the same settings), plus the bus port, which the headless Service publishes.
+		reasonForcedListen: {"port", "bind", "protected-mode"},
+		reasonForcedBus:    {"cluster-enabled", "cluster-node-timeout", "cluster-config-file", "cluster-port"},
+		reasonForcedFiles:  {"dir", "aclfile"},
+		reasonForcedRepl:   {"primaryuser", "primaryauth", "masteruser", "masterauth"},
+		// reference/forced-settings.md, TLS-mode settings.
+		reasonForcedTLS: {
+			"tls-port", "tls-cluster", "tls-replication", "tls-cert-file", "tls-key-file",
+			"tls-ca-cert-file", "tls-auth-clients", "cluster-announce-hostname",
+			"cluster-preferred-endpoint-type",
 		},
-		"valkey-server must stay the container's foreground process": {"daemonize", "pidfile"},
-		"the operator renders and mounts the node's files":           {"dir", "aclfile", "include", "dbfilename", "appendfilename"},
-		"users come only from spec.acl and ValkeyRoles":              {"requirepass", "user"},
-		"replicas authenticate with the operator's own user":         {"masterauth", "masteruser", "primaryauth", "primaryuser"},
-		"the operator assigns replicas to shards":                    {"replicaof", "slaveof"},
-		"nodes announce their own pod address": {
-			"replica-announce-ip", "replica-announce-port", "slave-announce-ip", "slave-announce-port",
-		},
-		"renaming CLUSTER, ACL or CONFIG would lock the operator out": {"rename-command"},
+		// SPEC §2.8: directives that cannot work beside the forced ones.
+		reasonDaemonize:   {"daemonize"},
+		reasonInclude:     {"include"},
+		reasonUser:        {"user"},
+		reasonRequirepass: {"requirepass"},
+		reasonReplicaof:   {"replicaof", "slaveof"},
+		reasonRename:      {"rename-command"},
 	} {
 		for _, name := range names {
 			ownedDirectiveReasons[name] = reason
@@ -66,10 +79,10 @@ const oneLineMessage = "valkey directive values must be one line: a line break w
 
 // LowercaseMessage starts the CRD's message for a directive name that is not lowercase; the
 // CRD's message then names the first such key.
-const LowercaseMessage = "valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy)"
+const LowercaseMessage = "valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy), so that the refusal of forced directives sees every spelling"
 
-// OwnedDirectives returns the directive names refused by exact name, sorted. logfile is not
-// among them (see LogfileDirective).
+// OwnedDirectives returns the directive names a ValkeyConfig may not set, sorted. logfile is
+// not among them (see LogfileDirective).
 func OwnedDirectives() []string {
 	names := make([]string, 0, len(ownedDirectiveReasons))
 	for name := range ownedDirectiveReasons {
@@ -79,26 +92,11 @@ func OwnedDirectives() []string {
 	return names
 }
 
-// OwnedDirectivePrefixes returns the prefixes of the directive families the operator owns,
-// sorted.
-func OwnedDirectivePrefixes() []string {
-	prefixes := make([]string, 0, len(ownedPrefixReasons))
-	for prefix := range ownedPrefixReasons {
-		prefixes = append(prefixes, prefix)
-	}
-	slices.Sort(prefixes)
-	return prefixes
-}
-
 // OwnedDirectiveMessage returns the CRD's message refusing the directive name (an entry of
-// OwnedDirectives), or for a prefix of OwnedDirectivePrefixes the message refusing the whole
-// family. It is empty for a directive a ValkeyConfig may set.
+// OwnedDirectives). It is empty for a directive a ValkeyConfig may set.
 func OwnedDirectiveMessage(name string) string {
 	if reason, ok := ownedDirectiveReasons[name]; ok {
-		return fmt.Sprintf("valkey directive %s is owned by the operator (%s); remove it from spec.valkey", name, reason)
-	}
-	if reason, ok := ownedPrefixReasons[name]; ok {
-		return fmt.Sprintf("valkey directives starting with %s are owned by the operator (%s); remove them from spec.valkey", name, reason)
+		return fmt.Sprintf("valkey directive %s cannot be set (%s); remove it from spec.valkey", name, reason)
 	}
 	return ""
 }
@@ -120,11 +118,6 @@ func CheckDirective(name, value string) error {
 	if msg := OwnedDirectiveMessage(name); msg != "" {
 		return fmt.Errorf("%s", msg)
 	}
-	for prefix, reason := range ownedPrefixReasons {
-		if strings.HasPrefix(name, prefix) {
-			return fmt.Errorf("valkey directive %s is owned by the operator (%s); remove it from spec.valkey", name, reason)
-		}
-	}
 	return nil
 }
 
@@ -133,13 +126,5 @@ func CheckDirective(name, value string) error {
 // counts as owned. CheckDirective also checks the name's form and the value, and says why.
 func IsOwnedDirective(name string) bool {
 	name = strings.ToLower(name)
-	if name == LogfileDirective || OwnedDirectiveMessage(name) != "" {
-		return true
-	}
-	for prefix := range ownedPrefixReasons {
-		if strings.HasPrefix(name, prefix) {
-			return true
-		}
-	}
-	return false
+	return name == LogfileDirective || OwnedDirectiveMessage(name) != ""
 }

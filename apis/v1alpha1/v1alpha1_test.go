@@ -61,9 +61,6 @@ func TestCRDDirectiveRulesMatchGoTable(t *testing.T) {
 	for _, d := range v1alpha1.OwnedDirectives() {
 		want[fmt.Sprintf("!('%s' in self)", d)] = v1alpha1.OwnedDirectiveMessage(d)
 	}
-	for _, p := range v1alpha1.OwnedDirectivePrefixes() {
-		want[fmt.Sprintf("self.all(k, !k.startsWith('%s'))", p)] = v1alpha1.OwnedDirectiveMessage(p)
-	}
 	for rule, msg := range want {
 		if got[rule] != msg {
 			t.Errorf("CRD rule %s\n  has message %q\n  want        %q", rule, got[rule], msg)
@@ -86,10 +83,15 @@ func TestCheckDirective(t *testing.T) {
 		{name: "loglevel", value: "notice"},
 		{name: "save", value: ""},
 		{name: "client-output-buffer-limit", value: "pubsub 32mb 8mb 60"},
-		{name: "port", value: "7000", wantErr: "valkey directive port is owned by the operator"},
-		{name: "replicaof", value: "10.0.0.1 6379", wantErr: "valkey directive replicaof is owned by the operator"},
-		{name: "tls-port", value: "6380", wantErr: "valkey directive tls-port is owned by the operator (TLS is configured from the cluster's spec.tls)"},
-		{name: "cluster-node-timeout", value: "15000", wantErr: "valkey directive cluster-node-timeout is owned by the operator (the operator runs the cluster bus"},
+		{name: "cluster-allow-reads-when-down", value: "yes"},
+		{name: "cluster-require-full-coverage", value: "no"},
+		{name: "tls-protocols", value: "TLSv1.3"},
+		{name: "tls-ciphersuites", value: "TLS_AES_256_GCM_SHA384"},
+		{name: "unixsocket", value: "/tmp/valkey.sock"},
+		{name: "port", value: "7000", wantErr: "valkey directive port cannot be set (forced: the Service, the probes and the operator reach every node on port 6379"},
+		{name: "replicaof", value: "10.0.0.1 6379", wantErr: "valkey directive replicaof cannot be set (Valkey refuses replicaof in cluster mode"},
+		{name: "tls-port", value: "6380", wantErr: "valkey directive tls-port cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls"},
+		{name: "cluster-node-timeout", value: "15000", wantErr: "valkey directive cluster-node-timeout cannot be set (forced: the operator runs every node in cluster mode"},
 		{name: "logfile", value: "/tmp/valkey.log", wantErr: v1alpha1.LogfileMessage},
 		{name: "PORT", value: "7000", wantErr: v1alpha1.LowercaseMessage},
 		{name: "Maxmemory", value: "1gb", wantErr: v1alpha1.LowercaseMessage},
@@ -113,19 +115,37 @@ func TestCheckDirective(t *testing.T) {
 	}
 }
 
-func TestOwnedDirectivesIncludeWhatTheSpecNames(t *testing.T) {
-	// SPEC section 1 and the brief: at least these are refused; loglevel is allowed.
-	for _, d := range []string{
-		"port", "bind", "tls-port", "tls-cert-file", "cluster-enabled", "cluster-config-file", "aclfile",
-		"dir", "daemonize", "logfile", "pidfile", "unixsocket", "unixsocketperm", "protected-mode",
-		"masterauth", "masteruser", "primaryauth", "primaryuser", "requirepass", "replicaof",
-		"slaveof", "include", "appendfilename", "dbfilename",
-	} {
-		if v1alpha1.CheckDirective(d, "x") == nil {
-			t.Errorf("%s is allowed, want it refused", d)
-		}
+// SPEC §2.8: exactly the forced settings of reference/forced-settings.md (base and TLS mode,
+// primaryuser and primaryauth under their old names too, and the bus port the operator
+// publishes), and the directives that cannot work beside them, are refused; every other
+// directive passes through, as in the original.
+func TestOwnedDirectivesAreTheForcedSettingsAndNoMore(t *testing.T) {
+	want := []string{
+		// forced-settings.md, base settings.
+		"cluster-enabled", "cluster-node-timeout", "cluster-config-file", "dir", "port", "bind",
+		"protected-mode", "aclfile", "primaryuser", "primaryauth",
+		// Their old names, and the bus port.
+		"masteruser", "masterauth", "cluster-port",
+		// forced-settings.md, TLS-mode settings.
+		"tls-port", "tls-cluster", "tls-replication", "tls-cert-file", "tls-key-file",
+		"tls-ca-cert-file", "tls-auth-clients", "cluster-announce-hostname",
+		"cluster-preferred-endpoint-type",
+		// Cannot work beside them.
+		"daemonize", "include", "user", "requirepass", "replicaof", "slaveof", "rename-command",
 	}
-	for _, d := range []string{"loglevel", "save", "appendonly", "maxmemory"} {
+	slices.Sort(want)
+	if got := v1alpha1.OwnedDirectives(); !slices.Equal(got, want) {
+		t.Errorf("OwnedDirectives() =\n  %v\nwant\n  %v", got, want)
+	}
+	if v1alpha1.CheckDirective("logfile", "x") == nil {
+		t.Error("logfile is allowed, want it refused")
+	}
+	for _, d := range []string{
+		"loglevel", "save", "appendonly", "maxmemory", "pidfile", "unixsocket", "unixsocketperm",
+		"dbfilename", "appendfilename", "replica-announce-ip", "cluster-allow-reads-when-down",
+		"cluster-require-full-coverage", "cluster-announce-ip", "cluster-replica-validity-factor",
+		"tls-protocols", "tls-ciphersuites", "tls-ciphers", "tls-prefer-server-ciphers",
+	} {
 		if err := v1alpha1.CheckDirective(d, "x"); err != nil {
 			t.Errorf("%s refused: %v", d, err)
 		}
@@ -153,11 +173,14 @@ func TestPrinterColumns(t *testing.T) {
 		plural string
 		want   []string // name=jsonPath, in order
 	}{
+		// The original's four (reference/cluster-status.md: CONFIG SHARDS REPLICAS STATE) in
+		// its order, so scripts reading columns by position keep working; ours after them.
 		{"valkeyclusters", []string{
-			"State=.status.state", "Shards=.spec.shards", "Replicas=.spec.replicasPerShard",
-			"Ready=.status.readyNodes", "Config=.spec.configRef", "Message=.status.message",
+			"Config=.spec.configRef", "Shards=.spec.shards", "Replicas=.spec.replicasPerShard",
+			"State=.status.state", "Ready=.status.readyNodes", "Message=.status.message",
 			"Age=.metadata.creationTimestamp",
 		}},
+		{"valkeynodes", []string{"Cluster=.spec.clusterName", "Image=.spec.image", "Lifecycle=.spec.lifecycle"}},
 		{"valkeyimages", []string{"Repository=.spec.repository", "Tag=.spec.tag", "Version=.spec.version", "Age=.metadata.creationTimestamp"}},
 		{"valkeyconfigs", []string{"ImageRef=.spec.imageRef", "BaseRef=.spec.baseRef", "Age=.metadata.creationTimestamp"}},
 		{"valkeyroles", nil},
@@ -317,8 +340,6 @@ func TestCRDBoundsMatchConstants(t *testing.T) {
 	}
 	for _, c := range []struct{ where, want string }{
 		{rules(spec.Properties["shards"]), fmt.Sprintf("self <= %d", v1alpha1.MaxShards)},
-		{rules(spec.Properties["replicasPerShard"]), fmt.Sprintf("self <= %d", v1alpha1.MaxReplicasPerShard)},
-		{rules(spec), fmt.Sprintf("<= %d", v1alpha1.MaxNodes)},
 		{rules(*root), fmt.Sprintf("self.metadata.name.size() <= %d", v1alpha1.MaxClusterNameLength)},
 	} {
 		if !strings.Contains(c.where, c.want) {
@@ -341,5 +362,20 @@ func TestNodeDeepCopyIsDeep(t *testing.T) {
 	cp.Spec.Placement.NodeSelector["pool"] = "b"
 	if orig.Spec.ValkeySettings["maxmemory"] != "1gb" || orig.Spec.Placement.Zones[0] != "z1" || orig.Spec.Placement.NodeSelector["pool"] != "a" {
 		t.Errorf("DeepCopy shares memory with the original: %+v", orig.Spec)
+	}
+}
+
+// A digest in spec.tag pins the image: with a tag, or alone (then the pods run repository@digest).
+func TestImageJoinsTagsAndDigests(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for tag, want := range map[string]string{
+		"9.0.0":           "valkey/valkey:9.0.0",
+		"9.0.0@" + digest: "valkey/valkey:9.0.0@" + digest,
+		digest:            "valkey/valkey@" + digest,
+		"@" + digest:      "valkey/valkey@" + digest,
+	} {
+		if got := (v1alpha1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: tag}).Image(); got != want {
+			t.Errorf("tag %q: Image() = %q, want %q", tag, got, want)
+		}
 	}
 }

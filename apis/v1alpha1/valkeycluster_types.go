@@ -6,18 +6,10 @@ import (
 
 // Bounds of a ValkeyCluster's topology, enforced by the CRD.
 const (
-	// MaxShards bounds spec.shards. Each shard's primary holds at least one of the 16384
-	// slots, and a rolling upgrade replaces one shard at a time, so 500 shards is already far
-	// past what one operator pass per shard handles in reasonable time.
-	MaxShards = 500
-
-	// MaxReplicasPerShard bounds spec.replicasPerShard. Every replica is a full copy of its
-	// primary and a full resync source of load on it; more than 5 is never what is meant.
-	MaxReplicasPerShard = 5
-
-	// MaxNodes bounds shards × (1 + replicasPerShard): Valkey cluster is designed for up to
-	// about 1000 nodes, and every node gossips with every other over the cluster bus.
-	MaxNodes = 1000
+	// MaxShards bounds spec.shards: each shard's primary serves at least one of Valkey's 16384
+	// hash slots. The original documents no upper bound on shards or replicasPerShard and we
+	// add none of our own (a drop-in accepts what the original accepts); this one is Valkey's.
+	MaxShards = 16384
 
 	// MaxClusterNameLength bounds a ValkeyCluster's name: its pods are named
 	// {cluster}-{5 hex}, and a pod's name is also its hostname, a DNS label of at most 63
@@ -27,7 +19,6 @@ const (
 
 // ValkeyClusterSpec is one Valkey cluster: which config its nodes use, how many shards and
 // replicas, who may connect, and where the pods go.
-// +kubebuilder:validation:XValidation:rule="self.shards * (1 + self.replicasPerShard) <= 1000",message="a cluster may have at most 1000 nodes, counting shards × (1 + replicasPerShard); lower shards or replicasPerShard"
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed after the cluster is created: TLS is chosen at creation; create a new ValkeyCluster to switch TLS on or off"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(oldSelf.tls) || self.tls == oldSelf.tls",message="spec.tls cannot be changed after the cluster is created; to rotate the certificate, update the data of the existing Secret in place"
 type ValkeyClusterSpec struct {
@@ -36,17 +27,18 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule=`self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')`,message="configRef must name a ValkeyConfig: a lowercase DNS name such as standard"
 	ConfigRef string `json:"configRef"`
 
-	// shards is the number of primaries; the 16384 slots are spread evenly over them. 1 to
-	// 500. Changing it on a running cluster reshards: new shards are joined and take their
+	// shards is the number of primaries; the 16384 slots are spread evenly over them. At
+	// least 1, at most 16384 (each shard serves at least one slot). Changing it on a running
+	// cluster reshards: new shards are joined and take their
 	// share of the slots, keys included; removed shards are drained into the others, then
 	// retired.
-	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 500",message="shards must be between 1 and 500"
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 16384",message="shards must be between 1 and 16384: a shard serves at least one of Valkey's 16384 hash slots"
 	Shards int32 `json:"shards"`
 
 	// replicasPerShard is the number of replicas of each primary, not counting the primary:
-	// 1 gives two nodes per shard. 0 to 5. Raising it on a running cluster adds replicas,
+	// 1 gives two nodes per shard. At least 0. Raising it on a running cluster adds replicas,
 	// lowering it retires replicas, one node at a time; a primary is never retired.
-	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 5",message="replicasPerShard must be between 0 and 5"
+	// +kubebuilder:validation:XValidation:rule="self >= 0",message="replicasPerShard must be 0 or more: it counts the replicas of each primary"
 	ReplicasPerShard int32 `json:"replicasPerShard"`
 
 	// acl binds Valkey users on this cluster, in addition to those of the config; a username
@@ -261,11 +253,11 @@ type FailoverStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=vkc,categories=valkey
-// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.spec.configRef`
 // +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicasPerShard`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyNodes`
-// +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.spec.configRef`
 // +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 57 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="ValkeyCluster names must start with a lowercase letter, hold only lowercase letters, digits and '-', and be at most 57 characters: the name is the cluster's Service name and, with a 6-character suffix, its pods' hostnames"

@@ -40,44 +40,50 @@ type ValkeyConfigSpec struct {
 	// +optional
 	Resources *ValkeyResources `json:"resources,omitempty"`
 
-	// valkey holds valkey.conf directives, name to value, such as maxmemory: 1500mb. Names are
-	// lowercase. Directives the operator owns are refused: port, bind, unixsocket,
-	// unixsocketperm, protected-mode, daemonize, pidfile, logfile, dir, aclfile, include,
-	// dbfilename, appendfilename, requirepass, user, masterauth, masteruser, primaryauth,
-	// primaryuser, replicaof, slaveof, replica-announce-*, slave-announce-*, rename-command and
-	// every tls-* and cluster-* directive. loglevel and save are allowed. Values are one line
-	// of at most 4096 characters. At most 256 entries.
+	// valkey holds valkey.conf directives, name to value, such as maxmemory: 1500mb, passed
+	// through to every node's valkey.conf. Names are lowercase. The operator's forced settings
+	// (port, bind, protected-mode, dir, aclfile, primaryuser, primaryauth and their master*
+	// names, cluster-enabled, cluster-node-timeout, cluster-config-file, cluster-port, and the
+	// TLS-mode tls-port, tls-cluster, tls-replication, tls-cert-file, tls-key-file,
+	// tls-ca-cert-file, tls-auth-clients, cluster-announce-hostname,
+	// cluster-preferred-endpoint-type) are refused rather than silently overridden, as are
+	// directives that cannot work beside them: logfile, daemonize, include, user, requirepass,
+	// replicaof, slaveof, rename-command. Every other directive passes through. Values are one
+	// line of at most 4096 characters; at most 256 entries (bounds the API server needs to
+	// estimate the cost of these rules).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",messageExpression="'valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy): ' + self.filter(k, !k.matches('^[a-z0-9][a-z0-9-]*$'))[0]"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",messageExpression="'valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy), so that the refusal of forced directives sees every spelling: ' + self.filter(k, !k.matches('^[a-z0-9][a-z0-9-]*$'))[0]"
 	// +kubebuilder:validation:XValidation:rule="!('logfile' in self)",message="valkey directive logfile cannot be set: node logs must go to stdout, where kubectl logs shows them; remove logfile from spec.valkey (loglevel is allowed)"
-	// +kubebuilder:validation:XValidation:rule="!('aclfile' in self)",message="valkey directive aclfile is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('appendfilename' in self)",message="valkey directive appendfilename is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('bind' in self)",message="valkey directive bind is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('daemonize' in self)",message="valkey directive daemonize is owned by the operator (valkey-server must stay the container's foreground process); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('dbfilename' in self)",message="valkey directive dbfilename is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('dir' in self)",message="valkey directive dir is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('include' in self)",message="valkey directive include is owned by the operator (the operator renders and mounts the node's files); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('masterauth' in self)",message="valkey directive masterauth is owned by the operator (replicas authenticate with the operator's own user); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('masteruser' in self)",message="valkey directive masteruser is owned by the operator (replicas authenticate with the operator's own user); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('pidfile' in self)",message="valkey directive pidfile is owned by the operator (valkey-server must stay the container's foreground process); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('port' in self)",message="valkey directive port is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('primaryauth' in self)",message="valkey directive primaryauth is owned by the operator (replicas authenticate with the operator's own user); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('primaryuser' in self)",message="valkey directive primaryuser is owned by the operator (replicas authenticate with the operator's own user); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('protected-mode' in self)",message="valkey directive protected-mode is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('rename-command' in self)",message="valkey directive rename-command is owned by the operator (renaming CLUSTER, ACL or CONFIG would lock the operator out); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('replica-announce-ip' in self)",message="valkey directive replica-announce-ip is owned by the operator (nodes announce their own pod address); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('replica-announce-port' in self)",message="valkey directive replica-announce-port is owned by the operator (nodes announce their own pod address); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('replicaof' in self)",message="valkey directive replicaof is owned by the operator (the operator assigns replicas to shards); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('requirepass' in self)",message="valkey directive requirepass is owned by the operator (users come only from spec.acl and ValkeyRoles); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('slave-announce-ip' in self)",message="valkey directive slave-announce-ip is owned by the operator (nodes announce their own pod address); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('slave-announce-port' in self)",message="valkey directive slave-announce-port is owned by the operator (nodes announce their own pod address); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('slaveof' in self)",message="valkey directive slaveof is owned by the operator (the operator assigns replicas to shards); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('unixsocket' in self)",message="valkey directive unixsocket is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('unixsocketperm' in self)",message="valkey directive unixsocketperm is owned by the operator (it decides where nodes listen, which the Service, the probes and the operator rely on); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="!('user' in self)",message="valkey directive user is owned by the operator (users come only from spec.acl and ValkeyRoles); remove it from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('cluster-'))",message="valkey directives starting with cluster- are owned by the operator (the operator runs the cluster bus and its timeouts); remove them from spec.valkey"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('tls-'))",message="valkey directives starting with tls- are owned by the operator (TLS is configured from the cluster's spec.tls); remove them from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('aclfile' in self)",message="valkey directive aclfile cannot be set (forced: the operator renders and mounts the node's data directory and ACL file); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('bind' in self)",message="valkey directive bind cannot be set (forced: the Service, the probes and the operator reach every node on port 6379 of its pod IP); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('cluster-announce-hostname' in self)",message="valkey directive cluster-announce-hostname cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('cluster-config-file' in self)",message="valkey directive cluster-config-file cannot be set (forced: the operator runs every node in cluster mode with its own bus settings and failure-detection timeout); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('cluster-enabled' in self)",message="valkey directive cluster-enabled cannot be set (forced: the operator runs every node in cluster mode with its own bus settings and failure-detection timeout); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('cluster-node-timeout' in self)",message="valkey directive cluster-node-timeout cannot be set (forced: the operator runs every node in cluster mode with its own bus settings and failure-detection timeout); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('cluster-port' in self)",message="valkey directive cluster-port cannot be set (forced: the operator runs every node in cluster mode with its own bus settings and failure-detection timeout); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('cluster-preferred-endpoint-type' in self)",message="valkey directive cluster-preferred-endpoint-type cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('daemonize' in self)",message="valkey directive daemonize cannot be set (valkey-server must stay the container's foreground process, or the pod exits as soon as it starts); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('dir' in self)",message="valkey directive dir cannot be set (forced: the operator renders and mounts the node's data directory and ACL file); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('include' in self)",message="valkey directive include cannot be set (the operator includes its own file of credentials; another include could override forced settings); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('masterauth' in self)",message="valkey directive masterauth cannot be set (forced: replicas authenticate to their primary as the operator's replication user); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('masteruser' in self)",message="valkey directive masteruser cannot be set (forced: replicas authenticate to their primary as the operator's replication user); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('port' in self)",message="valkey directive port cannot be set (forced: the Service, the probes and the operator reach every node on port 6379 of its pod IP); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('primaryauth' in self)",message="valkey directive primaryauth cannot be set (forced: replicas authenticate to their primary as the operator's replication user); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('primaryuser' in self)",message="valkey directive primaryuser cannot be set (forced: replicas authenticate to their primary as the operator's replication user); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('protected-mode' in self)",message="valkey directive protected-mode cannot be set (forced: the Service, the probes and the operator reach every node on port 6379 of its pod IP); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('rename-command' in self)",message="valkey directive rename-command cannot be set (renaming CLUSTER, ACL or CONFIG would lock the operator out); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('replicaof' in self)",message="valkey directive replicaof cannot be set (Valkey refuses replicaof in cluster mode; the operator assigns replicas to shards); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('requirepass' in self)",message="valkey directive requirepass cannot be set (the operator's ACL file defines the default user, so requirepass would be silently overridden; bind default in spec.acl); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('slaveof' in self)",message="valkey directive slaveof cannot be set (Valkey refuses replicaof in cluster mode; the operator assigns replicas to shards); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('tls-auth-clients' in self)",message="valkey directive tls-auth-clients cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('tls-ca-cert-file' in self)",message="valkey directive tls-ca-cert-file cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('tls-cert-file' in self)",message="valkey directive tls-cert-file cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('tls-cluster' in self)",message="valkey directive tls-cluster cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('tls-key-file' in self)",message="valkey directive tls-key-file cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('tls-port' in self)",message="valkey directive tls-port cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('tls-replication' in self)",message="valkey directive tls-replication cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('user' in self)",message="valkey directive user cannot be set (Valkey refuses user lines beside the operator's ACL file; bind users in spec.acl with ValkeyRoles); remove it from spec.valkey"
 	Valkey map[string]DirectiveValue `json:"valkey,omitempty"`
 
 	// acl are platform-level user bindings, applied to every cluster that uses this config.

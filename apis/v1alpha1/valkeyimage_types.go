@@ -1,32 +1,41 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ValkeyImageSpec is one approved container image of Valkey.
 type ValkeyImageSpec struct {
 	// repository is the image repository, without tag or digest, such as valkey/valkey or
-	// registry.example.com:5000/valkey/valkey.
+	// registry.example.com:5000/valkey/valkey. It must be one a container runtime can pull:
+	// the pods run repository:tag verbatim.
 	// +kubebuilder:validation:MaxLength=255
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$')`,message="repository must be an image repository without tag or digest, like valkey/valkey or registry.example.com:5000/valkey/valkey; put the tag in spec.tag"
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*(:[0-9]+)?/)?[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$')`,message="repository must be an image repository a container runtime can pull, without tag or digest, like valkey/valkey or registry.example.com:5000/valkey/valkey: pods run repository:tag, so put the tag (and any digest, like 9.0.0@sha256:…) in spec.tag"
 	Repository string `json:"repository"`
 
-	// tag is the image tag, such as 9.0.0.
-	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$')",message="tag must be an image tag like 9.0.0: letters, digits, '_', '.' and '-', not starting with '.' or '-'"
+	// tag is the image tag, such as 9.0.0; a digest pins it: 9.0.0@sha256:<64 hex>, or the
+	// digest alone, sha256:<64 hex> (the pods then run repository@sha256:…).
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^([a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}(@[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,})?|@?[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,})$')`,message="tag must be an image tag a container runtime can pull, like 9.0.0 (letters, digits, '_', '.' and '-', at most 128, not starting with '.' or '-'), optionally pinned by a digest, like 9.0.0@sha256:<64 hex>, or a digest alone, like sha256:<64 hex>"
 	Tag string `json:"tag"`
 
-	// version is the semantic version (MAJOR.MINOR.PATCH) of the Valkey inside the image,
-	// such as 9.0.0. It is meant to tell the operator what the nodes support; no feature of
-	// this release depends on it yet.
-	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$')`,message="version must be the semantic version of the Valkey in the image, MAJOR.MINOR.PATCH like 9.0.0"
+	// version is the Valkey version the image provides, such as 9.0.0, shown in kubectl get.
+	// The operator reads only its major number, to use Valkey 9 features (shutdown-on-sigterm
+	// failover, atomic ACL LOAD) when it is 9 or more; anything else it treats as older.
 	Version string `json:"version"`
 }
 
-// Image returns the image reference repository:tag that pods run.
+// Image returns the image reference that pods run: repository:tag, or repository@digest when
+// the tag is a digest alone.
 func (s ValkeyImageSpec) Image() string {
+	switch {
+	case strings.HasPrefix(s.Tag, "@"):
+		return s.Repository + s.Tag
+	case strings.Contains(s.Tag, ":") && !strings.Contains(s.Tag, "@"):
+		return s.Repository + "@" + s.Tag
+	}
 	return s.Repository + ":" + s.Tag
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -89,13 +90,24 @@ func TestInvalidUntilConfigExists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(got.Status.Message, `ValkeyConfig "late-config" not found`) {
-		t.Fatalf("status.message %q does not name the missing config", got.Status.Message)
+	// The original's message, verbatim (operations/troubleshooting.md), in status.message and
+	// in the log line of the transition.
+	if got.Status.Message != `ValkeyConfig "late-config" not found` {
+		t.Fatalf("status.message %q, want the original's message naming the missing config", got.Status.Message)
+	}
+	logged := slices.ContainsFunc(parseLog(t, operator.Logs()), func(l logLine) bool {
+		return l.message() == "transitioning to Invalid" && strings.HasSuffix(l.ref(), "."+ns) && l.Fields["reason"] == got.Status.Message
+	})
+	if !logged {
+		t.Errorf("no `transitioning to Invalid` line with reason %q for %s", got.Status.Message, ns)
 	}
 	if pods := clusterPods(t, vc); len(pods) != 0 {
 		t.Fatalf("an Invalid cluster got %d pods", len(pods))
 	}
-	create(t, newImage("late-image"), newConfig("late-config", "late-image"))
+	// The config first, its image later: still Invalid, now for the image.
+	create(t, newConfig("late-config", "late-image"))
+	waitStateMessage(t, vc, v1.StateInvalid, `ValkeyImage "late-image" not found`)
+	create(t, newImage("late-image"))
 	got, err = harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
 	if err != nil {
 		t.Fatal(err)

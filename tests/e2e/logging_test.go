@@ -281,7 +281,7 @@ func runOperator(t *testing.T, timeout time.Duration, env []string) (stdout, std
 func baseEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "RUST_LOG=") && !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "KUBERNETES_") {
+		if !strings.HasPrefix(kv, "RUST_LOG=") && !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "KUBERNETES_") && !strings.HasPrefix(kv, "DEFAULT_ZONE_SPREAD=") {
 			env = append(env, kv)
 		}
 	}
@@ -295,13 +295,10 @@ func TestStartupFailures(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
 	})
-	t.Run("invalid operator ConfigMap: one ERROR line, non-zero exit, even with RUST_LOG unset", func(t *testing.T) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "valkey-operator", Name: "valkey-operator-config"}, Data: map[string]string{"defaultZoneSpread": "strict"}}
-		create(t, cm)
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), cm) })
-		stdout, stderr, code := runOperator(t, time.Minute, append(baseEnv(), "KUBECONFIG="+cluster.Kubeconfig))
+	t.Run("invalid DEFAULT_ZONE_SPREAD (the ConfigMap's defaultZoneSpread): one ERROR line, non-zero exit, even with RUST_LOG unset", func(t *testing.T) {
+		stdout, stderr, code := runOperator(t, time.Minute, append(baseEnv(), "KUBECONFIG="+cluster.Kubeconfig, "DEFAULT_ZONE_SPREAD=strict"))
 		lines := parseLog(t, stdout)
-		if code == 0 || len(lines) != 1 || lines[0].Level != "ERROR" || lines[0].Fields["key"] != "defaultZoneSpread" || len(stderr) != 0 {
+		if code == 0 || len(lines) != 1 || lines[0].Level != "ERROR" || lines[0].Fields["key"] != "DEFAULT_ZONE_SPREAD" || len(stderr) != 0 {
 			t.Fatalf("exit %d, stdout %s, stderr %q", code, stdout, stderr)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gomomento/valkey-operator/tests/harness"
@@ -38,12 +39,13 @@ func TestChartLintClean(t *testing.T) {
 }
 
 // TestChartRendersTheManifests: with the default values, `helm template` in namespace
-// valkey-operator renders the same ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap
-// and Deployment as manifests/operator.yaml (the Namespace is helm's --create-namespace).
+// valkey-operator renders the same ServiceAccount, ClusterRoles (the operator's and the
+// tenants'), ClusterRoleBinding, ConfigMap and Deployment as manifests/operator.yaml (the Namespace is helm's --create-namespace).
 func TestChartRendersTheManifests(t *testing.T) {
 	chart := renderChart(t)
 	manifest := manifestObjects(t)
-	for _, key := range []string{"ServiceAccount/valkey-operator", "ClusterRole/valkey-operator", "ClusterRoleBinding/valkey-operator", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator"} {
+	for _, key := range []string{"ServiceAccount/valkey-operator", "ClusterRole/valkey-operator", "ClusterRoleBinding/valkey-operator", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator",
+		"ClusterRole/valkey-menu-reader", "ClusterRole/valkey-operator-view", "ClusterRole/valkey-operator-edit"} {
 		m, ok := manifest[key]
 		if !ok {
 			t.Fatalf("manifests/operator.yaml has no %s", key)
@@ -328,4 +330,40 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The docs' NetworkPolicy (security/networking.md) admits the operator to Valkey pods with a
+// namespaceSelector on kubernetes.io/metadata.name: valkey-operator and a podSelector on
+// app: valkey-operator. Both must select the operator's pods as shipped, by manifests and by
+// the chart, or following the docs cuts the operator off from every cluster.
+func TestDocsNetworkPolicySelectsTheOperator(t *testing.T) {
+	podSelector := labels.SelectorFromSet(labels.Set{"app": "valkey-operator"})
+	namespaceSelector := labels.SelectorFromSet(labels.Set{"kubernetes.io/metadata.name": "valkey-operator"})
+	for source, objs := range map[string]map[string][]byte{"manifests/operator.yaml": manifestObjects(t), "the chart": renderChart(t)} {
+		d := decode[appsv1.Deployment](t, objs["Deployment/valkey-operator"])
+		// The API server labels every namespace with its name.
+		if ns := (labels.Set{"kubernetes.io/metadata.name": d.Namespace}); !namespaceSelector.Matches(ns) {
+			t.Errorf("%s: the operator runs in namespace %q, which the docs' namespaceSelector does not select", source, d.Namespace)
+		}
+		if !podSelector.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("%s: the operator's pod labels %v do not match the docs' podSelector %s", source, d.Spec.Template.Labels, podSelector)
+		}
+	}
+}
+
+// DEFAULT_ZONE_SPREAD comes from the ConfigMap's defaultZoneSpread, optional, so that a
+// missing ConfigMap or key falls back to bestEffort (reference/operator-configuration.md).
+func TestZoneSpreadWiredFromTheConfigMap(t *testing.T) {
+	for source, objs := range map[string]map[string][]byte{"manifests/operator.yaml": manifestObjects(t), "the chart": renderChart(t)} {
+		d := decode[appsv1.Deployment](t, objs["Deployment/valkey-operator"])
+		var ref *corev1.ConfigMapKeySelector
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "DEFAULT_ZONE_SPREAD" && e.ValueFrom != nil {
+				ref = e.ValueFrom.ConfigMapKeyRef
+			}
+		}
+		if ref == nil || ref.Name != "valkey-operator-config" || ref.Key != "defaultZoneSpread" || ref.Optional == nil || !*ref.Optional {
+			t.Errorf("%s: DEFAULT_ZONE_SPREAD from %+v, want the optional key defaultZoneSpread of ConfigMap valkey-operator-config", source, ref)
+		}
+	}
 }

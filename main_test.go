@@ -1,0 +1,30 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+)
+
+// DEFAULT_ZONE_SPREAD, as reference/operator-configuration.md describes it: absent means
+// bestEffort, the two spellings of placement.zoneSpread are accepted, anything else fails
+// startup with a message that says where to fix it.
+func TestParseZoneSpread(t *testing.T) {
+	for value, want := range map[string]v1.ZoneSpread{"": v1.ZoneSpreadBestEffort, "bestEffort": v1.ZoneSpreadBestEffort, "required": v1.ZoneSpreadRequired} {
+		if got, err := parseZoneSpread(value); err != nil || got != want {
+			t.Errorf("%q: %q, %v; want %q", value, got, err, want)
+		}
+	}
+	for _, value := range []string{"strict", "BestEffort", "Required", " required"} {
+		got, err := parseZoneSpread(value)
+		if err == nil || string(got) != value {
+			t.Fatalf("%q accepted as %q", value, got)
+		}
+		for _, part := range []string{"DEFAULT_ZONE_SPREAD", "defaultZoneSpread", "valkey-operator-config", `"bestEffort" or "required"`} {
+			if !strings.Contains(err.Error(), part) {
+				t.Errorf("%q: error %q does not name %s", value, err, part)
+			}
+		}
+	}
+}
