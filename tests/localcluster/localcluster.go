@@ -254,6 +254,13 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	args.Set("service-cluster-ip-range", "10.96.0.0/16")
 	args.Set("allow-privileged", "true")
 	args.Set("kubelet-preferred-address-types", "InternalIP")
+	kubeletCA, kubeletFlags, err := kubeletAuth(filepath.Join(c.Dir, "pki"))
+	if err != nil {
+		return nil, err
+	}
+	for flag, v := range kubeletFlags {
+		args.Set(flag, v)
+	}
 	args.Set("endpoint-reconciler-type", "none")
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: opts.BinDir,
@@ -341,8 +348,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		APIServerPort: port,
 		Images:        opts.Images,
 		ImageCommands: opts.ImageCommands,
-		// Node i serves container logs on the gateway at 10250+i, so `kubectl logs` works.
+		// Node i serves the kubelet API on the gateway at 10250+i, so `kubectl logs`, `exec`,
+		// `attach` and `run -it` work through the API server.
 		KubeletPortBase: 10250,
+		APIAuthority:    kubeletCA,
 		ClusterDNS:      c.network.Gateway,
 		ClusterDomain:   ClusterDomain,
 	})

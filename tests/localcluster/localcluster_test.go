@@ -2,8 +2,10 @@ package localcluster_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -148,6 +150,20 @@ func TestHandAppliedPodRunsRealValkeyAndFailsWhenKilled(t *testing.T) {
 	logs, err := exec.Command("kubectl", "--kubeconfig", cluster.Kubeconfig, "logs", "hand").CombinedOutput()
 	if err != nil || !strings.Contains(string(logs), "Ready to accept connections") {
 		t.Fatalf("kubectl logs: %v\n%s", err, logs)
+	}
+	// ... and only the API server may: a client without its kubelet client certificate is
+	// turned away at the handshake, so nothing else on the bridge can exec into a pod.
+	node, err := cs.CoreV1().Nodes().Get(context.Background(), p.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeletAddr := net.JoinHostPort(cluster.Network.Gateway, fmt.Sprint(node.Status.DaemonEndpoints.KubeletEndpoint.Port))
+	httpc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the point is the client side
+	}}
+	if resp, err := httpc.Get("https://" + kubeletAddr + "/containerLogs/default/hand/valkey"); err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("the kubelet API answered %s to a client without a certificate", resp.Status)
 	}
 	if err := cluster.Kubelet.KillPod("default", "hand"); err != nil {
 		t.Fatal(err)

@@ -113,22 +113,35 @@
 // process is gone the pod object is deleted with grace 0 (virtual-kubelet
 // alone would wait for the whole grace period).
 //
-// # Container logs through the API server
+// # kubectl logs, exec, attach and run -i through the API server
 //
-// With Config.KubeletPortBase set, node i serves the kubelet API
-// (virtual-kubelet's node/api pod routes; /containerLogs with follow,
-// tailLines, limitBytes, sinceSeconds) over HTTPS with a self-signed
-// certificate on Gateway:KubeletPortBase+i, and publishes that port as the
-// node's DaemonEndpoints.KubeletEndpoint. The API server needs
-// --kubelet-preferred-address-types=InternalIP and must not set
-// --kubelet-certificate-authority (it then does not verify kubelet serving
-// certificates); no client certificate is required.
+// With Config.KubeletPortBase set, node i serves the kubelet API over HTTPS with a self-signed
+// certificate on Gateway:KubeletPortBase+i, and publishes that port as the node's
+// DaemonEndpoints.KubeletEndpoint. The routes are virtual-kubelet's node/api (SPDY and WebSocket
+// streams), with this package's hooks behind them (stream.go, logs.go):
+//   - /containerLogs (`kubectl logs`): the container's log file, with follow, tailLines and
+//     limitBytes.
+//   - /exec (`kubectl exec`): the command runs inside the container's namespaces with its
+//     environment, user and working directory, on a pseudo-terminal of its own with -t; its exit
+//     code reaches the client.
+//   - /attach (`kubectl attach`, `kubectl run -i` / `-it`): a container whose spec has stdin or
+//     tty gets a pipe or a pseudo-terminal (its controlling tty) held by the kubelet, whose
+//     output goes to the log and to every attached client; stdinOnce ends the container's stdin
+//     when the first client ends its own. Attaching to another container streams its log.
+//
+// The API server needs --kubelet-preferred-address-types=InternalIP. With
+// Config.APIAuthority set (the local cluster sets it) the node's serving certificate is signed
+// by that CA and a client must present a certificate it signed: the API server gets
+// --kubelet-certificate-authority and --kubelet-client-certificate/-key from the same CA, so
+// only it reaches the kubelet API. Without it, the serving certificate is self-signed, the API
+// server must not set --kubelet-certificate-authority, and no client certificate is asked
+// for (the kubelet package's own tests run so).
 //
 // # Not done
 //
 // Init and ephemeral containers, a per-pod /etc/hosts, container restarts (restartPolicy Always and
 // OnFailure behave as Never), resource limits (nothing is enforced), gRPC
-// probes, exec/attach/port-forward through the API server, hostNetwork,
+// probes, port-forward through the API server, hostNetwork,
 // subPathExpr, persistent volumes, postStart and HTTP preStop hooks (a preStop exec hook
 // runs inside the container before SIGTERM, within the grace period); readOnlyRootFilesystem,
 // capabilities (beyond what dropping root implies) and seccomp are ignored.

@@ -2,6 +2,8 @@ package kubelet
 
 import (
 	"context"
+	"crypto"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -68,6 +70,18 @@ type Config struct {
 	// (container logs) over HTTPS on Network.Gateway:KubeletPortBase+i, so that
 	// `kubectl logs` works through the API server.
 	KubeletPortBase int
+	// APIAuthority, when set, secures the kubelet API both ways as a real cluster does: each
+	// node's serving certificate is signed by it (the API server's
+	// --kubelet-certificate-authority), and a client must present a certificate it signed (the
+	// API server's --kubelet-client-certificate). Unset: a self-signed serving certificate and
+	// no client authentication.
+	APIAuthority *Authority
+}
+
+// Authority is a certificate authority: its certificate and private key.
+type Authority struct {
+	Cert *x509.Certificate
+	Key  crypto.Signer
 }
 
 // NodeSpec is one node to register.

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gomomento/valkey-operator/tests/localcluster/kubelet"
@@ -29,8 +30,9 @@ import (
 // The tests share one real kube-apiserver (envtest, no scheduler: pods are
 // bound by setting spec.nodeName) and one Kubelet with three nodes.
 var (
-	client   kubernetes.Interface
-	kl       *kubelet.Kubelet
+	client     kubernetes.Interface
+	restConfig *rest.Config
+	kl         *kubelet.Kubelet
 	network  = kubelet.NetworkConfig{Bridge: "vkokt0", CIDR: "10.244.250.0/24", Gateway: "10.244.250.1"}
 	nodes    = []kubelet.NodeSpec{{Name: "kt-a", Zone: "zone-a"}, {Name: "kt-b", Zone: "zone-b"}, {Name: "kt-c", Zone: "zone-c"}}
 	setupErr error
@@ -114,7 +116,7 @@ func setup() (func(), error) {
 		return cleanup, fmt.Errorf("start envtest: %w", err)
 	}
 	cleanups = append(cleanups, func() { _ = env.Stop() })
-	client = kubernetes.NewForConfigOrDie(cfg)
+	client, restConfig = kubernetes.NewForConfigOrDie(cfg), cfg
 
 	_ = kubelet.TeardownNetwork(network) // leftovers of a crashed run
 	if err := kubelet.SetupNetwork(network); err != nil {

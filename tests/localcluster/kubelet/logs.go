@@ -3,6 +3,7 @@ package kubelet
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -20,99 +21,118 @@ import (
 	"strings"
 	"time"
 
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 )
 
 // followPollPeriod is how often a followed log file is checked for more.
 const followPollPeriod = 200 * time.Millisecond
 
-// serveKubeletAPI serves the part of the kubelet API that `kubectl logs`
-// uses (/containerLogs) over HTTPS on the gateway when KubeletPortBase is
-// set; it returns a function that stops the listener.
-//
-// virtual-kubelet's node/api package has these routes, but importing it
-// would add k8s.io/apiserver, k8s.io/streaming and gorilla/mux to the module
-// for the sake of exec/attach/port-forward, which this kubelet cannot offer
-// (there is no container to attach to); the log route alone is short.
+// serveKubeletAPI serves the kubelet API routes that kubectl reaches through the API server,
+// over HTTPS on the gateway when KubeletPortBase is set: /containerLogs (`kubectl logs`),
+// /exec (`kubectl exec`) and /attach (`kubectl attach`, `kubectl run -i`), through
+// virtual-kubelet's node/api handlers (which speak the SPDY and WebSocket stream protocols) with
+// this package's hooks behind them (stream.go). It returns a function that stops the listener.
 func (k *Kubelet) serveKubeletAPI(_ context.Context, ns *nodeState, _ corev1listers.PodLister) (func(), error) {
 	port := k.kubeletPort(ns)
 	if port == 0 {
 		return func() {}, nil
 	}
-	cert, err := selfSignedCert(k.cfg.Network.Gateway, ns.spec.Name)
+	cert, err := servingCert(k.cfg.Network.Gateway, ns.spec.Name, k.cfg.APIAuthority)
 	if err != nil {
 		return nil, err
 	}
-	l, err := tls.Listen("tcp", net.JoinHostPort(k.cfg.Network.Gateway, strconv.Itoa(port)),
-		&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if a := k.cfg.APIAuthority; a != nil {
+		// Only the API server (its kubelet client certificate) may stream logs or exec.
+		pool := x509.NewCertPool()
+		pool.AddCert(a.Cert)
+		tlsCfg.ClientCAs, tlsCfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	l, err := tls.Listen("tcp", net.JoinHostPort(k.cfg.Network.Gateway, strconv.Itoa(port)), tlsCfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API listener: %w", err)
 	}
+	node := ns.spec.Name
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", func(w http.ResponseWriter, r *http.Request) {
-		k.serveLogs(w, r, ns.spec.Name)
-	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	mux.Handle("/", api.PodHandler(api.PodHandlerConfig{
+		RunInContainer:    k.runInContainer(node),
+		AttachToContainer: k.attachToContainer(node),
+		GetContainerLogs:  k.containerLogs(node),
+		StreamIdleTimeout: streamIdleTimeout,
+	}, false))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
 	go srv.Serve(l) //nolint:errcheck // ends with Close
 	return func() { _ = srv.Close() }, nil
 }
 
-// serveLogs writes a container's log file, honouring tailLines, limitBytes
-// and follow (until the container exits or the client goes away).
-// sinceSeconds, sinceTime and timestamps are ignored: the file has no
-// timestamps.
-func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request, node string) {
-	nsName, podName, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	p, err := k.pod(nsName, podName)
-	if err != nil || p.node != node {
-		http.Error(w, fmt.Sprintf("pod %s/%s not found on node %s", nsName, podName, node), http.StatusNotFound)
-		return
-	}
-	var exitCh chan struct{}
-	p.mu.Lock()
-	for _, c := range p.containers {
-		if c.spec.Name == container {
-			exitCh = c.exitCh
-		}
-	}
-	p.mu.Unlock()
-	if exitCh == nil {
-		http.Error(w, fmt.Sprintf("container %s not found in pod %s/%s", container, nsName, podName), http.StatusNotFound)
-		return
-	}
-	q := r.URL.Query()
-	follow := q.Get("follow") == "true"
-	limit := int64(-1)
-	if v, err := strconv.ParseInt(q.Get("limitBytes"), 10, 64); err == nil && v > 0 {
-		limit = v
-	}
-	tail := -1
-	if v, err := strconv.Atoi(q.Get("tailLines")); err == nil && v >= 0 {
-		tail = v
-	}
+// logOptions are the parts of a log request that the log file supports: tail lines (-1: all),
+// a byte limit (-1: none) and follow (until the container exits or the client goes away).
+// sinceSeconds, sinceTime and timestamps are ignored: the file has no timestamps.
+type logOptions struct {
+	tail   int
+	limit  int64
+	follow bool
+}
 
+// containerLogs is virtual-kubelet's GetContainerLogs hook: the container's log file, streamed
+// through a pipe so that a followed log reaches the client as it grows.
+func (k *Kubelet) containerLogs(node string) api.ContainerLogsHandlerFunc {
+	return func(ctx context.Context, namespace, podName, container string, o api.ContainerLogOpts) (io.ReadCloser, error) {
+		p, err := k.pod(namespace, podName)
+		if err != nil || p.node != node {
+			return nil, errdefs.NotFoundf("pod %s/%s not found on node %s", namespace, podName, node)
+		}
+		var exitCh chan struct{}
+		p.mu.Lock()
+		for _, c := range p.containers {
+			if c.spec.Name == container {
+				exitCh = c.exitCh
+			}
+		}
+		p.mu.Unlock()
+		if exitCh == nil {
+			return nil, errdefs.NotFoundf("container %s not found in pod %s/%s", container, namespace, podName)
+		}
+		opts := logOptions{tail: -1, limit: -1, follow: o.Follow}
+		// virtual-kubelet parses an absent tailLines and tailLines=0 alike as Tail 0; 0 is
+		// taken as "every line", which is what kubectl asks for far more often.
+		if o.Tail > 0 {
+			opts.tail = o.Tail
+		}
+		if o.LimitBytes > 0 {
+			opts.limit = int64(o.LimitBytes)
+		}
+		r, w := io.Pipe()
+		go func() {
+			_ = w.CloseWithError(k.writeLogs(ctx, w, p, container, exitCh, opts))
+		}()
+		return r, nil
+	}
+}
+
+// writeLogs writes a container's log file to w, honouring opts; with follow, until the
+// container exits (exitCh) or ctx ends.
+func (k *Kubelet) writeLogs(ctx context.Context, w io.Writer, p *podRuntime, container string, exitCh chan struct{}, opts logOptions) error {
 	f, err := os.Open(p.logPath(container))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			w.Header().Set("Content-Type", "text/plain")
-			return // not started yet: no output
+			return nil // not started yet: no output
 		}
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return err
 	}
 	defer func() { _ = f.Close() }()
 	data, err := io.ReadAll(f)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return err
 	}
-	if tail >= 0 {
-		data = lastLines(data, tail)
+	if opts.tail >= 0 {
+		data = lastLines(data, opts.tail)
 	}
-	w.Header().Set("Content-Type", "text/plain")
-	flusher, _ := w.(http.Flusher)
-	write := func(b []byte) bool {
+	limit := opts.limit
+	write := func(b []byte) (bool, error) {
 		if limit >= 0 {
 			if int64(len(b)) > limit {
 				b = b[:limit]
@@ -120,36 +140,33 @@ func (k *Kubelet) serveLogs(w http.ResponseWriter, r *http.Request, node string)
 			limit -= int64(len(b))
 		}
 		if _, err := w.Write(b); err != nil {
-			return false
+			return false, err
 		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return limit != 0
+		return limit != 0, nil
 	}
-	if !write(data) || !follow {
-		return
+	if more, err := write(data); !more || err != nil || !opts.follow {
+		return err
 	}
 	buf := make([]byte, 32*1024)
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			if !write(buf[:n]) {
-				return
+			if more, err := write(buf[:n]); !more || err != nil {
+				return err
 			}
 			continue
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return
+			return err
 		}
 		select {
-		case <-r.Context().Done():
-			return
+		case <-ctx.Done():
+			return nil
 		case <-exitCh:
 			// Drain what the process wrote before it exited.
 			rest, _ := io.ReadAll(f)
-			write(rest)
-			return
+			_, err := write(rest)
+			return err
 		case <-time.After(followPollPeriod):
 		}
 	}
@@ -173,7 +190,9 @@ func lastLines(data []byte, n int) []byte {
 	return data[end+1:]
 }
 
-func selfSignedCert(ip, name string) (tls.Certificate, error) {
+// servingCert is the kubelet API's certificate for the node: for its address and name, signed
+// by ca, or self-signed without one.
+func servingCert(ip, name string, ca *Authority) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, err
@@ -188,7 +207,11 @@ func selfSignedCert(ip, name string) (tls.Certificate, error) {
 		IPAddresses:  []net.IP{net.ParseIP(ip)},
 		DNSNames:     []string{name},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	parent, signer := tmpl, crypto.Signer(key)
+	if ca != nil {
+		parent, signer = ca.Cert, ca.Key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
 	if err != nil {
 		return tls.Certificate{}, err
 	}

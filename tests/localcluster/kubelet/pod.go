@@ -67,6 +67,7 @@ type podRuntime struct {
 type containerState struct {
 	spec           corev1.Container
 	proc           *os.Process
+	io             *containerIO // stdin/tty and attached clients; nil unless interactive (stream.go)
 	exitCh         chan struct{}
 	started        bool
 	startedAt      time.Time
@@ -258,14 +259,31 @@ func (p *podRuntime) run() {
 	}
 	for i, c := range p.containers {
 		cmd := cmds[i]
-		if err := cmd.Start(); err != nil {
+		var cio *containerIO
+		if interactive(&c.spec) {
+			cio, err = newContainerIO(&c.spec, cmd)
+		}
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			if cio != nil {
+				cio.abandon()
+			} else if f, ok := cmd.Stdout.(*os.File); ok {
+				_ = f.Close()
+			}
 			c.exited, c.exitCode, c.reason, c.message = true, 128, "StartError", err.Error()
 			c.finishedAt = time.Now()
 			close(c.exitCh)
+			err = nil
 			continue
 		}
 		c.proc, c.started, c.startedAt, c.waitingReason, c.waitingMessage = cmd.Process, true, time.Now(), "", ""
-		if cmd.Stdout != nil {
+		if cio != nil {
+			// The kubelet holds the container's stdin or terminal and copies its output.
+			c.io = cio
+			cio.afterStart()
+		} else if cmd.Stdout != nil {
 			// The child holds its own copy of the log file.
 			_ = cmd.Stdout.(*os.File).Close()
 		}
@@ -467,8 +485,9 @@ func (k *Kubelet) imageCommands(image string) (string, bool) {
 
 // entrypoint is the container's command and args: command[0], a bare name, is looked up in
 // the image's folder of Config.ImageCommands (and then runs from where the container sees that
-// folder), else on the host PATH; without a command, the image's repository names the host
-// binary in Config.Images.
+// folder), else on the host PATH; without a command, a known image's entrypoint
+// (knownEntrypoints) makes the command from the args, else the image's repository names the
+// host binary in Config.Images.
 func (k *Kubelet) entrypoint(c *corev1.Container, env []string) ([]string, error) {
 	vars := map[string]string{}
 	for _, kv := range env {
@@ -478,6 +497,8 @@ func (k *Kubelet) entrypoint(c *corev1.Container, env []string) ([]string, error
 	var argv []string
 	if len(c.Command) > 0 {
 		argv = append(append(argv, c.Command...), c.Args...)
+	} else if ep, ok := knownEntrypoints[imageRepository(c.Image)]; ok {
+		argv = ep(c.Args)
 	} else {
 		bin, ok := k.cfg.Images[imageRepository(c.Image)]
 		if !ok {
@@ -505,6 +526,31 @@ func (k *Kubelet) entrypoint(c *corev1.Container, env []string) ([]string, error
 	}
 	argv[0] = path
 	return argv, nil
+}
+
+// knownEntrypoints stand in for the ENTRYPOINT and CMD of images whose containers often set
+// only args: `kubectl run --image valkey/valkey:9.0 -- valkey-cli -c -h ...` (the original's
+// quickstart) gives the container args and no command, so what runs is what the image's
+// entrypoint makes of them. They come before Config.Images.
+var knownEntrypoints = map[string]func(args []string) []string{
+	"valkey/valkey":           valkeyImageEntrypoint,
+	"docker.io/valkey/valkey": valkeyImageEntrypoint,
+}
+
+// valkeyImageEntrypoint is what the official valkey/valkey image's docker-entrypoint.sh does
+// (CMD ["valkey-server"]): no args runs valkey-server; args that start with "-" or name a
+// ".conf" file are valkey-server's; anything else is a command of the image (valkey-cli, sh,
+// valkey-server itself) run as given. Its step down from root to the valkey user is not
+// modelled: the pod's securityContext says who runs.
+func valkeyImageEntrypoint(args []string) []string {
+	switch {
+	case len(args) == 0:
+		return []string{"valkey-server"}
+	case strings.HasPrefix(args[0], "-") || strings.HasSuffix(args[0], ".conf"):
+		return append([]string{"valkey-server"}, args...)
+	default:
+		return append([]string(nil), args...)
+	}
 }
 
 // imageRepository strips the tag and digest: "reg:5000/a/b:1.0@sha256:…" is
