@@ -81,7 +81,9 @@ var clusterClientCommands = []string{
 // PSYNC, so this user is as sensitive as the data; it still runs no command on a key. On Valkey 9
 // an atomic slot migration's source authenticates to the target as masteruser too, and runs
 // CLUSTER SYNCSLOTS there (measured on 9.1.2: NOPERM without it); Valkey 8 refuses the name.
-var replicationCommands = []string{"psync", "replconf", "ping"}
+// ROLE is the Valkey 8 preStop hook's (preStopScript): whether the node is a primary with an
+// online replica. It reads no key and shows less than the PSYNC stream already does.
+var replicationCommands = []string{"psync", "replconf", "ping", "role"}
 
 // systemUsers are the secrets and the state the system users are rendered from.
 type systemUsers struct {

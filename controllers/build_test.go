@@ -212,7 +212,7 @@ func TestPassThroughDirectivesReachTheConf(t *testing.T) {
 		"unixsocket": "/tmp/valkey.sock", "loglevel": "warning",
 	}
 	maps.Copy(rc.Valkey, passed)
-	lines := strings.Split(strings.TrimSpace(renderValkeyConf(rc)), "\n")[1:]
+	lines := strings.Split(strings.TrimSpace(renderValkeyConf(rc, "")), "\n")[1:]
 	count := map[string]int{}
 	lastOwned, firstUser := -1, len(lines)
 	for i, l := range lines {

@@ -80,20 +80,25 @@ const (
 	preStopLimitSeconds = 20
 )
 
-// preStopScript waits delay seconds, then while the server answers INFO replication as a primary
-// with a connected replica, until limit seconds have passed since it began. It authenticates as
-// the liveness script does (the password from the mounted auth.conf, through the environment).
+// preStopScript waits delay seconds, then while the server says (ROLE) it is a primary with an
+// online replica, until limit seconds have passed since it began. It authenticates as the
+// liveness script does: the replication user and its password from the mounted auth.conf, the
+// password through the environment. ROLE is the one command that user has for this (see
+// replicationCommands); the operator's own password is never in the pod. Any other reply (a
+// replica, an error, no answer) ends the hold: valkey-cli prints ROLE of a primary as "master",
+// its offset, then ip, port and offset per online replica, so more than two words means one.
 func preStopScript(vc *v1.ValkeyCluster, delay, limit int) string {
 	return fmt.Sprintf(`start=$(date +%%s)
-sleep %[5]d
+sleep %[4]d
+user=$(sed -n 's/^masteruser //p' %[1]s/%[2]s)
 pw=$(sed -n 's/^masterauth //p' %[1]s/%[2]s)
-while [ $(($(date +%%s) - start)) -lt %[6]d ]; do
-  info=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" timeout 2 valkey-cli --no-auth-warning%[7]s --user %[3]s -p %[4]d INFO replication 2>/dev/null)
-  case "$info" in *role:master*) ;; *) exit 0 ;; esac
-  case "$info" in *connected_slaves:0*) exit 0 ;; esac
+while [ $(($(date +%%s) - start)) -lt %[5]d ]; do
+  set -- $(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" timeout 2 valkey-cli --no-auth-warning%[6]s --user "$user" -p %[3]d ROLE 2>/dev/null)
+  [ "$1" = master ] || exit 0
+  [ $# -gt 2 ] || exit 0
   sleep 0.2
 done
-`, secretMountPath, authFileName, OperatorUser, ClientPort, delay, limit, cliTLS(vc))
+`, secretMountPath, authFileName, ClientPort, delay, limit, cliTLS(vc))
 }
 
 // preStop holds SIGTERM back on Valkey 8 (see preStopScript). On 9.x the server hands over

@@ -123,28 +123,37 @@ func TestLivenessScript(t *testing.T) {
 }
 
 // TestPreStopScript runs the Valkey 8 preStop hook (with a 1 s delay and a 6 s limit) against
-// real servers: a primary without a replica goes after the delay; a primary with a connected
-// replica is held until it turns replica (handed over), or until the limit.
+// real servers loaded with the ACL file the operator renders, and with the auth.conf it mounts
+// (the replication user and its password): a primary without a replica goes after the delay; a
+// primary with an online replica is held until it turns replica (handed over), or until the
+// limit. The test's own commands run as an admin binding; the default user is off, so a hook
+// that fails to authenticate cannot pass by falling back to it.
 func TestPreStopScript(t *testing.T) {
 	if _, err := exec.LookPath("valkey-server"); err != nil {
 		t.Fatalf("valkey-server not found (%v): run `make packages`", err)
 	}
 	dir := t.TempDir()
-	const password = "0123456789abcdef-prestop"
-	if err := os.WriteFile(filepath.Join(dir, authFileName), []byte("masteruser "+OperatorUser+"\nmasterauth "+password+"\n"), 0o600); err != nil {
+	sys := systemUsers{OperatorPassword: "0123456789abcdef-operator", ReplPassword: "0123456789abcdef-prestop"}
+	if err := os.WriteFile(filepath.Join(dir, authFileName), []byte("masteruser "+ReplicationUser+"\nmasterauth "+sys.ReplPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, b := startACLServer(t, password), startACLServer(t, password)
+	const adminPassword = "admin-pw"
+	admin := v1.ACLBinding{Username: "admin", PasswordHashes: []string{sha256Hex(adminPassword)},
+		Permissions: []v1.ACLPermission{{RoleRef: "all", Keys: []v1.KeyPattern{{Pattern: "*"}}}}}
+	acl := renderACL([]v1.ACLBinding{admin}, map[string]v1.ValkeyRoleSpec{
+		"all": {Categories: []v1.CategoryRule{{Name: "all", Access: v1.RuleAllow}}},
+	}, sys)
+	a, b := startACLServer(t, acl), startACLServer(t, acl)
 	try := func(port int, args ...string) (string, error) {
-		c := exec.Command("valkey-cli", append([]string{"--no-auth-warning", "--user", OperatorUser, "-p", strconv.Itoa(port)}, args...)...)
-		c.Env = append(os.Environ(), "REDISCLI_AUTH="+password)
+		c := exec.Command("valkey-cli", append([]string{"--no-auth-warning", "--user", "admin", "-p", strconv.Itoa(port)}, args...)...)
+		c.Env = append(os.Environ(), "REDISCLI_AUTH="+adminPassword)
 		out, err := c.CombinedOutput()
 		return string(out), err
 	}
 	cli := func(port int, args ...string) string {
 		t.Helper()
 		out, err := try(port, args...)
-		if err != nil {
+		if err != nil || strings.HasPrefix(out, "ERR") || strings.HasPrefix(out, "NOPERM") {
 			t.Fatalf("valkey-cli %v: %v %s", args, err, out)
 		}
 		return out
@@ -166,9 +175,10 @@ func TestPreStopScript(t *testing.T) {
 	if d := run(a); d < time.Second || d > 2500*time.Millisecond {
 		t.Errorf("a primary without replicas held %s, want the 1 s delay", d)
 	}
+	// Replication as the operator sets it up: masteruser / masterauth from auth.conf.
 	for _, port := range []int{a, b} {
-		cli(port, "CONFIG", "SET", "masteruser", OperatorUser)
-		cli(port, "CONFIG", "SET", "masterauth", password)
+		cli(port, "CONFIG", "SET", "masteruser", ReplicationUser)
+		cli(port, "CONFIG", "SET", "masterauth", sys.ReplPassword)
 	}
 	cli(b, "REPLICAOF", "127.0.0.1", strconv.Itoa(a))
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(cli(a, "INFO", "replication"), "connected_slaves:1"); {
@@ -209,9 +219,9 @@ func TestPreStopScript(t *testing.T) {
 	}
 }
 
-// startACLServer starts a valkey-server on a free port whose operator user has password (and
-// whose default user may run nothing), and returns the port once it answers.
-func startACLServer(t *testing.T, password string) int {
+// startACLServer starts a valkey-server on a free port with acl as its ACL file, and returns the
+// port once it answers.
+func startACLServer(t *testing.T, acl string) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -219,10 +229,12 @@ func startACLServer(t *testing.T, password string) int {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	sum := sha256.Sum256([]byte(password))
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "users.acl"), []byte(acl), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	srv := exec.Command("valkey-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--repl-diskless-sync-delay", "0",
-		"--user", "default", "on", "nopass", "-@all", "--user", OperatorUser, "on", "#"+hex.EncodeToString(sum[:]), "~*", "&*", "+@all")
+		"--dir", dir, "--repl-diskless-sync-delay", "0", "--aclfile", filepath.Join(dir, "users.acl"))
 	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
