@@ -82,6 +82,37 @@ func planReshard(in Input) Step {
 	return Step{}
 }
 
+// ReshardPending reports whether slots have yet to move: a live primary serves a number of slots
+// other than its shard's share of slot.EvenSpread(shards) (0 for a shard the spec no longer has),
+// or reports an open slot. It needs no gate and no new node: raising spec.shards makes the
+// existing primaries serve more than their new share at once, so it is true from the first pass
+// after the edit until the pass that finds every slot where it belongs. The Valkey 9 atomic path
+// keys the replication user's wider rights on it (controllers, slotImportRules), which then reach
+// the nodes while the new shard's nodes start and sync, before the first move.
+func ReshardPending(s fsm.Snapshot) bool {
+	if s.Shards <= 0 {
+		return false
+	}
+	spread := slot.EvenSpread(s.Shards)
+	for _, p := range s.LivePods() {
+		n := p.Node
+		if n == nil || !n.Reachable || !n.Primary {
+			continue
+		}
+		if len(n.Migrating)+len(n.Importing) > 0 {
+			return true
+		}
+		want := 0
+		if p.Shard >= 0 && p.Shard < s.Shards {
+			want = spread[p.Shard].Count()
+		}
+		if got := n.MySlots.Count(); got > 0 && got != want {
+			return true
+		}
+	}
+	return false
+}
+
 // planSettle applies rule 2: one action for the first open slot found, by slot then pod.
 func planSettle(live []fsm.Pod) (Action, bool) {
 	primaries := map[string]fsm.Pod{}
