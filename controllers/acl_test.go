@@ -415,9 +415,9 @@ func TestForValkey8(t *testing.T) {
 	}
 }
 
-// TestSlotImportRulesOnValkey9: on two real 9.1.2 nodes whose replication user is rendered with
-// slotImportRules (a reshard pending), the operator's user runs CLUSTER MIGRATESLOTS and it
-// succeeds with every key; enforcesSlotImport sees the rules. With the file rendered once the
+// TestSlotImportRulesOnValkey9: on two real 9.1.2 primaries whose replication user is rendered
+// with the slot import rules (a reshard pending), a replica syncs as that user, the operator's
+// user runs CLUSTER MIGRATESLOTS and it succeeds with every key; enforcesSlotImport sees the rules. With the file rendered once the
 // reshard is over, the node no longer enforces them, and the same migration back fails with
 // NOPERM on the target: the rules are what it needs, and they are gone after it.
 func TestSlotImportRulesOnValkey9(t *testing.T) {
@@ -444,7 +444,7 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 		id   string
 	}
 	var nodes []*node
-	for range 2 {
+	for range 3 {
 		port := freePortPair(t)
 		d := t.TempDir()
 		n := &node{port: port, file: filepath.Join(d, aclFileName)}
@@ -475,24 +475,39 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 		}
 		nodes = append(nodes, n)
 	}
-	a, b := nodes[0], nodes[1]
+	a, b, r := nodes[0], nodes[1], nodes[2]
 	if err := a.c.AddSlotsRange(ctx, valkey.SlotRanges{{Start: 0, End: 8191}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.c.AddSlotsRange(ctx, valkey.SlotRanges{{Start: 8192, End: 16383}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.c.Meet(ctx, "127.0.0.1", b.port, b.port+10000); err != nil {
-		t.Fatal(err)
+	for _, n := range []*node{b, r} {
+		if err := a.c.Meet(ctx, "127.0.0.1", n.port, n.port+10000); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		ia, _ := a.c.ClusterInfo(ctx)
 		ib, _ := b.c.ClusterInfo(ctx)
-		if ia["cluster_state"] == "ok" && ib["cluster_state"] == "ok" {
+		ir, _ := r.c.ClusterInfo(ctx)
+		if ia["cluster_state"] == "ok" && ib["cluster_state"] == "ok" && ir["cluster_known_nodes"] == "3" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the two nodes did not form a cluster")
+			t.Fatal("the three nodes did not form a cluster")
+		}
+	}
+	// A replica of b syncs as the widened replication user: the rules must not take PSYNC away.
+	if err := r.c.Replicate(ctx, b.id); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if info, _ := r.c.Info(ctx, "replication"); info["master_link_status"] == "up" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not sync as the widened replication user")
 		}
 	}
 	// Keys of several types in slot 0..100, written as the default user (open: no binding).
@@ -520,7 +535,7 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 		}
 		return valkey.SlotMigration9{}, errors.New("no end within 30 s")
 	}
-	for _, n := range nodes {
+	for _, n := range nodes[:2] {
 		list, err := n.c.ACLList(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -539,7 +554,7 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 		}
 	}
 	// The reshard is over: the narrow file, loaded, drops the rules; a migration back fails.
-	for _, n := range nodes {
+	for _, n := range nodes[:2] {
 		if err := os.WriteFile(n.file, []byte(narrow), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -164,7 +164,7 @@ type versionCache struct {
 }
 
 // atomic reports whether pod's node runs Valkey 9 or later (CLUSTER MIGRATESLOTS) and already
-// enforces the replication user's slotImportRules, which the ACL Secret carries only while a
+// enforces the replication user's slot import rules, which the ACL Secret carries only while a
 // reshard is pending: the source of an atomic migration replays the slots on the target as its
 // masteruser, so a move started before the target enforces them would fail with NOPERM. Until
 // both nodes of a pair do, the pair moves with the classic protocol, which every version runs and
