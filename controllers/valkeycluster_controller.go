@@ -119,6 +119,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 	r.retainConnections(&vc, obs)
+	obs.snapshot.AtomicMoves = rc != nil && valkey9OrLater(rc.Image.Version)
 
 	state := vc.Status.State
 	decision := fsm.Decide(obs.snapshot)

@@ -310,3 +310,15 @@ func TestReshardPending(t *testing.T) {
 		t.Fatal("pending on a cluster with no slot assigned yet")
 	}
 }
+
+// On Valkey 9 (AtomicMoves) a batch is up to MaxAtomicSlotsPerBatch: 3 -> 4 in one batch, a
+// quarter of the slots, from all three old primaries.
+func TestReshardAtomicBatch(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 3, 0, formed)
+	s.Shards, s.AtomicMoves = 4, true
+	withNewShard(3)(&s)
+	m := moves(t, run(reshard, fsm.Upgrading, s))
+	if len(m.Moves) != slot.Count/4 {
+		t.Fatalf("want every move of 3 -> 4 (%d) in one batch, got %d", slot.Count/4, len(m.Moves))
+	}
+}
