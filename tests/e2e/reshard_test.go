@@ -382,7 +382,13 @@ func reshardPrimaryKilled(t *testing.T, ns, version string, shard int) {
 	before := countLines(t, logging.MsgMovingSlots, ns, "")
 	start := time.Now()
 	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
-	waitLine(t, logging.MsgMovingSlots, ns, before, 3*time.Minute)
+	if version == localcluster.Valkey9Version {
+		// 3 -> 4 is one batch of atomic jobs, logged when it ends: wait for the first job
+		// instead, so the kill lands while slots move.
+		waitMigrationJob(t, vc, 3*time.Minute)
+	} else {
+		waitLine(t, logging.MsgMovingSlots, ns, before, 3*time.Minute)
+	}
 	victim, open := waitShardPrimaryOpen(t, vc, shard, 10*time.Second)
 	if err := cluster.Kubelet.KillPod(ns, victim); err != nil {
 		t.Fatal(err)
@@ -488,6 +494,30 @@ func waitLine(t *testing.T, message, ns string, before int, timeout time.Duratio
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// waitMigrationJob waits until some node lists an atomic migration job that has not ended.
+func waitMigrationJob(t *testing.T, vc *v1.ValkeyCluster, timeout time.Duration) {
+	t.Helper()
+	creds := operatorCreds(t, vc)
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, p := range clusterPods(t, vc) {
+			c, err := valkey.NewClient(addr(p), creds)
+			if err != nil {
+				continue
+			}
+			jobs, err := c.SlotMigrations(context.Background())
+			c.Close()
+			for _, j := range jobs {
+				if err == nil && !j.Terminal() {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no atomic migration job within %s", timeout)
 }
 
 // waitShardPrimaryOpen finds the primary of shard (by Valkey's own view) and waits, up to
