@@ -57,14 +57,14 @@ func BenchmarkReshard3To4(b *testing.B) {
 	}
 }
 
-// BenchmarkReshard3To4Valkey9 is BenchmarkReshard3To4 on Valkey 9.1.2, where the operator moves
+// BenchmarkReshard9From3To4 is BenchmarkReshard3To4 on Valkey 9.1.2, where the operator moves
 // slots with atomic CLUSTER MIGRATESLOTS, side by side with the same migrations run bare: an
 // identical 3×1 of bare 9.1.2 servers, a fourth primary and its replica added with `valkey-cli
 // --cluster add-node`, then one CLUSTER MIGRATESLOTS per source of the slots the operator moves
 // from it (the highest of each, down to an even 4096 each), one after the other as a 9.x target
 // imports one job at a time, timed from the first command to the last job's success. The goal
-// is the operator within 20 % of the bare keys/s. Report: make bench BENCH=Reshard3To4Valkey9.
-func BenchmarkReshard3To4Valkey9(b *testing.B) {
+// is the operator within 20 % of the bare keys/s. Report: make bench BENCH=Reshard9From3To4.
+func BenchmarkReshard9From3To4(b *testing.B) {
 	for range b.N {
 		op := reshardWithOperator(b, localcluster.Valkey9Version)
 		bare := reshardWithMigrateSlots(b)
@@ -192,7 +192,7 @@ func reshardWithValkeyCLI(b *testing.B) reshardRun {
 	return run
 }
 
-// reshardWithMigrateSlots: see BenchmarkReshard3To4Valkey9.
+// reshardWithMigrateSlots: see BenchmarkReshard9From3To4.
 func reshardWithMigrateSlots(b *testing.B) reshardRun {
 	bin := filepath.Join(localcluster.Valkey9Dir(), "bin")
 	bare := startBareCluster(b, 8, filepath.Join(bin, "valkey-server"))
