@@ -78,20 +78,60 @@ var clusterClientCommands = []string{
 
 // replicationCommands are what a replica sends its primary as masteruser: PING and REPLCONF
 // during the handshake, PSYNC to sync, REPLCONF ACK afterwards. The whole dataset flows over
-// PSYNC, so this user is as sensitive as the data; it still runs no command on a key. On Valkey 9
-// an atomic slot migration's source authenticates to the target as masteruser too, and runs
-// CLUSTER SYNCSLOTS there (measured on 9.1.2: NOPERM without it); Valkey 8 refuses the name.
-// ROLE is the Valkey 8 preStop hook's (preStopScript): whether the node is a primary with an
-// online replica. It reads no key and shows less than the PSYNC stream already does.
+// PSYNC, so this user is as sensitive as the data; it still runs no command on a key. ROLE is
+// the Valkey 8 preStop hook's (preStopScript): whether the node is a primary with an online
+// replica. It reads no key and shows less than the PSYNC stream already does.
 var replicationCommands = []string{"psync", "replconf", "ping", "role"}
+
+// slotImportGrants and slotImportCommands (the slot import rules) widen ReplicationUser for
+// Valkey 9's atomic slot migration, and only while a reshard of a Valkey 9 cluster is pending
+// (systemUsers.SlotImport). The source of a CLUSTER MIGRATESLOTS connects to the target as its masteruser, sends CLUSTER SYNCSLOTS, then streams the
+// slots' snapshot and every write its clients make meanwhile, and the target runs each of those
+// commands as that user, ACL checks included (unlike a replica, which applies its primary's
+// stream as a superuser). Measured on 9.1.2 (two bare nodes, strings, lists, hashes with field
+// TTLs, sets, sorted sets, streams with groups, HyperLogLogs and bitmaps, 1 M keys, MULTI/EXEC
+// and EVAL during the move, default user off): `+cluster|syncslots` alone fails with NOPERM on
+// SELECT; `~* +@write -@dangerous` before the replication commands and `+select
+// +cluster|syncslots` after them succeeds (valkey-io/valkey#2392 and the valkey.io blog on ASM's ACL needs say the same).
+// @write, because the stream carries whatever write a client runs on a moving slot (a command
+// left out fails the migration, not the client); -@dangerous drops FLUSHALL, FLUSHDB, SWAPDB,
+// RESTORE, MIGRATE, SORT and the like, which the stream does not carry. Order matters:
+// -@dangerous also takes PSYNC, REPLCONF and CLUSTER away, so the categories (slotImportGrants)
+// come before the replication commands and the commands (slotImportCommands) after them
+// (measured: with -@dangerous last, every replica's PSYNC failed with NOPERM). Valkey 8 knows
+// neither SYNCSLOTS nor atomic moves: forValkey8 strips these rules for its nodes.
+var (
+	slotImportGrants   = []string{"~*", "+@write", "-@dangerous"}
+	slotImportCommands = []string{"+select", "+cluster|syncslots"}
+)
+
+// replicationRule is ReplicationUser's rule: the replication commands, with the slot import
+// rules around them when slotImport.
+func replicationRule(slotImport bool) []string {
+	out := []string{"resetkeys", "resetchannels", "-@all"}
+	if slotImport {
+		out = append(out, slotImportGrants...)
+	}
+	for _, c := range replicationCommands {
+		out = append(out, "+"+c)
+	}
+	if slotImport {
+		out = append(out, slotImportCommands...)
+	}
+	return out
+}
 
 // systemUsers are the secrets and the state the system users are rendered from.
 type systemUsers struct {
 	OperatorPassword, ReplPassword, MigratePassword string
-	// Atomic: the cluster's image is Valkey 9 or later: the operator and replication users get
-	// the atomic slot migration's commands, which Valkey 8 refuses in an ACL file. During an
-	// 8 -> 9 roll the remaining 8.x nodes refuse those two lines until they are replaced.
+	// Atomic: the cluster's image is Valkey 9 or later: the operator's user gets the atomic slot
+	// migration's commands (operatorCommands9), which Valkey 8 refuses in an ACL file; the ACL
+	// controller strips them for any 8.x node still running (forValkey8).
 	Atomic bool
+	// SlotImport: a reshard is pending (plan.ReshardPending) on a cluster whose image is Valkey 9:
+	// the replication user gets the slot import rules until the slots are where they belong, and loses
+	// them with the first pass that finds nothing left to move.
+	SlotImport bool
 	// LegacyReplication: a live node was started by an operator version whose replicas
 	// authenticated as _momento_operator (masteruser is read once, at start), and whose
 	// liveness probe authenticates as _momento_operator with auth.conf's masterauth, which is
@@ -139,6 +179,44 @@ func withSetUsers(file string) string {
 		lines[i] = strings.Join(f, " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// forValkey8 returns file without the Valkey 9 names (operatorCommands9, the slot import rules) on the
+// operator's and the replication user's lines: a cluster whose image is Valkey 9 may still run
+// 8.x nodes in the middle of an upgrade, which refuse an unknown command in ACL SETUSER and move
+// slots with the classic protocol only.
+func forValkey8(file string) string {
+	drop := map[string]bool{}
+	for _, c := range operatorCommands9 {
+		drop["+"+c] = true
+	}
+	for _, r := range slices.Concat(slotImportGrants, slotImportCommands) {
+		drop[r] = true
+	}
+	lines := strings.Split(file, "\n")
+	for i, line := range lines {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "user" || (f[1] != OperatorUser && f[1] != ReplicationUser) {
+			continue
+		}
+		lines[i] = strings.Join(slices.DeleteFunc(f, func(t string) bool { return drop[t] }), " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// enforcesSlotImport reports whether a node's ACL LIST gives ReplicationUser the slot import rules:
+// the node can be the target (or the source) of an atomic slot migration.
+func enforcesSlotImport(list []string) bool {
+	root := func(normal string) string { // "on ; <passwords> ; <root rule> ; <selectors>..."
+		parts := strings.Split(normal, " ; ")
+		if len(parts) < 3 {
+			return ""
+		}
+		return parts[2]
+	}
+	want := normalizeACL(strings.Join(slices.Concat([]string{"user", ReplicationUser}, replicationRule(true)), " "))
+	got, ok := normalizeACL(strings.Join(list, "\n"))[ReplicationUser]
+	return ok && root(got) == root(want[ReplicationUser])
 }
 
 // aclLine is one user line of an ACL file.
@@ -244,14 +322,12 @@ func renderACL(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys
 	if sys.ReloadTLS {
 		opCommands = slices.Concat(opCommands, []string{"config|set"})
 	}
-	replCommands := replicationCommands
-	if sys.Atomic && atomicMigration {
+	if sys.Atomic {
 		opCommands = slices.Concat(opCommands, operatorCommands9)
-		replCommands = slices.Concat(replCommands, []string{"cluster|syncslots"})
 	}
 	b.WriteString(strings.Join(slices.Concat(op, allowOnly(opCommands)), " ") + "\n")
-	repl := []string{"user", ReplicationUser, "on", "resetpass", "#" + sha256Hex(sys.ReplPassword)}
-	b.WriteString(strings.Join(slices.Concat(repl, allowOnly(replCommands)), " ") + "\n")
+	repl := slices.Concat([]string{"user", ReplicationUser, "on", "resetpass", "#" + sha256Hex(sys.ReplPassword)}, replicationRule(sys.Atomic && sys.SlotImport))
+	b.WriteString(strings.Join(repl, " ") + "\n")
 	if sys.MigratePassword != "" {
 		// Every key, no channel: MIGRATE checks the caller's rights on the keys it moves.
 		migrate := []string{"user", MigrationUser, "on", "resetpass", "#" + sha256Hex(sys.MigratePassword), "resetchannels", "-@all", "~*"}

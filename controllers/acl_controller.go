@@ -305,7 +305,7 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 	if aclLoadSafe(info["valkey_version"]) {
 		n.err = c.ACLLoad(ctx)
 	} else {
-		file = withSetUsers(file)
+		file = withSetUsers(forValkey8(file))
 		want = normalizeACL(file)
 		n.err = setUsers(ctx, c, file, before)
 	}

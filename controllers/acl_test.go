@@ -395,3 +395,203 @@ func TestCheckCommands(t *testing.T) {
 		t.Fatalf("unknown subcommand: got %v", err)
 	}
 }
+
+// TestForValkey8: a file rendered for a Valkey 9 cluster with a reshard pending, stripped for an
+// 8.x node, is what a cluster with neither renders: Valkey 8 refuses the names in ACL SETUSER.
+func TestForValkey8(t *testing.T) {
+	sys := systemUsers{OperatorPassword: "op", ReplPassword: "repl", MigratePassword: "mig"}
+	plain := renderACL(nil, nil, sys)
+	sys.Atomic, sys.SlotImport = true, true
+	nine := renderACL(nil, nil, sys)
+	if maps.Equal(normalizeACL(nine), normalizeACL(plain)) {
+		t.Fatal("the Valkey 9 file grants nothing more")
+	}
+	if got := normalizeACL(forValkey8(nine)); !maps.Equal(got, normalizeACL(plain)) {
+		t.Errorf("stripped:\n%v\nwant:\n%v", got, normalizeACL(plain))
+	}
+	sys.SlotImport = false
+	if strings.Contains(renderACL(nil, nil, sys), "syncslots") {
+		t.Error("the replication user has slot import rules with no reshard pending")
+	}
+}
+
+// TestSlotImportRulesOnValkey9: on two real 9.1.2 primaries whose replication user is rendered
+// with the slot import rules (a reshard pending), a replica syncs as that user, the operator's
+// user runs CLUSTER MIGRATESLOTS and it succeeds with every key; enforcesSlotImport sees the rules. With the file rendered once the
+// reshard is over, the node no longer enforces them, and the same migration back fails with
+// NOPERM on the target: the rules are what it needs, and they are gone after it.
+func TestSlotImportRulesOnValkey9(t *testing.T) {
+	dir := os.Getenv("VALKEY9_DIR")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".cache", "valkey-operator", "valkey-9.1.2")
+	}
+	bin := filepath.Join(dir, "bin", "valkey-server")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("Valkey 9 not found (%v): run `make packages`", err)
+	}
+	sys := testSys
+	sys.MigratePassword = "mig-s3cret"
+	sys.Atomic, sys.SlotImport = true, true
+	wide := renderACL(nil, nil, sys)
+	sys.SlotImport = false
+	narrow := renderACL(nil, nil, sys)
+	ctx := context.Background()
+	type node struct {
+		port int
+		file string
+		c    *valkey.Client
+		id   string
+	}
+	var nodes []*node
+	for range 3 {
+		port := freePortPair(t)
+		d := t.TempDir()
+		n := &node{port: port, file: filepath.Join(d, aclFileName)}
+		if err := os.WriteFile(n.file, []byte(wide), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", d, "--aclfile", n.file, "--cluster-enabled", "yes", "--cluster-node-timeout", "5000",
+			"--masteruser", ReplicationUser, "--masterauth", sys.ReplPassword)
+		srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if n.c, err = valkey.NewClient(addr, valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.c.Close)
+		if n.id, err = n.c.MyID(ctx); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	a, b, r := nodes[0], nodes[1], nodes[2]
+	if err := a.c.AddSlotsRange(ctx, valkey.SlotRanges{{Start: 0, End: 8191}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.c.AddSlotsRange(ctx, valkey.SlotRanges{{Start: 8192, End: 16383}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*node{b, r} {
+		if err := a.c.Meet(ctx, "127.0.0.1", n.port, n.port+10000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ia, _ := a.c.ClusterInfo(ctx)
+		ib, _ := b.c.ClusterInfo(ctx)
+		ir, _ := r.c.ClusterInfo(ctx)
+		if ia["cluster_state"] == "ok" && ib["cluster_state"] == "ok" && ir["cluster_known_nodes"] == "3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the three nodes did not form a cluster")
+		}
+	}
+	// A replica of b syncs as the widened replication user: the rules must not take PSYNC away.
+	if err := r.c.Replicate(ctx, b.id); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if info, _ := r.c.Info(ctx, "replication"); info["master_link_status"] == "up" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not sync as the widened replication user")
+		}
+	}
+	// Keys of several types in slot 0..100, written as the default user (open: no binding).
+	keys := []string{"{b}", "{f}"} // slots 3300 and 3168: in the range that moves
+	for _, k := range keys {
+		for _, args := range [][]string{{"SET", "s" + k, "v"}, {"RPUSH", "l" + k, "a", "b"}, {"HSET", "h" + k, "f", "v"}, {"ZADD", "z" + k, "1", "m"}, {"XADD", "x" + k, "*", "f", "v"}} {
+			if out, err := exec.Command(filepath.Join(dir, "bin", "valkey-cli"), append([]string{"-c", "-p", strconv.Itoa(a.port)}, args...)...).CombinedOutput(); err != nil {
+				t.Fatalf("%v: %v %s", args, err, out)
+			}
+		}
+	}
+	// Slots 0-4095 only: a primary that gives away its last slot turns replica.
+	move := func(from, to *node) (valkey.SlotMigration9, error) {
+		if err := from.c.MigrateSlots(ctx, valkey.SlotRanges{{Start: 0, End: 4095}}, to.id); err != nil {
+			return valkey.SlotMigration9{}, err
+		}
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			jobs, err := from.c.SlotMigrations(ctx)
+			if err != nil {
+				return valkey.SlotMigration9{}, err
+			}
+			if len(jobs) > 0 && jobs[0].Terminal() {
+				return jobs[0], nil
+			}
+		}
+		return valkey.SlotMigration9{}, errors.New("no end within 30 s")
+	}
+	for _, n := range nodes[:2] {
+		list, err := n.c.ACLList(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !enforcesSlotImport(list) {
+			t.Fatalf("port %d does not enforce the slot import rules: %v", n.port, list)
+		}
+	}
+	j, err := move(a, b)
+	if err != nil || j.State != "success" {
+		t.Fatalf("migration with the slot import rules: %+v, %v", j, err)
+	}
+	for _, k := range keys {
+		if out, _ := exec.Command(filepath.Join(dir, "bin", "valkey-cli"), "-p", strconv.Itoa(b.port), "EXISTS", "s"+k, "l"+k, "h"+k, "z"+k, "x"+k).Output(); strings.TrimSpace(string(out)) != "5" {
+			t.Errorf("keys of %s on the target after the move: %q exist, want 5", k, out)
+		}
+	}
+	// The reshard is over: the narrow file, loaded, drops the rules; a migration back fails.
+	for _, n := range nodes[:2] {
+		if err := os.WriteFile(n.file, []byte(narrow), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.c.ACLLoad(ctx); err != nil {
+			t.Fatal(err)
+		}
+		list, err := n.c.ACLList(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if enforcesSlotImport(list) {
+			t.Fatalf("port %d still enforces the slot import rules: %v", n.port, list)
+		}
+	}
+	if j, err := move(b, a); err != nil || j.State == "success" {
+		t.Fatalf("migration without the slot import rules: %+v, %v; want failed", j, err)
+	}
+}
+
+// freePortPair finds a port p with p and its cluster bus port p+10000 free on 127.0.0.1.
+func freePortPair(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if p+10000 > 65535 {
+			continue
+		}
+		if bl, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000))); err == nil {
+			_ = bl.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port pair")
+	return 0
+}

@@ -50,6 +50,7 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 	var wg sync.WaitGroup
 	errs := make([]error, len(order))
 	moved := make([]int, len(order))
+	method := make([]string, len(order))
 	var mu sync.Mutex
 	// The first failed move stops the batch: no pair opens another slot, the slots in flight
 	// finish (or fail), and the pass ends. A failure is most often a node gone (a primary killed
@@ -61,6 +62,7 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 	// classic moves pair i's slots with the classic protocol, slotsInFlight at a time, and
 	// returns when they are done, a move failed, or the pass has no time left for another.
 	classic := func(i int, moves []plan.SlotMove) {
+		method[i] = logging.MethodClassic
 		next := make(chan plan.SlotMove)
 		go func() {
 			defer close(next)
@@ -127,6 +129,7 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 			defer wg.Done()
 			for _, i := range atomicByTarget[target] {
 				k := order[i]
+				method[i] = logging.MethodAtomic
 				n, err := migrateAtomic(ctx, node, byPair[k])
 				if err != nil && n == 0 && unsupported(err) {
 					// Both run Valkey 9, but this one cannot (an ACL that predates it, say): the
@@ -147,35 +150,27 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 	wg.Wait()
 	for i, k := range order {
 		if moved[i] > 0 {
-			log.Info(logging.MsgMovingSlots, logging.Pod(k[0]), zap.String(logging.FieldTarget, k[1]), zap.Int(logging.FieldSlots, moved[i]))
+			log.Info(logging.MsgMovingSlots, logging.Pod(k[0]), zap.String(logging.FieldTarget, k[1]), zap.Int(logging.FieldSlots, moved[i]), zap.String(logging.FieldMethod, method[i]))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// versionCache asks each node of a batch for its Valkey version once.
+// versionCache asks each node of a batch once whether it can take part in an atomic migration.
 type versionCache struct {
 	node func(string) (*valkey.Client, error)
 	mu   sync.Mutex
 	seen map[string]bool
 }
 
-// atomicMigration turns the Valkey 9 path (CLUSTER MIGRATESLOTS) on. It is off: measured on
-// 9.1.2, the target replays the source's snapshot under the user the source authenticated as
-// (masteruser, _momento_repl), so that user would need SELECT, every write command and every key
-// on every node (the import failed with "NOPERM User _momento_repl has no permissions to run the
-// 'select' command"). A replication user with write access to every key is not least privilege;
-// until a dedicated design (a separate masteruser for slot import), Valkey 9 moves slots with
-// the classic protocol too.
-const atomicMigration = false
-
-// atomic reports whether pod's node runs Valkey 9 or later (CLUSTER MIGRATESLOTS) and the atomic
-// path is on. A node that does not say is taken for an older one: the classic protocol works on
-// every version.
+// atomic reports whether pod's node runs Valkey 9 or later (CLUSTER MIGRATESLOTS) and already
+// enforces the replication user's slot import rules, which the ACL Secret carries only while a
+// reshard is pending: the source of an atomic migration replays the slots on the target as its
+// masteruser, so a move started before the target enforces them would fail with NOPERM. Until
+// both nodes of a pair do, the pair moves with the classic protocol, which every version runs and
+// which needs no such grant (in practice the grant is loaded while the new shard's nodes start
+// and sync, before the first move). A node that does not say is taken for one that cannot.
 func (v *versionCache) atomic(ctx context.Context, pod string) bool {
-	if !atomicMigration {
-		return false
-	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if ok, known := v.seen[pod]; known {
@@ -184,11 +179,11 @@ func (v *versionCache) atomic(ctx context.Context, pod string) bool {
 	if v.seen == nil {
 		v.seen = map[string]bool{}
 	}
-	c, err := v.node(pod)
 	ok := false
-	if err == nil {
-		if ver, err := c.Version(ctx); err == nil {
-			ok = valkey9OrLater(ver)
+	if c, err := v.node(pod); err == nil {
+		if ver, err := c.Version(ctx); err == nil && valkey9OrLater(ver) {
+			list, err := c.ACLList(ctx)
+			ok = err == nil && enforcesSlotImport(list)
 		}
 	}
 	v.seen[pod] = ok
@@ -207,11 +202,58 @@ const atomicPoll = 50 * time.Millisecond
 
 // migrateAtomic moves the slots of one (source, target) pair with one CLUSTER MIGRATESLOTS and
 // waits for Valkey to report it ended, within the pass budget (less moveReserve). A migration
-// still running when the budget ends goes on in Valkey; the next pass sees where the slots are.
-// It returns how many slots moved.
+// still running when the budget ends goes on in Valkey: the next pass finds it in CLUSTER
+// GETSLOTMIGRATIONS (an export on the source, or an import on the target, not ended) and waits
+// for it instead of starting another, which Valkey would refuse ("Slot import in progress"). It
+// returns how many slots moved.
 func migrateAtomic(ctx context.Context, node func(string) (*valkey.Client, error), moves []plan.SlotMove) (int, error) {
 	src, err := node(moves[0].Source)
 	if err != nil {
+		return 0, err
+	}
+	dst, err := node(moves[0].Target)
+	if err != nil {
+		return 0, err
+	}
+	// running is the first migration not ended that op on c lists, by name ("" for none).
+	running := func(c *valkey.Client, op string) (string, error) {
+		jobs, err := c.SlotMigrations(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, j := range jobs {
+			if j.Operation == op && !j.Terminal() {
+				return j.Name, nil
+			}
+		}
+		return "", nil
+	}
+	// wait polls until check says done, or the pass has no time left (done false, no error).
+	wait := func(check func() (bool, error)) (bool, error) {
+		for {
+			done, err := check()
+			if err != nil || done {
+				return done, err
+			}
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < moveReserve {
+				return false, nil
+			}
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(atomicPoll):
+			}
+		}
+	}
+	idle, err := wait(func() (bool, error) {
+		exp, err := running(src, "EXPORT")
+		if err != nil || exp != "" {
+			return false, err
+		}
+		imp, err := running(dst, "IMPORT")
+		return imp == "", err
+	})
+	if err != nil || !idle {
 		return 0, err
 	}
 	set := make(slot.Set, 0, len(moves))
@@ -223,32 +265,32 @@ func migrateAtomic(ctx context.Context, node func(string) (*valkey.Client, error
 		return 0, err
 	}
 	want := valkey.FormatRanges(ranges)
-	for {
+	var failed error
+	done, err := wait(func() (bool, error) {
 		jobs, err := src.SlotMigrations(ctx)
 		if err != nil {
-			return 0, err
+			return false, err
 		}
 		for _, j := range jobs { // newest first
 			if j.Operation != "EXPORT" || j.SlotRanges != want || j.TargetNode != moves[0].TargetID {
 				continue
 			}
-			if j.Terminal() {
-				if j.State != "success" {
-					return 0, fmt.Errorf("cluster migrateslots %s to %s: %s: %s", want, moves[0].Target, j.State, j.Message)
-				}
-				return len(moves), nil
+			if j.Terminal() && j.State != "success" {
+				failed = fmt.Errorf("cluster migrateslots %s to %s: %s: %s", want, moves[0].Target, j.State, j.Message)
 			}
-			break
+			return j.Terminal(), nil
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < moveReserve {
-			return 0, nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(atomicPoll):
-		}
+		return false, nil
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case failed != nil:
+		return 0, failed
+	case !done:
+		return 0, nil
 	}
+	return len(moves), nil
 }
 
 // moveSlot moves one slot with the classic protocol. Every step can be repeated, so a move

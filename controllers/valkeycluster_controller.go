@@ -114,9 +114,10 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		}
 	}
 	var creds, migrate valkey.Credentials
+	var sys systemUsers
 	var hash string
 	if problem == "" {
-		if creds, migrate, err = r.ensureObjects(ctx, log, &vc, rc, acl); err != nil {
+		if sys, creds, migrate, err = r.ensureObjects(ctx, log, &vc, rc); err != nil {
 			if missing := (*credentialMissing)(nil); errors.As(err, &missing) {
 				return r.holdWithoutCredential(ctx, log, &vc, missing)
 			}
@@ -135,6 +136,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	creds, migrate = withTLS(&vc, creds, creds.TLS, obs.addrs), withTLS(&vc, migrate, migrate.TLS, obs.addrs)
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
+	obs.snapshot.AtomicMoves = rc != nil && valkey9OrLater(rc.Image.Version)
 
 	state := vc.Status.State
 	decision := fsm.Decide(obs.snapshot)
@@ -172,6 +174,14 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	// copy before it exists. They, like podAnnotations after the steps, are harmless and
 	// idempotent: a failure is returned with the pass's outcome and holds nothing back.
 	budgetErr := r.ensureDisruptionBudgets(ctx, log, &vc, obs, pass)
+	if problem == "" {
+		// The ACL Secret goes before the steps: a pod this pass creates mounts it. It is rendered
+		// from this pass's observation, which says whether a reshard is pending (SlotImport).
+		sys.SlotImport = sys.Atomic && plan.ReshardPending(obs.snapshot)
+		if err := r.apply(ctx, buildSecret(&vc, renderACL(acl.bindings, acl.roles, sys), sys.ReplPassword)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	execErr := errors.Join(budgetErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
 	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs, pass), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
@@ -243,15 +253,15 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 }
 
 // ensureObjects creates what the pods need before they start: the operator's credential
-// Secret (once), the headless Service and the ACL Secret (kept up to date; the ACL controller
-// makes the running nodes load it). It returns the operator's credentials.
-func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, acl *resolvedACL) (creds, migrate valkey.Credentials, err error) {
-	sys, err := r.ensureCredential(ctx, vc)
-	if err != nil {
-		return creds, migrate, err
+// Secret (once) and the headless Service. It returns the system users (the ACL Secret is
+// rendered from them later in the pass, once the observation says whether a reshard is pending)
+// and the operator's credentials.
+func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig) (sys systemUsers, creds, migrate valkey.Credentials, err error) {
+	if sys, err = r.ensureCredential(ctx, vc); err != nil {
+		return sys, creds, migrate, err
 	}
 	if sys.LegacyReplication, err = r.legacyReplication(ctx, vc); err != nil {
-		return creds, migrate, err
+		return sys, creds, migrate, err
 	}
 	sys.SetUsers = !aclLoadSafe(rc.Image.Version)
 	sys.Atomic = aclLoadSafe(rc.Image.Version)
@@ -264,17 +274,12 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	if apierrors.IsNotFound(err) {
 		log.Info(logging.MsgCreatingService)
 		if err := r.Create(ctx, buildService(vc)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return creds, migrate, fmt.Errorf("create service: %w", err)
+			return sys, creds, migrate, fmt.Errorf("create service: %w", err)
 		}
 	} else if err != nil {
-		return creds, migrate, fmt.Errorf("get service: %w", err)
+		return sys, creds, migrate, fmt.Errorf("get service: %w", err)
 	}
-
-	// valkey.conf is rendered per node, into the node's own ConfigMap when it is created.
-	if err := r.apply(ctx, buildSecret(vc, renderACL(acl.bindings, acl.roles, sys), sys.ReplPassword)); err != nil {
-		return creds, migrate, err
-	}
-	return creds, migrate, nil
+	return sys, creds, migrate, nil
 }
 
 // ensureCredential returns the system users' passwords for vc, generating its Secret once, for

@@ -28,6 +28,10 @@ type Snapshot struct {
 	Failover *FailoverIntent
 	// Now is when the snapshot was taken: the clock the planners judge an intent's age by.
 	Now time.Time
+	// AtomicMoves: the cluster's image is Valkey 9 or later, so slot moves between its nodes
+	// are atomic CLUSTER MIGRATESLOTS (the executor still checks each pair), and a batch may be
+	// larger (plan.MaxAtomicSlotsPerBatch).
+	AtomicMoves bool
 }
 
 // FailoverIntent is a failover the operator issued: Pod, a replica of PrimaryID (the lost

@@ -58,6 +58,15 @@ const (
 	FieldTarget       = "target"
 	FieldSlot         = "slot"
 	FieldNotAfter     = "not_after"
+	FieldMethod       = "method"
+)
+
+// Values of FieldMethod: how a pair's slots moved.
+const (
+	// MethodAtomic is Valkey 9's CLUSTER MIGRATESLOTS.
+	MethodAtomic = "atomic"
+	// MethodClassic is SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE.
+	MethodClassic = "classic"
 )
 
 // The message catalogue.
@@ -146,7 +155,8 @@ const (
 	// MsgDeletingFailedPod (INFO, TargetCluster): cluster_name, pod.
 	MsgDeletingFailedPod = "deleting failed Pod"
 	// MsgMovingSlots (INFO, TargetCluster): cluster_name, pod (the source primary), target (the
-	// target primary's pod), slots (how many moved in this batch, keys included).
+	// target primary's pod), slots (how many moved in this batch, keys included), method
+	// (MethodAtomic or MethodClassic).
 	MsgMovingSlots = "moved slots"
 	// MsgClosingSlot (INFO, TargetCluster): cluster_name, pod, slot, node (the owner it was
 	// assigned to, empty for SETSLOT STABLE). An open slot whose move could not go on.
@@ -258,7 +268,7 @@ var Catalogue = []Entry{
 	{MsgPrimaryLeavingHandover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
-	{MsgMovingSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldTarget, FieldSlots}},
+	{MsgMovingSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldTarget, FieldSlots, FieldMethod}},
 	{MsgClosingSlot, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlot, FieldNode}},
 	{MsgRetiringNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldReason}},
 	{MsgCompletedJoin, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},

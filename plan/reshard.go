@@ -24,8 +24,9 @@ package plan
 //  4. Each shard's target is its share of slot.EvenSpread(shards) (0 for a removed shard). Shards
 //     over their target give slots (the highest first) to shards under it, by index, so a
 //     removed shard's slots spread over every remaining shard in proportion to what each lacks.
-//     One batch of at most MaxSlotsPerBatch slot moves, interleaved over the (source, target)
-//     pairs, is one disruptive step; the executor moves the pairs concurrently.
+//     One batch of at most MaxSlotsPerBatch slot moves (MaxAtomicSlotsPerBatch on Valkey 9),
+//     interleaved over the (source, target) pairs, is one disruptive step; the executor moves the
+//     pairs concurrently.
 //  5. Once no primary of a removed shard serves a slot, its nodes are retired one per pass, the
 //     first by name (RetireRemovedShard); cleanup forgets them at once.
 
@@ -42,6 +43,16 @@ import (
 // keep the nodes busy, few enough that a pass finishes within its budget with typical key
 // counts. A batch cut short by the pass budget leaves open slots that the next pass settles.
 const MaxSlotsPerBatch = 1024
+
+// MaxAtomicSlotsPerBatch bounds one batch on a cluster whose image is Valkey 9
+// (Snapshot.AtomicMoves): each pair of the batch is one CLUSTER MIGRATESLOTS, whose cost is mostly
+// per job (a fork and a snapshot on the source, a pause at the end), so fewer, larger jobs move
+// more keys per second (measured on 9.1.2, 3 -> 4 shards with 1.5 M keys: 1024-slot batches,
+// 16.5 k keys/s; bare jobs of a whole pair's slots, 46 k keys/s). A quarter of the slot space
+// moves 3 -> 4 in one batch. A pair the executor finds unable to move atomically (an 8.x node
+// mid-upgrade, the grant not loaded yet) moves classically within the pass budget, and the rest
+// of its moves wait for the next pass.
+const MaxAtomicSlotsPerBatch = 4096
 
 // RetireRemovedShard is why the nodes of a shard the spec no longer has are retired.
 const RetireRemovedShard = "shard removed by spec.shards"
@@ -80,6 +91,37 @@ func planReshard(in Input) Step {
 		}
 	}
 	return Step{}
+}
+
+// ReshardPending reports whether slots have yet to move: a live primary serves a number of slots
+// other than its shard's share of slot.EvenSpread(shards) (0 for a shard the spec no longer has),
+// or reports an open slot. It needs no gate and no new node: raising spec.shards makes the
+// existing primaries serve more than their new share at once, so it is true from the first pass
+// after the edit until the pass that finds every slot where it belongs. The Valkey 9 atomic path
+// keys the replication user's wider rights on it (controllers, slotImportRules), which then reach
+// the nodes while the new shard's nodes start and sync, before the first move.
+func ReshardPending(s fsm.Snapshot) bool {
+	if s.Shards <= 0 {
+		return false
+	}
+	spread := slot.EvenSpread(s.Shards)
+	for _, p := range s.LivePods() {
+		n := p.Node
+		if n == nil || !n.Reachable || !n.Primary {
+			continue
+		}
+		if len(n.Migrating)+len(n.Importing) > 0 {
+			return true
+		}
+		want := 0
+		if p.Shard >= 0 && p.Shard < s.Shards {
+			want = spread[p.Shard].Count()
+		}
+		if got := n.MySlots.Count(); got > 0 && got != want {
+			return true
+		}
+	}
+	return false
 }
 
 // planSettle applies rule 2: one action for the first open slot found, by slot then pod.
@@ -291,11 +333,15 @@ func planMoves(s fsm.Snapshot, byShard map[int][]fsm.Pod) []SlotMove {
 			}
 		}
 	}
+	limit := MaxSlotsPerBatch
+	if s.AtomicMoves {
+		limit = MaxAtomicSlotsPerBatch
+	}
 	var out []SlotMove
-	for i := 0; len(out) < MaxSlotsPerBatch; i++ {
+	for i := 0; len(out) < limit; i++ {
 		added := false
 		for _, p := range pairs {
-			if i < len(p.moves) && len(out) < MaxSlotsPerBatch {
+			if i < len(p.moves) && len(out) < limit {
 				out = append(out, p.moves[i])
 				added = true
 			}

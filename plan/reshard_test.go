@@ -282,3 +282,43 @@ func TestReshardWaitsForTargetReplicas(t *testing.T) {
 		t.Fatalf("want moves into p3-0, got %+v", m.Moves[0])
 	}
 }
+
+// ReshardPending is true from the edit on (before the new shard's nodes exist), while a removed
+// shard still serves slots or a slot is open, and false on an even spread and on a cluster still
+// being assigned its first slots.
+func TestReshardPending(t *testing.T) {
+	even := newSnapshot(fsm.Active, 3, 1, formed)
+	if ReshardPending(even) {
+		t.Fatal("pending on an even spread")
+	}
+	raised := newSnapshot(fsm.Active, 3, 1, formed)
+	raised.Shards = 4
+	if !ReshardPending(raised) {
+		t.Fatal("not pending right after shards went 3 -> 4")
+	}
+	lowered := newSnapshot(fsm.Active, 4, 1, formed)
+	lowered.Shards = 2
+	if !ReshardPending(lowered) {
+		t.Fatal("not pending right after shards went 4 -> 2")
+	}
+	open := newSnapshot(fsm.Active, 3, 1, formed, withPod("p0-0", func(p *fsm.Pod) { p.Node.Migrating = map[int]string{5: "id-p1-0"} }))
+	if !ReshardPending(open) {
+		t.Fatal("not pending with an open slot")
+	}
+	fresh := newSnapshot(fsm.Forming, 3, 1, meshed)
+	if ReshardPending(fresh) {
+		t.Fatal("pending on a cluster with no slot assigned yet")
+	}
+}
+
+// On Valkey 9 (AtomicMoves) a batch is up to MaxAtomicSlotsPerBatch: 3 -> 4 in one batch, a
+// quarter of the slots, from all three old primaries.
+func TestReshardAtomicBatch(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 3, 0, formed)
+	s.Shards, s.AtomicMoves = 4, true
+	withNewShard(3)(&s)
+	m := moves(t, run(reshard, fsm.Upgrading, s))
+	if len(m.Moves) != slot.Count/4 {
+		t.Fatalf("want every move of 3 -> 4 (%d) in one batch, got %d", slot.Count/4, len(m.Moves))
+	}
+}

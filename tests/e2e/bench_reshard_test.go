@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/tests/harness"
+	"github.com/gomomento/valkey-operator/tests/localcluster"
 )
 
 // benchReshardKeys is what the resharding benchmark seeds: 1.5 M keys of 100 bytes (the issue's
@@ -39,7 +40,7 @@ const benchReshardKeys = 1_500_000
 // -benchtime 1x ./tests/e2e/).
 func BenchmarkReshard3To4(b *testing.B) {
 	for range b.N {
-		op := reshardWithOperator(b)
+		op := reshardWithOperator(b, "8.0.1")
 		cli := reshardWithValkeyCLI(b)
 		for _, r := range []reshardRun{op, cli} {
 			b.Logf("%-10s migration %6.1f s (total %6.1f s): %7d keys moved, %6.0f keys/s, %5.0f slots/s, longest refusal %s, %d writes failed, %d lost",
@@ -56,16 +57,46 @@ func BenchmarkReshard3To4(b *testing.B) {
 	}
 }
 
+// BenchmarkReshard9From3To4 is BenchmarkReshard3To4 on Valkey 9.1.2, where the operator moves
+// slots with atomic CLUSTER MIGRATESLOTS, side by side with the same migrations run bare: an
+// identical 3×1 of bare 9.1.2 servers, a fourth primary and its replica added with `valkey-cli
+// --cluster add-node`, then one CLUSTER MIGRATESLOTS per source of the slots the operator moves
+// from it (the highest of each, down to an even 4096 each), one after the other as a 9.x target
+// imports one job at a time, timed from the first command to the last job's success. The goal
+// is the operator within 20 % of the bare keys/s. Report: make bench BENCH=Reshard9From3To4.
+func BenchmarkReshard9From3To4(b *testing.B) {
+	for range b.N {
+		op := reshardWithOperator(b, localcluster.Valkey9Version)
+		bare := reshardWithMigrateSlots(b)
+		for _, r := range []reshardRun{op, bare} {
+			b.Logf("%-12s migration %6.1f s (total %6.1f s): %7d keys moved, %6.0f keys/s, %5.0f slots/s, longest refusal %s, %d writes failed, %d lost",
+				r.tool, r.migration.Seconds(), r.total.Seconds(), r.keys, float64(r.keys)/r.migration.Seconds(),
+				float64(r.slots)/r.migration.Seconds(), r.longest.Round(time.Millisecond), r.failures, r.lost)
+		}
+		b.ReportMetric(float64(op.keys)/op.migration.Seconds(), "keys/s")
+		b.ReportMetric(float64(op.keys)/op.moving.Seconds(), "moving-keys/s")
+		b.ReportMetric(op.moving.Seconds(), "s/moving")
+		b.ReportMetric(bare.migration.Seconds(), "bare-s/migration")
+		b.ReportMetric(float64(bare.keys)/bare.migration.Seconds(), "bare-keys/s")
+		b.ReportMetric(float64(op.slots)/op.migration.Seconds(), "slots/s")
+		b.ReportMetric(op.total.Seconds(), "s/total")
+		b.ReportMetric(float64(op.longest.Milliseconds()), "ms/longest-refusal")
+		b.ReportMetric(float64(bare.longest.Milliseconds()), "bare-ms/longest-refusal")
+	}
+}
+
 type reshardRun struct {
-	tool                        string
-	total, migration, longest   time.Duration
+	tool                      string
+	total, migration, longest time.Duration
+	// moving (Valkey 9 only): from the first atomic migration job to an even spread.
+	moving                      time.Duration
 	keys, slots, failures, lost int
 }
 
-func reshardWithOperator(b *testing.B) reshardRun {
+func reshardWithOperator(b *testing.B, version string) reshardRun {
 	benchRuns++
 	ns := fmt.Sprintf("bench-reshard-%d", benchRuns)
-	vc := benchCluster(b, ns, 3, 1)
+	vc := benchCluster(b, ns, 3, 1, version)
 	defer func() { _ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: objectMeta(ns)}) }()
 	waitReady(b, vc, 3, 1, nil, formTimeout)
 	var addrs []string
@@ -76,11 +107,15 @@ func reshardWithOperator(b *testing.B) reshardRun {
 	w, opts := startWriter(b, vc)
 	start := time.Now()
 	editCluster(b, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
-	var fourth time.Time
+	var fourth, firstJob time.Time
 	for {
-		owners, primaries := slotOwnersAt(b, clusterPods(b, vc))
+		pods := clusterPods(b, vc)
+		owners, primaries := slotOwnersAt(b, pods)
 		if fourth.IsZero() && primaries >= 4 {
 			fourth = time.Now()
+		}
+		if firstJob.IsZero() && version != "8.0.1" && migrationJobsAt(pods) > 0 {
+			firstJob = time.Now()
 		}
 		if evenly(owners, 4) {
 			break
@@ -90,7 +125,12 @@ func reshardWithOperator(b *testing.B) reshardRun {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	run := reshardRun{tool: "operator", total: time.Since(start), migration: time.Since(fourth), slots: 16384 / 4}
+	run := reshardRun{tool: "operator " + version, total: time.Since(start), migration: time.Since(fourth), slots: 16384 / 4}
+	if !firstJob.IsZero() {
+		// Valkey 9: from the first CLUSTER MIGRATESLOTS job any node lists (the new shard's
+		// replica synced, the grant loaded) to an even spread: what the bare jobs are timed by.
+		run.moving = time.Since(firstJob)
+	}
 	waitScaled(b, vc, 4, 1, rollTimeout)
 	r := finishWriter(b, w, vc, opts)
 	run.longest, _ = r.LongestRefusal()
@@ -103,7 +143,7 @@ func reshardWithOperator(b *testing.B) reshardRun {
 }
 
 func reshardWithValkeyCLI(b *testing.B) reshardRun {
-	bare := startBareCluster(b, 8)
+	bare := startBareCluster(b, 8, "valkey-server")
 	defer bare.stop()
 	cli := func(args ...string) string {
 		out, err := exec.Command("valkey-cli", args...).CombinedOutput()
@@ -150,6 +190,111 @@ func reshardWithValkeyCLI(b *testing.B) reshardRun {
 	}
 	run.keys = n
 	return run
+}
+
+// reshardWithMigrateSlots: see BenchmarkReshard9From3To4.
+func reshardWithMigrateSlots(b *testing.B) reshardRun {
+	bin := filepath.Join(localcluster.Valkey9Dir(), "bin")
+	bare := startBareCluster(b, 8, filepath.Join(bin, "valkey-server"))
+	defer bare.stop()
+	cli := func(args ...string) string {
+		out, err := exec.Command(filepath.Join(bin, "valkey-cli"), args...).CombinedOutput()
+		if err != nil {
+			b.Fatalf("valkey-cli %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	a := bare.addrs
+	cli(append(append([]string{"--cluster", "create"}, a[:6]...), "--cluster-replicas", "1", "--cluster-yes")...)
+	bare.waitOK(b, 6)
+	seedAt(b, a[:6], benchReshardKeys)
+	cli("--cluster", "add-node", a[6], a[0])
+	bare.waitOK(b, 7)
+	target := strings.TrimSpace(cli("-h", "127.0.0.1", "-p", bare.port(6), "CLUSTER", "MYID"))
+	cli("--cluster", "add-node", a[7], a[0], "--cluster-slave", "--cluster-master-id", target)
+	bare.waitOK(b, 8)
+	// The slots the operator would move: from each source, its highest down to 4096 left.
+	type job struct{ port, lo, hi string }
+	var jobs []job
+	for _, line := range strings.Split(strings.TrimSpace(cli("-h", "127.0.0.1", "-p", bare.port(0), "CLUSTER", "NODES")), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.Contains(f[2], "master") || f[0] == target {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[8], "-")
+		l, _ := strconv.Atoi(lo)
+		h, _ := strconv.Atoi(hi)
+		give := (h - l + 1) - 16384/4
+		_, port, _ := net.SplitHostPort(strings.Split(f[1], "@")[0])
+		jobs = append(jobs, job{port, strconv.Itoa(h - give + 1), hi})
+	}
+	opts := harness.WriterOptions{Addrs: a, Prefix: "bench-bare:"}
+	w, err := harness.StartWriter(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.WaitAcked(20, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	slots := 0
+	for _, j := range jobs {
+		cli("-h", "127.0.0.1", "-p", j.port, "CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", j.lo, j.hi, "NODE", target)
+		for {
+			out := cli("-h", "127.0.0.1", "-p", j.port, "CLUSTER", "GETSLOTMIGRATIONS")
+			if _, after, ok := strings.Cut(out, "state\n"); ok {
+				state, _, _ := strings.Cut(after, "\n")
+				if state == "success" {
+					break
+				}
+				if state == "failed" || state == "cancelled" {
+					b.Fatalf("bare MIGRATESLOTS %s-%s from %s: %s", j.lo, j.hi, j.port, out)
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		l, _ := strconv.Atoi(j.lo)
+		h, _ := strconv.Atoi(j.hi)
+		slots += h - l + 1
+	}
+	run := reshardRun{tool: "bare 9.1.2", migration: time.Since(start), slots: slots}
+	run.total = run.migration
+	r, err := w.Report(context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Log(r.String())
+	run.longest, _ = r.LongestRefusal()
+	run.lost = r.LostReplicated + r.LostUnreplicated
+	for _, s := range r.Slots {
+		run.failures += s.Failures
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(cli("-h", "127.0.0.1", "-p", bare.port(6), "DBSIZE")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	run.keys = n
+	return run
+}
+
+// migrationJobsAt counts the CLUSTER GETSLOTMIGRATIONS entries of every pod that answers (the
+// bench clusters bind no user: the default user may run it).
+func migrationJobsAt(pods []corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{addr(p)}, ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if jobs, err := c.Do(ctx, c.B().Arbitrary("CLUSTER", "GETSLOTMIGRATIONS").Build()).ToArray(); err == nil {
+			n += len(jobs)
+		}
+		cancel()
+		c.Close()
+	}
+	return n
 }
 
 // seedAt writes n keys of 100 bytes (seedWith) through a cluster client seeded with addrs.
@@ -252,7 +397,7 @@ type bareCluster struct {
 	procs []*exec.Cmd
 }
 
-func startBareCluster(tb testing.TB, n int) *bareCluster {
+func startBareCluster(tb testing.TB, n int, server string) *bareCluster {
 	tb.Helper()
 	c := &bareCluster{dir: tb.TempDir()}
 	for range n {
@@ -261,7 +406,7 @@ func startBareCluster(tb testing.TB, n int) *bareCluster {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			tb.Fatal(err)
 		}
-		cmd := exec.Command("valkey-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		cmd := exec.Command(server, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--cluster-enabled", "yes", "--cluster-node-timeout", "5000", "--dir", dir,
 			"--appendonly", "no", "--save", "", "--daemonize", "no", "--logfile", filepath.Join(dir, "valkey.log"))
 		if err := cmd.Start(); err != nil {

@@ -202,14 +202,18 @@ func runningPods(ctx context.Context, vc *v1.ValkeyCluster) int {
 // config) and waits until it is Active. Unlike activeCluster nothing is deleted when the
 // benchmark function returns: benchmarks reuse it across the framework's calls, and the local
 // cluster goes away with the test binary.
-func benchCluster(b *testing.B, ns string, shards, replicas int32) *v1.ValkeyCluster {
+func benchCluster(b *testing.B, ns string, shards, replicas int32, version ...string) *v1.ValkeyCluster {
 	b.Helper()
 	ctx := context.Background()
 	if err := ensureNS(ctx, ns); err != nil {
 		b.Fatal(err)
 	}
 	vc := newCluster(ns, "vc", ns+"-config", withShards(shards), withReplicas(replicas))
-	for _, o := range []client.Object{newImage(ns + "-image"), newConfig(ns+"-config", ns+"-image"), vc} {
+	img := newImage(ns + "-image")
+	if len(version) > 0 {
+		img.Spec.Tag, img.Spec.Version = version[0], version[0]
+	}
+	for _, o := range []client.Object{img, newConfig(ns+"-config", ns+"-image"), vc} {
 		if err := k8s.Create(ctx, o); err != nil && !isAlreadyExists(err) {
 			b.Fatal(err)
 		}

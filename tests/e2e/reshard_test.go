@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	valkeygo "github.com/valkey-io/valkey-go"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
@@ -30,8 +32,51 @@ const faultKeys = 50_000
 // key, clients follow ASK/MOVED), so no loss is allowed.
 func TestReshardValkey8(t *testing.T) { reshardScenario(t, "reshard-8", "8.0.1") }
 
-// TestReshardValkey9: the same on Valkey 9.1.2 (classic protocol: 9.x keeps it).
+// TestReshardValkey9: the same on Valkey 9.1.2, where every pair moves its slots with atomic
+// CLUSTER MIGRATESLOTS (the replication user widened for it while the reshard is pending, and
+// narrowed again after).
 func TestReshardValkey9(t *testing.T) { reshardScenario(t, "reshard-9", localcluster.Valkey9Version) }
+
+// versions are the Valkey versions the fault tests run on: 8.0.1 moves slots with the classic
+// protocol, 9.1.2 with atomic CLUSTER MIGRATESLOTS.
+var versions = []struct{ name, version string }{{"8", "8.0.1"}, {"9", localcluster.Valkey9Version}}
+
+// versionedCluster is activeCluster on the given Valkey version.
+func versionedCluster(t *testing.T, ns, version string, shards, replicas int32) *v1.ValkeyCluster {
+	t.Helper()
+	setupNamespace(t, ns)
+	img := newImage(ns + "-image")
+	img.Spec.Tag, img.Spec.Version = version, version
+	create(t, img, newConfig(ns+"-config", ns+"-image"))
+	vc := newCluster(ns, "vc", ns+"-config", withShards(shards), withReplicas(replicas))
+	create(t, vc)
+	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// checkMethod: on Valkey 9 every `moved slots` line of the namespace says atomic, and there is at
+// least one; on 8 every one says classic. Settling an open slot is classic on both.
+func checkMethod(t *testing.T, ns, version string) {
+	t.Helper()
+	want := logging.MethodClassic
+	if version == localcluster.Valkey9Version {
+		want = logging.MethodAtomic
+	}
+	per := map[string]int{}
+	for _, l := range parseLog(t, operator.Logs()) {
+		if l.message() == logging.MsgMovingSlots && strings.HasSuffix(l.ref(), "."+ns) {
+			m, _ := l.Fields[logging.FieldMethod].(string)
+			per[m]++
+		}
+	}
+	t.Logf("moved slots lines by method: %v", per)
+	if per[want] == 0 {
+		t.Errorf("no %q line with method %s", logging.MsgMovingSlots, want)
+	}
+}
 
 func reshardScenario(t *testing.T, ns, version string) {
 	setupNamespace(t, ns)
@@ -56,8 +101,42 @@ func reshardScenario(t *testing.T, ns, version string) {
 		t.Errorf("%d acknowledged keys lost: slot moves lose none", r.LostUnreplicated)
 	}
 	reportMoveRefusals(t, r)
-	if n := countLines(t, logging.MsgMovingSlots, ns, ""); n == 0 {
-		t.Errorf("no %q line", logging.MsgMovingSlots)
+	checkMethod(t, ns, version)
+	if version == localcluster.Valkey9Version {
+		checkReplicationUserNarrow(t, vc)
+	}
+}
+
+// checkReplicationUserNarrow: once the reshard is over, every node's replication user is back to
+// replicating only (no key, no write command), within a minute of the cluster being Ready.
+func checkReplicationUserNarrow(t *testing.T, vc *v1.ValkeyCluster) {
+	t.Helper()
+	creds := operatorCreds(t, vc)
+	deadline := time.Now().Add(time.Minute)
+	for _, p := range clusterPods(t, vc) {
+		c, err := valkey.NewClient(addr(p), creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			line, err := "", error(nil)
+			var list []string
+			if list, err = c.ACLList(context.Background()); err == nil {
+				for _, l := range list {
+					if strings.HasPrefix(l, "user _momento_repl ") {
+						line = l
+					}
+				}
+			}
+			if err == nil && line != "" && !strings.Contains(line, "@write") && !strings.Contains(line, "~*") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the replication user still has the slot import rules a minute after the reshard: %v %q", p.Name, err, line)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		c.Close()
 	}
 }
 
@@ -240,14 +319,29 @@ func TestOpenSlotIsSettled(t *testing.T) {
 // writes; the next operator settles what was left open and finishes: every slot served once,
 // spread even, every seeded and acknowledged key read back.
 func TestOperatorKilledMidMove(t *testing.T) {
-	ns := "reshard-kill"
-	vc := activeCluster(t, ns, 3, 1)
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) { operatorKilledMidMove(t, "reshard-kill-"+v.name, v.version) })
+	}
+}
+
+func operatorKilledMidMove(t *testing.T, ns, version string) {
+	vc := versionedCluster(t, ns, version, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
 	seeded := seedKeys(t, vc, faultKeys, openUser)
 	w, opts := startWriter(t, vc)
 	before := countLines(t, logging.MsgMovingSlots, ns, "")
 	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
-	for range 2 {
+	for round := range 2 {
+		if version == localcluster.Valkey9Version {
+			// 3 -> 4 is one batch of atomic jobs, logged when it ends: kill while a job runs.
+			// The second kill finds one only if the first left work behind.
+			if !waitMigrationJob(t, vc, []time.Duration{3 * time.Minute, 20 * time.Second}[round]) {
+				t.Logf("round %d: no migration job left to interrupt", round)
+				break
+			}
+			restartOperator(t)
+			continue
+		}
 		deadline := time.Now().Add(3 * time.Minute)
 		for countLines(t, logging.MsgMovingSlots, ns, "") == before {
 			if time.Now().After(deadline) {
@@ -266,6 +360,7 @@ func TestOperatorKilledMidMove(t *testing.T) {
 		t.Errorf("%d acknowledged keys lost", r.LostUnreplicated)
 	}
 	reportMoveRefusals(t, r)
+	checkMethod(t, ns, version)
 }
 
 // TestReshardDestinationKilled: 3 → 4 shards under the writer, and the process of the new shard's
@@ -275,21 +370,37 @@ func TestOperatorKilledMidMove(t *testing.T) {
 // alone (replication is asynchronous: the writer's WAIT 1 timed out, or did not run because the
 // write was redirected with ASK); they are counted and logged apart (LostUnreplicated). A write a
 // replica acknowledged (LostReplicated) must survive, and every slot must take writes again.
-func TestReshardDestinationKilled(t *testing.T) { reshardPrimaryKilled(t, "reshard-kill-dst", 3) }
+func TestReshardDestinationKilled(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) { reshardPrimaryKilled(t, "reshard-kill-dst-"+v.name, v.version, 3) })
+	}
+}
 
 // TestReshardSourceKilled: the same, killing the primary of shard 0, one of the three sources
 // that give slots to the new shard.
-func TestReshardSourceKilled(t *testing.T) { reshardPrimaryKilled(t, "reshard-kill-src", 0) }
+func TestReshardSourceKilled(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) { reshardPrimaryKilled(t, "reshard-kill-src-"+v.name, v.version, 0) })
+	}
+}
 
-func reshardPrimaryKilled(t *testing.T, ns string, shard int) {
-	vc := activeCluster(t, ns, 3, 1)
+func reshardPrimaryKilled(t *testing.T, ns, version string, shard int) {
+	vc := versionedCluster(t, ns, version, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
 	seeded := seedKeys(t, vc, faultKeys, openUser)
 	w, opts := startWriter(t, vc)
 	before := countLines(t, logging.MsgMovingSlots, ns, "")
 	start := time.Now()
 	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
-	waitLine(t, logging.MsgMovingSlots, ns, before, 3*time.Minute)
+	if version == localcluster.Valkey9Version {
+		// 3 -> 4 is one batch of atomic jobs, logged when it ends: wait for the first job
+		// instead, so the kill lands while slots move.
+		if !waitMigrationJob(t, vc, 3*time.Minute) {
+			t.Fatal("no atomic migration job within 3 minutes")
+		}
+	} else {
+		waitLine(t, logging.MsgMovingSlots, ns, before, 3*time.Minute)
+	}
 	victim, open := waitShardPrimaryOpen(t, vc, shard, 10*time.Second)
 	if err := cluster.Kubelet.KillPod(ns, victim); err != nil {
 		t.Fatal(err)
@@ -316,10 +427,17 @@ func reshardPrimaryKilled(t *testing.T, ns string, shard int) {
 // the drain still moves slots. It converges to 3 shards: Active and Ready, spread even, every
 // seeded and acknowledged key read back. No node fails, so no loss is allowed.
 func TestScaleInReverted(t *testing.T) {
-	ns := "reshard-revert"
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) { scaleInReverted(t, "reshard-revert-"+v.name, v.version) })
+	}
+}
+
+func scaleInReverted(t *testing.T, ns, version string) {
 	setupNamespace(t, ns)
 	rw := role(ns+"-rw", []string{"read", "write"}, v1.CommandRule{Name: "wait", Access: v1.RuleAllow})
-	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"), rw)
+	img := newImage(ns + "-image")
+	img.Spec.Tag, img.Spec.Version = version, version
+	create(t, img, newConfig(ns+"-config", ns+"-image"), rw)
 	app := dataUser{"app", "app-password"}
 	vc := newCluster(ns, "vc", ns+"-config", withShards(4), withReplicas(1))
 	vc.Spec.ACL = []v1.ACLBinding{bind(app.name, []string{app.password}, permit(rw.Name, "*", v1.KeyAccessReadWrite))}
@@ -354,6 +472,7 @@ func TestScaleInReverted(t *testing.T) {
 		t.Errorf("%d acknowledged keys lost: slot moves lose none", r.LostUnreplicated)
 	}
 	reportMoveRefusals(t, r)
+	checkMethod(t, ns, version)
 }
 
 // reportMoveRefusals logs, per slot whose writes failed, how many and for how long, and fails the
@@ -389,6 +508,31 @@ func waitLine(t *testing.T, message, ns string, before int, timeout time.Duratio
 	}
 }
 
+// waitMigrationJob waits until some node lists an atomic migration job that has not ended, and
+// reports whether one did within timeout.
+func waitMigrationJob(t *testing.T, vc *v1.ValkeyCluster, timeout time.Duration) bool {
+	t.Helper()
+	creds := operatorCreds(t, vc)
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, p := range clusterPods(t, vc) {
+			c, err := valkey.NewClient(addr(p), creds)
+			if err != nil {
+				continue
+			}
+			jobs, err := c.SlotMigrations(context.Background())
+			c.Close()
+			for _, j := range jobs {
+				if err == nil && !j.Terminal() {
+					return true
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
 // waitShardPrimaryOpen finds the primary of shard (by Valkey's own view) and waits, up to
 // timeout, until it reports a slot open (migrating or importing): the middle of a move. It
 // returns the pod and what it saw, for the log; the caller acts at once either way.
@@ -420,6 +564,14 @@ func waitShardPrimaryOpen(t *testing.T, vc *v1.ValkeyCluster, shard int, timeout
 		entries, err := c.ClusterNodes(context.Background())
 		if me, ok := valkey.Myself(entries); err == nil && ok && len(me.Migrating)+len(me.Importing) > 0 {
 			return pod, fmt.Sprintf("while it had %d slots migrating and %d importing (serving %d)", len(me.Migrating), len(me.Importing), me.Slots.Count())
+		}
+		// An atomic migration (Valkey 9) opens no slot: its job is in CLUSTER GETSLOTMIGRATIONS.
+		if jobs, err := c.SlotMigrations(context.Background()); err == nil {
+			for _, j := range jobs {
+				if !j.Terminal() {
+					return pod, fmt.Sprintf("while it ran an atomic %s of %s (%s)", j.Operation, j.SlotRanges, j.State)
+				}
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
