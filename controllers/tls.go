@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -129,6 +130,11 @@ func validateTLSSecret(vc *v1.ValkeyCluster, s *corev1.Secret) (*tlsMaterial, st
 	if !chainsTo(leaf, pair.Certificate[1:], roots, cas) {
 		return nil, fmt.Sprintf("TLS cert in Secret %q is not signed by a CA in ca.crt", name)
 	}
+	// OpenSSL also takes the intermediates it needs from ca.crt.
+	withCAs := append(append([][]byte{}, pair.Certificate[1:]...), rawCerts(cas)...)
+	if !chainsTo(leaf, withCAs, selfSignedPool(cas), selfSigned(cas)) {
+		return nil, fmt.Sprintf("TLS cert in Secret %q does not chain to a self-signed root CA in ca.crt (Valkey trusts no intermediate as a root: add the root CA to ca.crt)", name)
+	}
 	if !hasUsage(leaf, x509.ExtKeyUsageServerAuth) {
 		return nil, fmt.Sprintf("TLS cert in Secret %q lacks the server auth usage", name)
 	}
@@ -219,6 +225,38 @@ func chainsTo(leaf *x509.Certificate, rest [][]byte, roots *x509.CertPool, cas [
 		}
 	}
 	return false
+}
+
+// selfSigned returns the certificates of cas that are self-signed roots. OpenSSL, with which
+// every node and valkey-cli verify their peers, builds a chain up to a self-signed certificate
+// in the trust file and accepts no intermediate as the anchor (Go's x509 does): a ca.crt that
+// holds the leaf's intermediate alone passes Go's check and fails every node's handshakes
+// (break test: with ca.crt = the intermediate, `tlsv1 alert unknown ca` on every node, the
+// liveness probes failed and every pod was replaced, again and again).
+func selfSigned(cas []*x509.Certificate) []*x509.Certificate {
+	var out []*x509.Certificate
+	for _, c := range cas {
+		if bytes.Equal(c.RawSubject, c.RawIssuer) && c.CheckSignatureFrom(c) == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func rawCerts(cs []*x509.Certificate) [][]byte {
+	out := make([][]byte, len(cs))
+	for i, c := range cs {
+		out[i] = c.Raw
+	}
+	return out
+}
+
+func selfSignedPool(cas []*x509.Certificate) *x509.CertPool {
+	p := x509.NewCertPool()
+	for _, c := range selfSigned(cas) {
+		p.AddCert(c)
+	}
+	return p
 }
 
 // tlsConfigs keeps one client tls.Config per cluster and Secret content, so that the pointer

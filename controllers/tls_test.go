@@ -41,6 +41,21 @@ func newPKI(t *testing.T, name string) *pki {
 	return &pki{t: t, cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
+// intermediate returns a CA signed by p.
+func (p *pki) intermediate(name string) *pki {
+	p.t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &pki{t: p.t, cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
 type leafSpec struct {
 	names     []string
 	usages    []x509.ExtKeyUsage
@@ -93,6 +108,9 @@ func TestValidateTLSSecret(t *testing.T) {
 	clientOnly, coKey := ca.issue(leafSpec{usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	expired, exKey := ca.issue(leafSpec{notBefore: time.Now().Add(-48 * time.Hour), notAfter: time.Now().Add(-24 * time.Hour)})
 	garbageDER := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("not a certificate")})
+	inter := ca.intermediate("intermediate")
+	viaInter, viKey := inter.issue(leafSpec{})
+	viaInterChain := append(append([]byte{}, viaInter...), inter.pem...)
 
 	data := func(crt, key, ca []byte) map[string][]byte {
 		return map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca}
@@ -126,6 +144,15 @@ func TestValidateTLSSecret(t *testing.T) {
 		{name: "valid", data: data(crt, key, ca.pem)},
 		{name: "valid, two CAs", data: data(crt, key, append(append([]byte{}, other.pem...), ca.pem...))},
 		{name: "expired is not invalid", data: data(expired, exKey, ca.pem)},
+		// An intermediate: in tls.crt after the leaf, with the root in ca.crt, as OpenSSL needs.
+		{name: "valid, intermediate in tls.crt", data: data(viaInterChain, viKey, ca.pem)},
+		{name: "valid, intermediate and root in ca.crt", data: data(viaInter, viKey, append(append([]byte{}, inter.pem...), ca.pem...))},
+		// The intermediate alone in ca.crt: Go's x509 takes it as a root, OpenSSL (every node,
+		// valkey-cli) does not, and every handshake fails with "unknown ca".
+		{name: "intermediate alone in ca.crt", data: data(viaInter, viKey, inter.pem),
+			want: `TLS cert in Secret "vc-tls" does not chain to a self-signed root CA in ca.crt (Valkey trusts no intermediate as a root: add the root CA to ca.crt)`},
+		{name: "intermediate alone in ca.crt, chain in tls.crt", data: data(viaInterChain, viKey, inter.pem),
+			want: `TLS cert in Secret "vc-tls" does not chain to a self-signed root CA in ca.crt (Valkey trusts no intermediate as a root: add the root CA to ca.crt)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -279,7 +306,7 @@ func TestBuildTLSNode(t *testing.T) {
 	probe := strings.Join(pod.Spec.Containers[0].LivenessProbe.Exec.Command, " ")
 	stop := strings.Join(pod.Spec.Containers[0].Lifecycle.PreStop.Exec.Command, " ")
 	for _, s := range []string{probe, stop} {
-		if !strings.Contains(s, "--tls --cacert /etc/valkey-tls/ca.crt") {
+		if !strings.Contains(s, "--tls --insecure") {
 			t.Errorf("not over TLS: %s", s)
 		}
 	}

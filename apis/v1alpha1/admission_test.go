@@ -379,7 +379,6 @@ func TestAdmissionPassesOtherDirectivesThrough(t *testing.T) {
 		{"cluster-replica-no-failover", "no"},
 		{"cluster-allow-pubsubshard-when-down", "yes"},
 		{"cluster-link-sendbuf-limit", "67108864"},
-		{"cluster-announce-ip", "10.0.0.1"},
 		{"cluster-slot-stats-enabled", "yes"},
 		{"tls-protocols", `"TLSv1.2 TLSv1.3"`}, // quoted, as valkey.conf needs a one-argument value with a space
 		{"tls-ciphersuites", "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"},
@@ -396,7 +395,6 @@ func TestAdmissionPassesOtherDirectivesThrough(t *testing.T) {
 		{"pidfile", "/tmp/valkey.pid"},
 		{"unixsocket", "/tmp/valkey.sock"},
 		{"unixsocketperm", "700"},
-		{"replica-announce-ip", "10.0.0.1"},
 		{"io-threads", "4"},
 		{"client-output-buffer-limit", "pubsub 32mb 8mb 60"},
 		{"notify-keyspace-events", "Ex"},

@@ -37,6 +37,7 @@ const (
 	reasonRequirepass  = "the operator's ACL file defines the default user, so requirepass would be silently overridden; bind default in spec.acl"
 	reasonReplicaof    = "Valkey refuses replicaof in cluster mode; the operator assigns replicas to shards"
 	reasonRename       = "renaming CLUSTER, ACL or CONFIG would lock the operator out"
+	reasonAnnounce     = "forced: peers, replicas, clients and the operator reach every node at its pod IP on ports 6379 and 16379; another announced address cuts the node off from its cluster"
 )
 
 func init() {
@@ -60,6 +61,15 @@ func init() {
 		reasonRequirepass: {"requirepass"},
 		reasonReplicaof:   {"replicaof", "slaveof"},
 		reasonRename:      {"rename-command"},
+		// Announced addresses: a node that announces another IP or port than its pod's is
+		// unreachable on the bus (break test: a roll with cluster-announce-ip retired the
+		// shard's healthy replica, then retried its failover to the unreachable new node
+		// forever).
+		reasonAnnounce: {
+			"cluster-announce-ip", "cluster-announce-port", "cluster-announce-bus-port",
+			"cluster-announce-tls-port", "cluster-announce-client-ipv4", "cluster-announce-client-ipv6",
+			"replica-announce-ip", "replica-announce-port", "slave-announce-ip", "slave-announce-port",
+		},
 	} {
 		for _, name := range names {
 			ownedDirectiveReasons[name] = reason
