@@ -33,9 +33,9 @@ var (
 	client     kubernetes.Interface
 	restConfig *rest.Config
 	kl         *kubelet.Kubelet
-	network  = kubelet.NetworkConfig{Bridge: "vkokt0", CIDR: "10.244.250.0/24", Gateway: "10.244.250.1"}
-	nodes    = []kubelet.NodeSpec{{Name: "kt-a", Zone: "zone-a"}, {Name: "kt-b", Zone: "zone-b"}, {Name: "kt-c", Zone: "zone-c"}}
-	setupErr error
+	network    = kubelet.NetworkConfig{Bridge: "vkokt0", CIDR: "10.244.250.0/24", Gateway: "10.244.250.1"}
+	nodes      = []kubelet.NodeSpec{{Name: "kt-a", Zone: "zone-a"}, {Name: "kt-b", Zone: "zone-b"}, {Name: "kt-c", Zone: "zone-c"}}
+	setupErr   error
 	// seenPids are pod processes the tests looked at; none may outlive Stop.
 	seenPids []int
 )
