@@ -124,6 +124,7 @@ func Default() Chain {
 		pods,
 		failover,
 		quorum,
+		misplaced,
 		formation,
 		reshard,
 		upgrade,

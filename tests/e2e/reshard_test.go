@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/tests/harness"
 	"github.com/gomomento/valkey-operator/tests/localcluster"
 	"github.com/gomomento/valkey-operator/valkey"
@@ -576,4 +579,95 @@ func waitShardPrimaryOpen(t *testing.T, vc *v1.ValkeyCluster, shard int, timeout
 		time.Sleep(10 * time.Millisecond)
 	}
 	return pod, fmt.Sprintf("between batches: no open slot seen within %s", timeout)
+}
+
+// TestDrainedShardWantedAgain: a shard whose primary gave away its last slot while the operator
+// was away (as a scale-in to fewer shards does just before its nodes are retired) turned, as
+// Valkey makes it, into replicas of the primary that took the slots; spec.shards still wants it.
+// The operator stopped (SIGSTOP) while valkey-cli --cluster reshard drains shard 2 of a 3×1 on
+// 9.1.2 into shard 1, then replaced by a new one: it retires the drained shard's nodes
+// (`retiring node`, RetireMisplaced), creates the shard afresh and moves its share back, with
+// the writer on throughout. Found by a break test: a 4 → 2 → 4 with the revert after the drain
+// sat at "waiting for the cluster to agree" for good.
+func TestDrainedShardWantedAgain(t *testing.T) {
+	const ns = "reshard-drained"
+	vc := versionedCluster(t, ns, localcluster.Valkey9Version, 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	seeded := seedKeys(t, vc, 20_000, openUser)
+	w, opts := startWriter(t, vc)
+
+	// The primaries of shards 1 and 2, by Valkey's view.
+	creds := operatorCreds(t, vc)
+	primaries := map[string][2]string{} // shard -> {addr, node id}
+	for _, p := range clusterPods(t, vc) {
+		c, err := valkey.NewClient(addr(p), creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := c.ClusterNodes(context.Background())
+		c.Close()
+		if me, ok := valkey.Myself(entries); err == nil && ok && me.Role == valkey.RolePrimary {
+			primaries[p.Labels[v1.LabelShard]] = [2]string{addr(p), me.ID}
+		}
+	}
+	src, dst := primaries["2"], primaries["1"]
+	if src[1] == "" || dst[1] == "" {
+		t.Fatalf("primaries by shard: %v", primaries)
+	}
+
+	// Operator.Kill waits for the process to exit; a stopped one does not.
+	if err := syscall.Kill(operator.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := func() { _ = syscall.Kill(operator.Pid(), syscall.SIGCONT) }
+	out, err := exec.Command("valkey-cli", "--cluster", "reshard", src[0], "--cluster-from", src[1], "--cluster-to", dst[1],
+		"--cluster-slots", "16384", "--cluster-yes").CombinedOutput()
+	if err != nil {
+		cont()
+		t.Fatalf("valkey-cli --cluster reshard: %v\n%s", err, tail(out))
+	}
+	// Valkey turns the drained primary into a replica of the node that took its last slot.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := valkey.NewClient(src[0], creds)
+		if err == nil {
+			entries, err := c.ClusterNodes(context.Background())
+			c.Close()
+			if me, ok := valkey.Myself(entries); err == nil && ok && me.Role == valkey.RoleReplica && me.PrimaryID == dst[1] {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cont()
+			t.Fatal("the drained primary of shard 2 never became a replica of shard 1's primary")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	before := countLines(t, logging.MsgRetiringNode, ns, "")
+	restartOperator(t)
+
+	waitScaled(t, vc, 3, 1, rollTimeout)
+	checkEvenSpread(t, vc, 3)
+	checkSeeded(t, vc, seeded, openUser)
+	r := finishWriter(t, w, vc, opts)
+	if r.LostUnreplicated > 0 {
+		t.Errorf("%d acknowledged keys lost", r.LostUnreplicated)
+	}
+	misplacedRetired := 0
+	for _, l := range parseLog(t, operator.Logs()) {
+		if l.message() == logging.MsgRetiringNode && strings.HasSuffix(l.ref(), "."+ns) && l.Fields[logging.FieldReason] == plan.RetireMisplaced {
+			misplacedRetired++
+		}
+	}
+	if misplacedRetired != 2 || countLines(t, logging.MsgRetiringNode, ns, "") < before+2 {
+		t.Errorf("%d nodes retired as %q, want shard 2's two", misplacedRetired, plan.RetireMisplaced)
+	}
+}
+
+// tail is the last 2000 bytes of out, for an error message.
+func tail(out []byte) string {
+	if len(out) > 2000 {
+		out = out[len(out)-2000:]
+	}
+	return string(out)
 }
