@@ -70,38 +70,8 @@ type ACLReconciler struct {
 	// tls keeps each TLS cluster's client configuration while its Secret stays the same.
 	tls tlsConfigs
 
-	mu sync.Mutex
-	// warned is, per cluster and pod, the last failure said at WARN and when (warnDue).
-	warned map[string]warning
-	// behind counts, per cluster, the passes since a node last loaded a stale file for the
-	// same desired file: after aclCatchUpFastTries of them the delay grows (next).
-	behind map[string]catchUp
-}
-
-type warning struct {
-	err string
-	at  time.Time
-}
-
-// warnDue reports whether a failure of node key (cluster/pod) should be said at WARN: the first,
-// one with another error, or the same one a tick after it was last said.
-func (r *ACLReconciler) warnDue(key, err string, now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.warned == nil {
-		r.warned = map[string]warning{}
-	}
-	w, ok := r.warned[key]
-	if ok && w.err == err && now.Sub(w.at) < TickInterval {
-		return false
-	}
-	r.warned[key] = warning{err: err, at: now}
-	return true
-}
-
-type catchUp struct {
-	file     string
-	attempts int
+	// nodeRetries: the WARN throttle per node and the catch-up delay per cluster (retries.go).
+	nodeRetries
 }
 
 // nodeACL is what one node did in a pass.
@@ -208,21 +178,6 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	r.forgetWarnings(req.String(), list.Items)
 	return ctrl.Result{RequeueAfter: r.next(req.String(), file, behind)}, nil
-}
-
-// forgetWarnings drops what warnDue remembers of cluster's pods that no longer exist.
-func (r *ACLReconciler) forgetWarnings(cluster string, pods []corev1.Pod) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	live := map[string]bool{}
-	for _, p := range pods {
-		live[cluster+"/"+p.Name] = true
-	}
-	for k := range r.warned {
-		if strings.HasPrefix(k, cluster+"/") && !live[k] {
-			delete(r.warned, k)
-		}
-	}
 }
 
 // desired reads the cluster's ACL file and the operator's credentials from the cache. ok is
@@ -353,31 +308,6 @@ func setUsers(ctx context.Context, c *valkey.Client, file string, current []stri
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// next is the delay before the next pass: the tick, or while a node's file is behind, the
-// catch-up delay (see aclCatchUpFast), counted per desired file.
-func (r *ACLReconciler) next(key, file string, behind bool) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.behind == nil {
-		r.behind = map[string]catchUp{}
-	}
-	if !behind {
-		delete(r.behind, key)
-		return TickInterval
-	}
-	c := r.behind[key]
-	if c.file != file {
-		c = catchUp{file: file}
-	}
-	d := aclCatchUpFast
-	if c.attempts >= aclCatchUpFastTries {
-		d = aclCatchUpSlow
-	}
-	c.attempts++
-	r.behind[key] = c
-	return d
 }
 
 // SetupWithManager registers the ACL controller: a pass per cluster on its tick, when its ACL

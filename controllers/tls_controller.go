@@ -62,9 +62,7 @@ type TLSReconciler struct {
 	conns valkey.Pool
 	tls   tlsConfigs
 
-	mu     sync.Mutex
-	warned map[string]warning
-	behind map[string]catchUp
+	nodeRetries
 }
 
 // nodeTLS is what one node did in a pass.
@@ -229,59 +227,11 @@ func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (
 	return valkey.Credentials{Username: OperatorUser, Password: pw}, pw != "", nil
 }
 
-// warnDue reports whether a failure of node key (cluster/pod) should be said at WARN: the first,
-// one with another error, or the same one a tick after it was last said.
-func (r *TLSReconciler) warnDue(key, err string, now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.warned == nil {
-		r.warned = map[string]warning{}
-	}
-	w, ok := r.warned[key]
-	if ok && w.err == err && now.Sub(w.at) < TickInterval {
-		return false
-	}
-	r.warned[key] = warning{err: err, at: now}
-	return true
-}
-
-// next is the delay before the next pass: the tick, or while a node lags, the ACL controller's
-// catch-up delays, counted per Secret content.
-func (r *TLSReconciler) next(key, digest string, behind bool) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.behind == nil {
-		r.behind = map[string]catchUp{}
-	}
-	if !behind {
-		delete(r.behind, key)
-		return TickInterval
-	}
-	c := r.behind[key]
-	if c.file != digest {
-		c = catchUp{file: digest}
-	}
-	d := aclCatchUpFast
-	if c.attempts >= aclCatchUpFastTries {
-		d = aclCatchUpSlow
-	}
-	c.attempts++
-	r.behind[key] = c
-	return d
-}
-
 // forget drops what the controller keeps of a cluster.
 func (r *TLSReconciler) forget(key string) {
 	r.conns.Forget(key)
 	r.tls.forget(key)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.behind, key)
-	for k := range r.warned {
-		if len(k) > len(key) && k[:len(key)+1] == key+"/" {
-			delete(r.warned, k)
-		}
-	}
+	r.forgetCluster(key)
 }
 
 // SetupWithManager registers the TLS controller: a pass per cluster on its tick, when the
