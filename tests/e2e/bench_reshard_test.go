@@ -142,49 +142,71 @@ func reshardWithOperator(b *testing.B, version string) reshardRun {
 	return run
 }
 
-func reshardWithValkeyCLI(b *testing.B) reshardRun {
-	bare := startBareCluster(b, 8, "valkey-server")
-	defer bare.stop()
-	cli := func(args ...string) string {
-		out, err := exec.Command("valkey-cli", args...).CombinedOutput()
+// bareReshard is the side a resharding bench runs beside the operator: an identical bare 3×1 of
+// valkey-server (no operator), seeded with benchReshardKeys, plus a fourth, slot-less primary and
+// its replica, and the writer on, acknowledged writes flowing.
+type bareReshard struct {
+	bare   *bareCluster
+	cli    func(args ...string) string
+	target string // the fourth primary's node id
+	w      *harness.Writer
+	opts   harness.WriterOptions
+}
+
+// startBareReshard starts a bareReshard of the valkey-server and valkey-cli in bin ("" for the
+// PATH's), its writer's keys under prefix. close stops it.
+func startBareReshard(b *testing.B, bin, prefix string) *bareReshard {
+	r := &bareReshard{bare: startBareCluster(b, 8, filepath.Join(bin, "valkey-server"))}
+	r.cli = func(args ...string) string {
+		out, err := exec.Command(filepath.Join(bin, "valkey-cli"), args...).CombinedOutput()
 		if err != nil {
 			b.Fatalf("valkey-cli %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 		return string(out)
 	}
-	a := bare.addrs
-	cli(append(append([]string{"--cluster", "create"}, a[:6]...), "--cluster-replicas", "1", "--cluster-yes")...)
-	bare.waitOK(b, 6)
+	a := r.bare.addrs
+	r.cli(append(append([]string{"--cluster", "create"}, a[:6]...), "--cluster-replicas", "1", "--cluster-yes")...)
+	r.bare.waitOK(b, 6)
 	seedAt(b, a[:6], benchReshardKeys)
-	cli("--cluster", "add-node", a[6], a[0])
-	bare.waitOK(b, 7)
-	id := strings.TrimSpace(cli("-h", "127.0.0.1", "-p", bare.port(6), "CLUSTER", "MYID"))
-	cli("--cluster", "add-node", a[7], a[0], "--cluster-slave", "--cluster-master-id", id)
-	bare.waitOK(b, 8)
-	opts := harness.WriterOptions{Addrs: a, Prefix: "bench-cli:"}
-	w, err := harness.StartWriter(opts)
+	r.cli("--cluster", "add-node", a[6], a[0])
+	r.bare.waitOK(b, 7)
+	r.target = strings.TrimSpace(r.cli("-h", "127.0.0.1", "-p", r.bare.port(6), "CLUSTER", "MYID"))
+	r.cli("--cluster", "add-node", a[7], a[0], "--cluster-slave", "--cluster-master-id", r.target)
+	r.bare.waitOK(b, 8)
+	r.opts = harness.WriterOptions{Addrs: a, Prefix: prefix}
+	w, err := harness.StartWriter(r.opts)
 	if err != nil {
+		r.bare.stop()
 		b.Fatal(err)
 	}
-	defer w.Close()
+	r.w = w
 	if err := w.WaitAcked(20, time.Minute); err != nil {
+		r.close()
 		b.Fatal(err)
 	}
-	start := time.Now()
-	cli("--cluster", "rebalance", a[0], "--cluster-use-empty-masters")
-	run := reshardRun{tool: "valkey-cli", migration: time.Since(start), slots: 16384 / 4}
+	return r
+}
+
+func (r *bareReshard) close() {
+	r.w.Close()
+	r.bare.stop()
+}
+
+// finish completes run, whose migration ended: the writer's report (longest refusal, writes lost,
+// failures) and the keys the fourth primary holds.
+func (r *bareReshard) finish(b *testing.B, run reshardRun) reshardRun {
 	run.total = run.migration
-	r, err := w.Report(context.Background(), opts)
+	rep, err := r.w.Report(context.Background(), r.opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Log(r.String())
-	run.longest, _ = r.LongestRefusal()
-	run.lost = r.LostReplicated + r.LostUnreplicated
-	for _, s := range r.Slots {
+	b.Log(rep.String())
+	run.longest, _ = rep.LongestRefusal()
+	run.lost = rep.LostReplicated + rep.LostUnreplicated
+	for _, s := range rep.Slots {
 		run.failures += s.Failures
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(cli("-h", "127.0.0.1", "-p", bare.port(6), "DBSIZE")))
+	n, err := strconv.Atoi(strings.TrimSpace(r.cli("-h", "127.0.0.1", "-p", r.bare.port(6), "DBSIZE")))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -192,27 +214,19 @@ func reshardWithValkeyCLI(b *testing.B) reshardRun {
 	return run
 }
 
+func reshardWithValkeyCLI(b *testing.B) reshardRun {
+	r := startBareReshard(b, "", "bench-cli:")
+	defer r.close()
+	start := time.Now()
+	r.cli("--cluster", "rebalance", r.bare.addrs[0], "--cluster-use-empty-masters")
+	return r.finish(b, reshardRun{tool: "valkey-cli", migration: time.Since(start), slots: 16384 / 4})
+}
+
 // reshardWithMigrateSlots: see BenchmarkReshard9From3To4.
 func reshardWithMigrateSlots(b *testing.B) reshardRun {
-	bin := filepath.Join(localcluster.Valkey9Dir(), "bin")
-	bare := startBareCluster(b, 8, filepath.Join(bin, "valkey-server"))
-	defer bare.stop()
-	cli := func(args ...string) string {
-		out, err := exec.Command(filepath.Join(bin, "valkey-cli"), args...).CombinedOutput()
-		if err != nil {
-			b.Fatalf("valkey-cli %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	a := bare.addrs
-	cli(append(append([]string{"--cluster", "create"}, a[:6]...), "--cluster-replicas", "1", "--cluster-yes")...)
-	bare.waitOK(b, 6)
-	seedAt(b, a[:6], benchReshardKeys)
-	cli("--cluster", "add-node", a[6], a[0])
-	bare.waitOK(b, 7)
-	target := strings.TrimSpace(cli("-h", "127.0.0.1", "-p", bare.port(6), "CLUSTER", "MYID"))
-	cli("--cluster", "add-node", a[7], a[0], "--cluster-slave", "--cluster-master-id", target)
-	bare.waitOK(b, 8)
+	r := startBareReshard(b, filepath.Join(localcluster.Valkey9Dir(), "bin"), "bench-bare:")
+	defer r.close()
+	cli, bare, target := r.cli, r.bare, r.target
 	// The slots the operator would move: from each source, its highest down to 4096 left.
 	type job struct{ port, lo, hi string }
 	var jobs []job
@@ -227,15 +241,6 @@ func reshardWithMigrateSlots(b *testing.B) reshardRun {
 		give := (h - l + 1) - 16384/4
 		_, port, _ := net.SplitHostPort(strings.Split(f[1], "@")[0])
 		jobs = append(jobs, job{port, strconv.Itoa(h - give + 1), hi})
-	}
-	opts := harness.WriterOptions{Addrs: a, Prefix: "bench-bare:"}
-	w, err := harness.StartWriter(opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.WaitAcked(20, time.Minute); err != nil {
-		b.Fatal(err)
 	}
 	start := time.Now()
 	slots := 0
@@ -258,24 +263,7 @@ func reshardWithMigrateSlots(b *testing.B) reshardRun {
 		h, _ := strconv.Atoi(j.hi)
 		slots += h - l + 1
 	}
-	run := reshardRun{tool: "bare 9.1.2", migration: time.Since(start), slots: slots}
-	run.total = run.migration
-	r, err := w.Report(context.Background(), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Log(r.String())
-	run.longest, _ = r.LongestRefusal()
-	run.lost = r.LostReplicated + r.LostUnreplicated
-	for _, s := range r.Slots {
-		run.failures += s.Failures
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(cli("-h", "127.0.0.1", "-p", bare.port(6), "DBSIZE")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	run.keys = n
-	return run
+	return r.finish(b, reshardRun{tool: "bare 9.1.2", migration: time.Since(start), slots: slots})
 }
 
 // migrationJobsAt counts the CLUSTER GETSLOTMIGRATIONS entries of every pod that answers (the
