@@ -189,12 +189,7 @@ func TestRenderedACLOnValkey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("valkey-server not found (%v): run `make packages`", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := freePort(t)
 	dir := t.TempDir()
 	bindings := []v1.ACLBinding{
 		binding("split", perm("read", keys("a:*", v1.KeyAccessRead)), perm("write", keys("b:*", v1.KeyAccessReadWrite))),
@@ -574,16 +569,23 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 	}
 }
 
+// freePort is a TCP port free on 127.0.0.1 when asked.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	return port
+}
+
 // freePortPair finds a port p with p and its cluster bus port p+10000 free on 127.0.0.1.
 func freePortPair(t *testing.T) int {
 	t.Helper()
 	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
+		p := freePort(t)
 		if p+10000 > 65535 {
 			continue
 		}

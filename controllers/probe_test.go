@@ -46,12 +46,7 @@ func TestLivenessScript(t *testing.T) {
 	if _, err := exec.LookPath("valkey-cli"); err != nil {
 		t.Fatalf("valkey-cli not found (%v): run `make packages`", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := freePort(t)
 
 	dir := t.TempDir()
 	const password = "0123456789abcdef-liveness"
@@ -223,12 +218,7 @@ func TestPreStopScript(t *testing.T) {
 // port once it answers.
 func startACLServer(t *testing.T, acl string) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := freePort(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "users.acl"), []byte(acl), 0o600); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,12 +24,7 @@ func TestLivenessTLSBadSecret(t *testing.T) {
 	if err != nil {
 		t.Fatalf("valkey-server not found (%v): run `make packages`", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := freePort(t)
 
 	dir := t.TempDir()
 	secretDir, tlsDir := filepath.Join(dir, "secret"), filepath.Join(dir, "tls")
