@@ -310,6 +310,10 @@ func TestEveryPodKilledWhileInvalid(t *testing.T) {
 	vc := activeCluster(t, ns, shards, replicas)
 	waitReady(t, vc, shards, replicas, nil, formTimeout)
 	keys := writeAcknowledged(t, vc, 100)
+	formedAt := currentCluster(t, vc).Status.FormedAt
+	if formedAt == nil {
+		t.Fatal("an Active cluster without status.formedAt")
+	}
 
 	config := vc.Spec.ConfigRef
 	missing := ns + "-missing"
@@ -335,8 +339,8 @@ func TestEveryPodKilledWhileInvalid(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	if cur := currentCluster(t, vc); cur.Status.State != v1.StateInvalid {
-		t.Fatalf("state %s with every pod dead and the reference still missing, want Invalid", cur.Status.State)
+	if cur := currentCluster(t, vc); cur.Status.State != v1.StateInvalid || !cur.Status.FormedAt.Equal(formedAt) {
+		t.Fatalf("state %s, formedAt %v with every pod dead and the reference still missing, want Invalid and %v", cur.Status.State, cur.Status.FormedAt, formedAt)
 	}
 
 	logFrom := len(operator.Logs())
@@ -349,22 +353,30 @@ func TestEveryPodKilledWhileInvalid(t *testing.T) {
 	if healed.Status.State != v1.StateActive || healed.Status.Message != "" {
 		t.Errorf("healed: state %s, message %q; want Active and no message", healed.Status.State, healed.Status.Message)
 	}
+	if !healed.Status.FormedAt.Equal(formedAt) {
+		t.Errorf("status.formedAt %v after healing, want it kept: %v", healed.Status.FormedAt, formedAt)
+	}
 
 	// The keys really are gone: otherwise the test proves nothing about saying so.
 	if kept := keysKept(t, healed, keys); kept > 0 {
 		t.Fatalf("%d of %d keys survived the loss of every pod: was the data really gone?", kept, len(keys))
 	}
 
-	// Healed in place: no second bootstrap over the formed cluster.
+	// Healed in place: Invalid straight back to Active, no second bootstrap over the formed
+	// cluster.
 	warned := map[string]bool{}
+	var transitions []string
 	for _, l := range parseLog(t, operator.Logs()[logFrom:]) {
 		if !strings.HasSuffix(l.ref(), "."+ns) {
 			continue
 		}
-		switch m := l.message(); m {
-		case logging.TransitioningTo(string(v1.StateBootstrapping)), logging.TransitioningTo(string(v1.StateForming)), logging.MsgClusterFormed:
-			t.Errorf("a formed cluster was bootstrapped again: %s", l.raw)
-		case logging.MsgShardDataLost:
+		switch m := l.message(); {
+		case strings.HasPrefix(m, logging.MsgTransitioningPrefix) || m == logging.MsgClusterFormed:
+			transitions = append(transitions, m)
+			if m != logging.TransitioningTo(string(v1.StateActive)) {
+				t.Errorf("a formed cluster coming back from Invalid: %s", l.raw)
+			}
+		case m == logging.MsgShardDataLost:
 			if l.Level != "WARN" {
 				t.Errorf("data loss at %s: %s", l.Level, l.raw)
 			}
@@ -373,6 +385,9 @@ func TestEveryPodKilledWhileInvalid(t *testing.T) {
 			}
 			warned[fmt.Sprint(l.Fields[logging.FieldShard])] = true
 		}
+	}
+	if len(transitions) != 1 {
+		t.Errorf("transitions after the fix: %q, want one to Active", transitions)
 	}
 	for shard := range shards {
 		if !warned[strconv.Itoa(shard)] {
