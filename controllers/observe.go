@@ -57,6 +57,9 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		Failover:         failoverIntent(vc.Status.Failover),
 		Now:              time.Now(),
 	}
+	if f := vc.Status.FormedAt; f != nil {
+		o.snapshot.FormedAt = f.Time
+	}
 	lastIDs := map[string]string{}
 	for _, ns := range vc.Status.Nodes {
 		lastIDs[ns.Pod] = ns.NodeID

@@ -88,12 +88,20 @@ func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan)
 
 // buildStatus computes the status a pass writes: the state, the generation acted on, the nodes
 // as observed, the message (empty while Ready: users alert on it) and the conditions. prev is
-// the status the pass read; conditions keep their transition times, and DataLost, once set,
-// stays as the record of the latest loss. now stamps a data loss. Pure.
+// the status the pass read; conditions keep their transition times, DataLost, once set, stays
+// as the record of the latest loss, and formedAt, once set, stays. now stamps a data loss and
+// formedAt. Pure.
 func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan, now time.Time) (*v1.ValkeyClusterStatus, health) {
 	st := prev.DeepCopy()
 	st.State = state
 	st.ObservedGeneration = gen
+	// The marker that the cluster was formed, written the first time it is Active (or found
+	// Active or Upgrading with a status from an operator that predates the marker) and never
+	// cleared: Invalid does not forget it (fsm.Snapshot.FormedOnce).
+	if st.FormedAt == nil && (state == fsm.Active || state == fsm.Upgrading) {
+		at := metav1.NewTime(now.UTC().Truncate(time.Second))
+		st.FormedAt = &at
+	}
 	// The intent of a failover is written before it is issued, so a restarted operator does
 	// not issue a second one.
 	st.Failover = failoverStatus(plan.NextFailover(s, pl))

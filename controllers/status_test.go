@@ -191,3 +191,35 @@ func TestBuildStatusIsStable(t *testing.T) {
 		t.Fatalf("status changed on an unchanged cluster:\n%+v\n%+v", st, again)
 	}
 }
+
+// status.formedAt is written the first time the cluster is Active, never moved or cleared after
+// (Invalid keeps it: that is what it is for), and written for a cluster found Active or
+// Upgrading whose status an operator without the marker wrote. Bootstrapping and Forming do not
+// write it.
+func TestFormedAt(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 40, 0, 500, time.UTC)
+	for _, st := range []fsm.State{fsm.Bootstrapping, fsm.Forming, fsm.Invalid} {
+		if got, _ := buildStatus(&v1.ValkeyClusterStatus{}, 1, st, "", fsm.Snapshot{Shards: 1}, plan.Plan{}, now); got.FormedAt != nil {
+			t.Errorf("%s: formedAt %v on a cluster never formed", st, got.FormedAt)
+		}
+	}
+	formed, _ := buildStatus(&v1.ValkeyClusterStatus{State: fsm.Forming}, 1, fsm.Active, "", formedSnapshot(3, 1), plan.Plan{}, now)
+	if formed.FormedAt == nil || !formed.FormedAt.Time.Equal(now.Truncate(time.Second)) {
+		t.Fatalf("first Active: formedAt %v, want %s", formed.FormedAt, now.Truncate(time.Second))
+	}
+	invalid, _ := buildStatus(formed, 2, fsm.Invalid, `ValkeyConfig "x" not found`, fsm.Snapshot{Shards: 3}, plan.Plan{}, now.Add(time.Hour))
+	if invalid.FormedAt == nil || !invalid.FormedAt.Equal(formed.FormedAt) {
+		t.Fatalf("Invalid forgot or moved formedAt: %v, want %v", invalid.FormedAt, formed.FormedAt)
+	}
+	again, _ := buildStatus(invalid, 2, fsm.Active, "", formedSnapshot(3, 1), plan.Plan{}, now.Add(2*time.Hour))
+	if !again.FormedAt.Equal(formed.FormedAt) {
+		t.Fatalf("back to Active moved formedAt: %v, want %v", again.FormedAt, formed.FormedAt)
+	}
+	// A status written before the marker existed: Active or Upgrading now, no formedAt.
+	for _, st := range []fsm.State{fsm.Active, fsm.Upgrading} {
+		got, _ := buildStatus(&v1.ValkeyClusterStatus{State: st}, 1, st, "", formedSnapshot(3, 1), plan.Plan{}, now)
+		if got.FormedAt == nil {
+			t.Errorf("%s without the marker: not marked on this pass", st)
+		}
+	}
+}

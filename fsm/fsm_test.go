@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/slot"
 )
 
@@ -139,6 +141,38 @@ func withFailed(name string) opt {
 	}
 }
 
+// formedOnce: status.formedAt is set.
+func formedOnce(s *Snapshot) { s.FormedAt = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }
+
+// allFailed: every pod's container is gone (killed), its node unreachable.
+func allFailed(s *Snapshot) {
+	for i := range s.Pods {
+		s.Pods[i].Phase = PodFailed
+		s.Pods[i].Exited = true
+		s.Pods[i].Node = &Node{Reachable: false, Err: "connection refused"}
+	}
+}
+
+// notServing: no node says cluster_state:ok (a shard's slots have no live owner).
+func notServing(s *Snapshot) {
+	for i := range s.Pods {
+		if n := s.Pods[i].Node; n != nil {
+			n.ClusterStateOK = false
+		}
+	}
+}
+
+// joined: the named pod's ValkeyNode completed its join (lifecycle Active).
+func joined(name string) opt {
+	return func(s *Snapshot) {
+		for i := range s.Pods {
+			if s.Pods[i].Name == name {
+				s.Pods[i].Lifecycle = string(v1.LifecycleActive)
+			}
+		}
+	}
+}
+
 func TestDecide(t *testing.T) {
 	cases := []struct {
 		name string
@@ -167,6 +201,19 @@ func TestDecide(t *testing.T) {
 		{"upgrading, still outdated: stays", newSnapshot(Upgrading, 3, 1, formed, withSpec("new")), ""},
 		{"upgrading, done and formed: activate", newSnapshot(Upgrading, 3, 1, formed), EventActivate},
 		{"upgrading, done, a retired id not yet forgotten: stays", newSnapshot(Upgrading, 3, 1, formed, withFailed("p2-1")), ""},
+		// A cluster formed once (status.formedAt) is healed in place, never bootstrapped again,
+		// whatever it lost while Invalid: the break test.
+		{"invalid, formed once, every pod dead: activate, no bootstrap", newSnapshot(Invalid, 3, 1, formed, formedOnce, allFailed), EventActivate},
+		{"invalid, formed once, replacements up but not yet met: activate, no forming", newSnapshot(Invalid, 3, 1, formedOnce), EventActivate},
+		{"invalid, formed once, one shard dead, not serving: activate", newSnapshot(Invalid, 3, 1, formed, formedOnce, withFailed("p1-0"), withFailed("p1-1"), notServing), EventActivate},
+		{"invalid, formed once, still serving: activate", newSnapshot(Invalid, 3, 1, formed, formedOnce), EventActivate},
+		{"invalid, formed once, replicas scaled meanwhile: upgrade", newSnapshot(Invalid, 3, 1, formed, formedOnce, withReplicas(2)), EventUpgrade},
+		{"invalid, formed once, problem still there: stays", newSnapshot(Invalid, 3, 1, formedOnce, allFailed, withProblem("x")), ""},
+		{"invalid, status before formedAt, a node had joined, every pod dead: activate", newSnapshot(Invalid, 3, 1, formed, joined("p0-1"), allFailed), EventActivate},
+		{"invalid, never formed, every pod dead: bootstrap", newSnapshot(Invalid, 3, 1, allFailed), EventBootstrap},
+		{"bootstrapping with the marker (an older operator's status): activate", newSnapshot(Bootstrapping, 3, 1, formedOnce, allFailed), EventActivate},
+		{"forming with the marker: activate", newSnapshot(Forming, 3, 1, formedOnce, meshed), EventActivate},
+		{"active, formed once, every pod dead: stays active", newSnapshot(Active, 3, 1, formed, formedOnce, allFailed), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -272,5 +319,65 @@ func TestOwnedIDsAndAllAnswer(t *testing.T) {
 	}
 	if got := newSnapshot(Bootstrapping, 2, 1, withoutPods).AllAnswer(); got != "waiting for pods" {
 		t.Fatalf("no pods: AllAnswer = %q", got)
+	}
+}
+
+// FormedOnce is the one answer to "was this cluster formed": the marker, whatever the state; an
+// Active or Upgrading status that predates the marker; an Invalid one whose nodes had joined.
+func TestFormedOnce(t *testing.T) {
+	cases := []struct {
+		name string
+		s    Snapshot
+		want bool
+	}{
+		{"new", newSnapshot(Initial, 3, 1, withoutPods), false},
+		{"bootstrapping", newSnapshot(Bootstrapping, 3, 1), false},
+		{"forming, nodes joined, not yet Active", newSnapshot(Forming, 3, 1, formed, joined("p0-0")), false},
+		{"active without the marker (an older operator's status)", newSnapshot(Active, 3, 1, formed), true},
+		{"upgrading without the marker", newSnapshot(Upgrading, 3, 1, formed), true},
+		{"invalid with the marker, every pod dead", newSnapshot(Invalid, 3, 1, formedOnce, allFailed), true},
+		{"invalid with the marker, every node record gone too", newSnapshot(Invalid, 3, 1, formedOnce, withoutPods), true},
+		{"invalid without the marker, a node had joined", newSnapshot(Invalid, 3, 1, joined("p2-1"), allFailed), true},
+		{"invalid without the marker, no node ever joined", newSnapshot(Invalid, 3, 1, allFailed), false},
+		{"bootstrapping with the marker", newSnapshot(Bootstrapping, 3, 1, formedOnce), true},
+	}
+	for _, c := range cases {
+		if got := c.s.FormedOnce(); got != c.want {
+			t.Errorf("%s: FormedOnce = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The break test as a sequence of decisions: a formed cluster goes Invalid, loses every pod,
+// and the cause is fixed. It never passes through Bootstrapping or Forming on its way back.
+func TestFormedClusterNeverBootstrapsAgain(t *testing.T) {
+	s := newSnapshot(Active, 2, 1, formed, formedOnce)
+	visited := []State{s.State}
+	step := func(mutate ...opt) {
+		t.Helper()
+		for _, o := range mutate {
+			o(&s)
+		}
+		d := Decide(s)
+		if d.Event == "" {
+			return
+		}
+		next, err := New(s.State).Fire(d.Event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.State = next
+		visited = append(visited, next)
+	}
+	step(withProblem(`ValkeyConfig "x" not found`))
+	step(allFailed)
+	step(func(s *Snapshot) { s.SpecProblem = "" })
+	// The replacements start, meet and are given slots, all while Active.
+	step(func(s *Snapshot) { *s = newSnapshot(s.State, 2, 1, formedOnce) })
+	step(meshed)
+	step(formed)
+	want := []State{Active, Invalid, Active}
+	if !reflect.DeepEqual(visited, want) {
+		t.Fatalf("states %v, want %v", visited, want)
 	}
 }

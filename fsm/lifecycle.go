@@ -27,14 +27,15 @@ func CompletedJoins(s Snapshot) []string {
 // JoinType says how a node created now for shard joins the cluster, as the
 // valkey.gomomento.com/join-type label records it ("" for none). The rules, in order:
 //
-//  1. Before the cluster was first formed (state not Active or Upgrading), nodes are founding
-//     members: no label, even when one replaces a pod lost during bootstrap.
+//  1. Before the cluster was first formed (not Snapshot.FormedOnce), nodes are founding
+//     members: no label, even when one replaces a pod lost during bootstrap. A cluster formed
+//     once stays so through Invalid: a node created as it comes back replaces a lost one.
 //  2. A shard with no pod at all, in any phase, is new to the cluster: shard.
 //  3. A shard whose live pods include a reachable primary serving slots gets a replacement
 //     replica: replica.
 //  4. Otherwise the shard lost its serving primary (a replica may yet be promoted): primary.
 func JoinType(s Snapshot, shard int) v1.JoinType {
-	if s.State != Active && s.State != Upgrading {
+	if !s.FormedOnce() {
 		return ""
 	}
 	had := false

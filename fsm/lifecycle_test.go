@@ -3,6 +3,7 @@ package fsm
 import (
 	"slices"
 	"testing"
+	"time"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/slot"
@@ -89,5 +90,20 @@ func TestJoinType(t *testing.T) {
 				t.Fatalf("JoinType = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A node created as a cluster formed once comes back from Invalid replaces a lost one: it gets a
+// join type, as it would have had the pods died while the cluster was Active.
+func TestJoinTypeAfterInvalid(t *testing.T) {
+	lost := Pod{Name: "lost", Shard: 0, Phase: PodFailed}
+	other := lcPod("o", 1, v1.LifecycleJoining, primaryNode("o", true))
+	s := Snapshot{State: Invalid, Shards: 2, ReplicasPerShard: 1, Pods: []Pod{lost, other}}
+	if got := JoinType(s, 0); got != "" {
+		t.Fatalf("never formed: JoinType = %q, want none", got)
+	}
+	s.FormedAt = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	if got := JoinType(s, 0); got != v1.JoinTypePrimary {
+		t.Fatalf("formed once, every node of the shard lost: JoinType = %q, want %q", got, v1.JoinTypePrimary)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/slot"
 )
 
@@ -14,6 +15,10 @@ import (
 type Snapshot struct {
 	// State is the persisted status.state ("" for a new object).
 	State State
+	// FormedAt is status.formedAt: when the operator first saw the cluster formed. Zero when it
+	// never was, or when the status was written by an operator that predates the field (see
+	// FormedOnce).
+	FormedAt time.Time
 	// SpecProblem is non-empty when the spec cannot be acted on (a ValkeyConfig or ValkeyImage
 	// that does not resolve, a baseRef cycle): the reason for status.message.
 	SpecProblem string
@@ -232,6 +237,31 @@ func (s Snapshot) Formed() bool {
 		}
 	}
 	return true
+}
+
+// FormedOnce reports whether the cluster was formed at some point in its life, whatever it is
+// now: such a cluster is healed in place and never bootstrapped again, and slots that no node
+// serves in it were lost with every copy of their data. It is the one answer to "was this
+// cluster formed" for the decision, the join types and the planners:
+//
+//   - status.formedAt is set (FormedAt): the marker survives every state, Invalid included;
+//   - or the persisted state is Active or Upgrading: a status written before the marker
+//     existed (the controller writes the marker on this pass);
+//   - or, for such a status that is Invalid, a node of the cluster completed its join
+//     (ValkeyNode lifecycle Active, dead pods included): it was a full member of a cluster
+//     that served every slot, so the cluster could hold data.
+func (s Snapshot) FormedOnce() bool {
+	switch {
+	case !s.FormedAt.IsZero(), s.State == Active, s.State == Upgrading:
+		return true
+	case s.State == Invalid:
+		for _, p := range s.Pods {
+			if p.Lifecycle == string(v1.LifecycleActive) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Synced reports whether every replica's link to its primary is up: a replica that is

@@ -146,8 +146,17 @@ func Pass(st fsm.State, s fsm.Snapshot) Plan {
 	return p
 }
 
-// formedOnce reports whether the cluster was formed at least once: the states in which the
-// operator heals the cluster rather than builds it.
-func formedOnce(st fsm.State) bool {
-	return st == fsm.Forming || st == fsm.Active || st == fsm.Upgrading
+// formedOnce reports whether the operator heals the cluster rather than builds it: the pass's
+// state is Forming, Active or Upgrading, or the cluster was formed once (fsm.Snapshot.FormedOnce,
+// status.formedAt). Never while Invalid: nothing is done on a spec the operator refused.
+func formedOnce(in Input) bool {
+	return in.State != fsm.Invalid && (in.State == fsm.Forming || servedOnce(in))
+}
+
+// servedOnce reports whether the cluster served every slot once: it was formed once
+// (fsm.Snapshot.FormedOnce: status.formedAt, which Invalid does not forget), or the pass's state
+// is Active or Upgrading. In such a cluster a slot that no node claims was lost with every copy
+// of its data. Forming is not such a state: it is where the first assignment happens.
+func servedOnce(in Input) bool {
+	return in.State == fsm.Active || in.State == fsm.Upgrading || in.Snapshot.FormedOnce()
 }

@@ -25,7 +25,7 @@ import (
 var cleanup = Planner{Name: "cleanup", Gate: gateCleanup, Plan: planCleanup}
 
 func gateCleanup(in Input) string {
-	if !formedOnce(in.State) {
+	if !formedOnce(in) {
 		return "waiting for the cluster to form before cleaning up"
 	}
 	return in.Snapshot.AllAnswer()

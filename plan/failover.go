@@ -49,7 +49,7 @@ var failover = Planner{Name: "failover", Plan: planFailover}
 
 func planFailover(in Input) Step {
 	s := in.Snapshot
-	if !formedOnce(in.State) {
+	if !formedOnce(in) {
 		return Step{}
 	}
 	live := reachable(s)

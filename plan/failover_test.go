@@ -91,6 +91,7 @@ func TestFailover(t *testing.T) {
 func TestFailoverOnlyOnceFormed(t *testing.T) {
 	s := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"))
 	for _, st := range []fsm.State{fsm.Bootstrapping, fsm.Invalid} {
+		s.State = st // never formed: no status.formedAt, the persisted state is the pass's
 		if p := run(failover, st, s); len(p.Actions) != 0 {
 			t.Fatalf("%s: %v", st, p.Actions)
 		}

@@ -15,10 +15,12 @@ package plan
 //  4. ADDSLOTSRANGE the shard's even share of the 16384 slots to the primary of each shard that
 //     serves none, minus any slot some node's view still gives an owner: an operator restarted
 //     mid-assignment never assigns a slot twice, and a shard that lost its only node (its id
-//     forgotten by cleanup) is served again, empty. In a cluster that was formed (Active,
-//     Upgrading) that assignment is a data loss, and the action says so (AddSlots.Lost): on a
-//     formed cluster slots are only ever free because every node that held them is gone. Forming
-//     is not such a state: it is where the first assignment happens. Slots no node claims
+//     forgotten by cleanup) is served again, empty. In a cluster that was formed once (Active,
+//     Upgrading, or status.formedAt set: see servedOnce) that assignment is a data loss, and
+//     the action says so (AddSlots.Lost): on a formed cluster slots are only ever free because
+//     every node that held them is gone, however it got there (pods lost while it was Active,
+//     or while it was Invalid). Forming is not such a state: it is where the first assignment
+//     happens. Slots no node claims
 //     outside those shares (a shard that died holding slots moved into it) go, lost too, to the
 //     primary of the shard whose even share holds them.
 //  5. REPLICATE every other pod of a shard to the shard's primary, once that primary serves
@@ -45,7 +47,7 @@ func planFormation(in Input) Step {
 		return Step{Actions: mesh, Wait: "waiting for every node to know every node"}
 	}
 	shardPods := s.ShardPods()
-	if adds := planSlots(in.State, s, shardPods, live); len(adds) > 0 {
+	if adds := planSlots(servedOnce(in), s, shardPods, live); len(adds) > 0 {
 		return Step{Actions: adds, Wait: "waiting for slot assignment to propagate"}
 	}
 	if reps := planReplicas(shardPods); len(reps) > 0 {
@@ -96,9 +98,8 @@ func planMeshMeets(live []fsm.Pod) []Action {
 }
 
 // planSlots assigns each slot-less shard its even share, minus the slots any node claims; in a
-// formed cluster (st Active or Upgrading) those slots are flagged lost.
-func planSlots(st fsm.State, s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.Pod) []Action {
-	lost := st == fsm.Active || st == fsm.Upgrading
+// cluster that served every slot once (lost, see servedOnce) those slots are flagged lost.
+func planSlots(lost bool, s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.Pod) []Action {
 	var claimed []slot.Set
 	for _, pod := range live {
 		claimed = append(claimed, pod.Node.MySlots)

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -142,6 +144,50 @@ func TestSlotsServedAgainOnAFormedClusterAreLost(t *testing.T) {
 	}
 }
 
+// The break test, decided then planned: a cluster formed once (status.formedAt) lost every pod
+// while Invalid, and the cause is fixed once the replacements run (empty, met). It goes back to
+// Active, not Forming, and the pass serves every shard again flagged lost (DataLost and the
+// WARN line), exactly as if the pods had died while it was Active.
+func TestSlotsServedAgainAfterInvalidAreLost(t *testing.T) {
+	s := newSnapshot(fsm.Invalid, 2, 1, meshed)
+	for sh := range 2 {
+		for i := range 2 {
+			s.Pods = append(s.Pods, fsm.Pod{Name: fmt.Sprintf("old%d-%d", sh, i), Shard: sh, Phase: fsm.PodFailed, Exited: true,
+				Failure: "Error, exit code 137", Lifecycle: string(v1.LifecycleActive)})
+		}
+	}
+	spread := slot.EvenSpread(2)
+	want := []Action{
+		AddSlots{Pod: "p0-0", Shard: 0, Slots: slot.Set{spread[0]}, Lost: true},
+		AddSlots{Pod: "p1-0", Shard: 1, Slots: slot.Set{spread[1]}, Lost: true},
+	}
+	for _, c := range []struct {
+		name     string
+		formedAt time.Time
+	}{
+		{"status.formedAt set", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)},
+		{"status from before formedAt, nodes that had joined", time.Time{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := s
+			s.FormedAt = c.formedAt
+			d := fsm.Decide(s)
+			if d.Event != fsm.EventActivate {
+				t.Fatalf("Decide = %q (%s), want %q: a formed cluster is healed in place", d.Event, d.Reason, fsm.EventActivate)
+			}
+			if p := Pass(fsm.Target(d.Event), s); !reflect.DeepEqual(p.Actions, want) {
+				t.Fatalf("got %v, want %v", p.Actions, want)
+			}
+		})
+	}
+	// Defense in depth: a cluster with the marker is never assigned slots silently, even in a
+	// state it should not be in (Forming, from a status an older operator rewrote).
+	s.State, s.FormedAt = fsm.Forming, time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	if p := run(formation, fsm.Forming, s); !reflect.DeepEqual(p.Actions, want) {
+		t.Fatalf("forming with the marker: got %v, want %v", p.Actions, want)
+	}
+}
+
 // Only the free part of a shard's share is assigned, and flagged lost: a formed cluster in which
 // one shard's nodes died and were forgotten serves that shard again, and only that one.
 func TestOnlyTheLostShardIsFlagged(t *testing.T) {
@@ -193,6 +239,7 @@ func TestOrphanSlotsAreServedAgain(t *testing.T) {
 		t.Fatalf("got %v, want %v", p.Actions, want)
 	}
 	// While forming, free slots are the first assignment's business, not a loss.
+	s.State = fsm.Forming
 	if p := run(formation, fsm.Forming, s); len(p.Actions) != 0 {
 		t.Fatalf("forming: %v", p.Actions)
 	}

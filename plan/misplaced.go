@@ -25,7 +25,7 @@ const RetireMisplaced = "replicates another shard's primary after its own shard 
 // otherwise.
 func planMisplaced(in Input) Step {
 	s := in.Snapshot
-	if !formedOnce(in.State) || s.AllAnswer() != "" {
+	if !formedOnce(in) || s.AllAnswer() != "" {
 		return Step{}
 	}
 	live := s.LivePods()

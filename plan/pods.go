@@ -37,7 +37,7 @@ var pods = Planner{Name: "pods", Plan: planPods}
 func planPods(in Input) Step {
 	s := in.Snapshot
 	var st Step
-	gradual := formedOnce(in.State)
+	gradual := formedOnce(in)
 	grow, growLive := -1, 0
 	for shard, live := range s.ShardPods() {
 		missing := s.ReplicasPerShard + 1 - len(live)

@@ -30,7 +30,7 @@ var quorum = Planner{Name: "quorum", Plan: planQuorum}
 
 func planQuorum(in Input) Step {
 	s := in.Snapshot
-	if !formedOnce(in.State) {
+	if !formedOnce(in) {
 		return Step{}
 	}
 	live := reachable(s)

@@ -60,7 +60,7 @@ const RetireRemovedShard = "shard removed by spec.shards"
 var reshard = Planner{Name: "reshard", Gate: gateReshard, Plan: planReshard}
 
 func gateReshard(in Input) string {
-	if !formedOnce(in.State) {
+	if !formedOnce(in) {
 		return "waiting for the cluster to form before moving slots"
 	}
 	return in.Snapshot.AllAnswer()

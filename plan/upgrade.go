@@ -60,7 +60,7 @@ const (
 
 func planUpgrade(in Input) Step {
 	s := in.Snapshot
-	if !formedOnce(in.State) || s.SpecHash == "" {
+	if !formedOnce(in) || s.SpecHash == "" {
 		return Step{}
 	}
 	shardPods := s.ShardPods()

@@ -106,7 +106,9 @@ const (
 
 	// StateInvalid: the spec cannot be carried out (a reference that does not resolve, a
 	// config cycle, a missing role, a TLS Secret that fails validation); status.message says
-	// why. Nothing is deleted, and the cluster leaves Invalid on its own once the cause is fixed.
+	// why. Nothing is deleted, and the cluster leaves Invalid on its own once the cause is fixed:
+	// a cluster formed once (status.formedAt) goes back to Active, healed in place, never
+	// through Bootstrapping.
 	StateInvalid State = "Invalid"
 )
 

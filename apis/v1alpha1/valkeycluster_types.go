@@ -225,6 +225,14 @@ type ValkeyClusterStatus struct {
 	// +patchStrategy=merge
 	// +patchMergeKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	// formedAt is when the operator first saw the cluster formed (Active). It is never cleared:
+	// a cluster formed once is healed in place whatever state it is in later (Invalid
+	// included), never bootstrapped again, and a shard that lost every copy of its data
+	// meanwhile is served again empty with the DataLost condition, not silently rebuilt. A
+	// cluster formed before the operator wrote this field gets it on the first pass that finds
+	// it Active or Upgrading.
+	// +optional
+	FormedAt *metav1.Time `json:"formedAt,omitempty"`
 	// failover is the failover the operator issued and waits for, written before it is issued
 	// so that neither the next pass nor a restarted operator issues a second one for the same
 	// shard; cleared once no node follows the lost primary any more.

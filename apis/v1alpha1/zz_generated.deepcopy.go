@@ -268,6 +268,10 @@ func (in *ValkeyClusterStatus) DeepCopyInto(out *ValkeyClusterStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.FormedAt != nil {
+		in, out := &in.FormedAt, &out.FormedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Failover != nil {
 		in, out := &in.Failover, &out.Failover
 		*out = new(FailoverStatus)

@@ -11,9 +11,11 @@ import (
 	valkeygo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/controllers"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/tests/harness"
 )
@@ -293,4 +295,132 @@ func TestLostShardIsServedAgain(t *testing.T) {
 	healed := waitHealed(t, vc, victims[0], 6)
 	verifyValkey(t, healed, 3, 1)
 	checkDataLost(t, vc, shard)
+}
+
+// TestEveryPodKilledWhileInvalid: the break test. A formed 2x1 cluster holding keys is made
+// Invalid (its ValkeyConfig reference no longer resolves), every pod is killed while it is
+// Invalid, then the reference is fixed. The cluster was formed once, so it is healed in place,
+// never bootstrapped again, and says it lost its data exactly as when every pod of an Active
+// cluster dies: a WARN line naming each shard and its slots, and the DataLost condition.
+func TestEveryPodKilledWhileInvalid(t *testing.T) {
+	// Observed before the fix: Invalid, then Bootstrapping, Forming and Active, Ready, every key
+	// gone, and no WARN line and no DataLost condition said so.
+	ns := "invalid-kill"
+	const shards, replicas = 2, 1
+	vc := activeCluster(t, ns, shards, replicas)
+	waitReady(t, vc, shards, replicas, nil, formTimeout)
+	keys := writeAcknowledged(t, vc, 100)
+	formedAt := currentCluster(t, vc).Status.FormedAt
+	if formedAt == nil {
+		t.Fatal("an Active cluster without status.formedAt")
+	}
+
+	config := vc.Spec.ConfigRef
+	missing := ns + "-missing"
+	updateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ConfigRef = missing })
+	waitStateMessage(t, vc, v1.StateInvalid, `ValkeyConfig "`+missing+`" not found`)
+
+	exclude := map[string]bool{}
+	for _, p := range clusterPods(t, vc) {
+		exclude[p.Name] = true
+		if err := cluster.Kubelet.KillPod(ns, p.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(exclude) != shards*(replicas+1) {
+		t.Fatalf("killed %d pods, want %d", len(exclude), shards*(replicas+1))
+	}
+	// Every pod is seen dead before the cause is fixed, so that the fix meets a cluster with no
+	// copy of any shard left.
+	deadline := time.Now().Add(time.Minute)
+	for len(clusterPods(t, vc)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pods still running a minute after they were killed", len(clusterPods(t, vc)))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if cur := currentCluster(t, vc); cur.Status.State != v1.StateInvalid || !cur.Status.FormedAt.Equal(formedAt) {
+		t.Fatalf("state %s, formedAt %v with every pod dead and the reference still missing, want Invalid and %v", cur.Status.State, cur.Status.FormedAt, formedAt)
+	}
+
+	logFrom := len(operator.Logs())
+	start := time.Now()
+	updateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ConfigRef = config })
+	ready := waitReady(t, vc, shards, replicas, exclude, healTimeout)
+	t.Logf("cause fixed: Ready again %s after", ready.Sub(start).Round(time.Millisecond))
+	healed := currentCluster(t, vc)
+	verifyValkey(t, healed, shards, replicas)
+	if healed.Status.State != v1.StateActive || healed.Status.Message != "" {
+		t.Errorf("healed: state %s, message %q; want Active and no message", healed.Status.State, healed.Status.Message)
+	}
+	if !healed.Status.FormedAt.Equal(formedAt) {
+		t.Errorf("status.formedAt %v after healing, want it kept: %v", healed.Status.FormedAt, formedAt)
+	}
+
+	// The keys really are gone: otherwise the test proves nothing about saying so.
+	if kept := keysKept(t, healed, keys); kept > 0 {
+		t.Fatalf("%d of %d keys survived the loss of every pod: was the data really gone?", kept, len(keys))
+	}
+
+	// Healed in place: Invalid straight back to Active, no second bootstrap over the formed
+	// cluster.
+	warned := map[string]bool{}
+	var transitions []string
+	for _, l := range parseLog(t, operator.Logs()[logFrom:]) {
+		if !strings.HasSuffix(l.ref(), "."+ns) {
+			continue
+		}
+		switch m := l.message(); {
+		case strings.HasPrefix(m, logging.MsgTransitioningPrefix) || m == logging.MsgClusterFormed:
+			transitions = append(transitions, m)
+			if m != logging.TransitioningTo(string(v1.StateActive)) {
+				t.Errorf("a formed cluster coming back from Invalid: %s", l.raw)
+			}
+		case m == logging.MsgShardDataLost:
+			if l.Level != "WARN" {
+				t.Errorf("data loss at %s: %s", l.Level, l.raw)
+			}
+			if slots, _ := l.Fields[logging.FieldSlots].(string); slots == "" {
+				t.Errorf("data-loss WARN line names no slots: %s", l.raw)
+			}
+			warned[fmt.Sprint(l.Fields[logging.FieldShard])] = true
+		}
+	}
+	if len(transitions) != 1 {
+		t.Errorf("transitions after the fix: %q, want one to Active", transitions)
+	}
+	for shard := range shards {
+		if !warned[strconv.Itoa(shard)] {
+			t.Errorf("no %q WARN line for shard %d (lines named %v)", logging.MsgShardDataLost, shard, warned)
+		}
+	}
+	c := meta.FindStatusCondition(healed.Status.Conditions, v1.ConditionDataLost)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != controllers.ReasonShardDataLost || !strings.Contains(c.Message, "shard") {
+		t.Errorf("DataLost condition %+v, want True with reason %s naming the shards", c, controllers.ReasonShardDataLost)
+	} else {
+		t.Logf("%s: %s", c.Type, c.Message)
+	}
+}
+
+// keysKept counts the keys of keys still readable, with their value, through a cluster client.
+func keysKept(t *testing.T, vc *v1.ValkeyCluster, keys map[string]string) int {
+	t.Helper()
+	pods := clusterPods(t, vc)
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{addr(pods[0])}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	kept := 0
+	for k, v := range keys {
+		got, err := c.Do(context.Background(), c.B().Get().Key(k).Build()).ToString()
+		switch {
+		case valkeygo.IsValkeyNil(err):
+		case err != nil:
+			t.Fatalf("GET %s: %v", k, err)
+		case got == v:
+			kept++
+		}
+	}
+	return kept
 }
