@@ -330,7 +330,7 @@ func (g *gen) dayChange(at time.Duration, i int) {
 	if g.r.IntN(2) == 0 {
 		g.events = append(g.events, Event{
 			At:   at + (500*time.Millisecond + time.Duration(g.r.Int64N(int64(5500*time.Millisecond)))).Round(100*time.Millisecond),
-			Kind: KillOperator, For: time.Duration(g.r.Int64N(int64(5*time.Second))).Round(100 * time.Millisecond),
+			Kind: KillOperator, For: time.Duration(g.r.Int64N(int64(5 * time.Second))).Round(100 * time.Millisecond),
 			After: fmt.Sprintf("%s %s", e.Kind, c.Name),
 		})
 	}
