@@ -43,6 +43,7 @@ func plan(t *testing.T) ([]uint64, time.Duration) {
 			t.Fatalf("CHAOS_DURATION: %v", err)
 		}
 	}
+	random := rand.Uint64() % 1_000_000_000
 	if s := os.Getenv("CHAOS_SEED"); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
@@ -50,7 +51,10 @@ func plan(t *testing.T) ([]uint64, time.Duration) {
 		}
 		return []uint64{seed}, duration
 	}
-	random := rand.Uint64() % 1_000_000_000
+	if os.Getenv("CHAOS_DURATION") != "" {
+		// A long run without a seed: one random seed, printed with its replay command.
+		return []uint64{random}, duration
+	}
 	t.Logf("bounded run: fixed seed %d and random seed %d, %s each", FixedSeed, random, duration)
 	return []uint64{FixedSeed, random}, duration
 }

@@ -80,6 +80,13 @@ func (r *runner) setup(ctx context.Context) error {
 			return fmt.Errorf("%s never formed within %s: %s", c.name, FormBound, problem)
 		}
 	}
+	if w, err := r.observe(ctx); err == nil {
+		var placement []string
+		for _, n := range []string{"node-a", "node-b", "node-c"} {
+			placement = append(placement, fmt.Sprintf("%s %d pods", n, len(w.onNode(n))))
+		}
+		r.logf("formed; placement: %s", strings.Join(placement, ", "))
+	}
 	for _, c := range r.targets {
 		opts, err := c.writerOptions(ctx)
 		if err != nil {
