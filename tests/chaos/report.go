@@ -34,7 +34,9 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 	replay := fmt.Sprintf("make chaos SEED=%d DURATION=%s", r.sched.Seed, r.sched.Duration)
 	fmt.Fprintf(&b, "CHAOS REPORT seed %d, schedule %s, wall time %s\nreplay: %s\n\n", r.sched.Seed, r.sched.Duration, wall.Round(time.Second), replay)
 	b.WriteString(r.sched.String())
-	b.WriteString("\nevents as they happened (offsets from the schedule's start; write errors: the writer's refused writes on the clusters it touched until their next event):\n")
+	b.WriteString("\nevents as they happened: when it took effect, then the event as planned; write errors are the\n" +
+		"writer's refused writes on the clusters it touched, from it to their next fault or change\n" +
+		"(a pair's under its second fault):\n")
 	evs := r.sortedFired()
 	lost := r.attributeLosses(evs, outcomes)
 	fired, notFired := map[schedule.Kind]int{}, map[schedule.Kind]int{}
@@ -63,7 +65,8 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 		b.WriteString("\n")
 		for _, name := range f.clusters {
 			o := outcomes[name]
-			if o == nil {
+			if o == nil || f.ev.Kind == schedule.KillOperator || (f.ev.Pair != 0 && i+1 < len(evs) && evs[i+1].ev.Pair == f.ev.Pair) {
+				// An operator kill stops no write by itself; a pair's errors are the second's.
 				continue
 			}
 			end := r.nextOn(evs, i, name)
@@ -136,10 +139,11 @@ func indent(s string) string {
 	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ") + "\n"
 }
 
-// nextOn is when the event after evs[i] touching cluster name took effect, or two minutes on.
+// nextOn is when the next fault or change after evs[i] touching cluster name took effect (an
+// operator kill does not end a window: its writes go on), or two minutes on.
 func (r *runner) nextOn(evs []*fired, i int, name string) time.Time {
 	for _, f := range evs[i+1:] {
-		if !f.at.IsZero() && f.at.After(evs[i].at) && contains(f.clusters, name) {
+		if !f.at.IsZero() && f.at.After(evs[i].at) && contains(f.clusters, name) && f.ev.Kind != schedule.KillOperator {
 			return f.at
 		}
 	}
