@@ -100,6 +100,7 @@ func runSeed(t *testing.T, i int, seed uint64, duration time.Duration) {
 			})
 		}
 		wg.Wait()
+		r.unscheduled(ctx, outcomes)
 		for _, c := range r.targets {
 			o := outcomes[c.name]
 			read, err := c.writerOptions(ctx)

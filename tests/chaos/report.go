@@ -1,9 +1,14 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gomomento/valkey-operator/tests/chaos/schedule"
 	"github.com/gomomento/valkey-operator/tests/harness"
@@ -11,6 +16,11 @@ import (
 
 // outcome is one cluster's end of a run.
 type outcome struct {
+	// unscheduled lists the cluster's pods that died of something else than the schedule (a
+	// liveness probe under load, say): losses after them are not the schedule's doing.
+	unscheduled []string
+	// dataLost counts the operator's "shard lost every copy" lines for the cluster.
+	dataLost  int
 	converged time.Duration
 	problem   string // why it did not converge within ConvergeBound
 	writes    harness.Report
@@ -98,6 +108,12 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 			fmt.Fprintf(&b, "  %s: %s to %s\n", c.name, o.converged.Round(100*time.Millisecond), c.current())
 		}
 	}
+	b.WriteString("\npods that died outside the schedule, and shards the operator served again empty:\n")
+	for _, c := range r.targets {
+		if o := outcomes[c.name]; o != nil {
+			fmt.Fprintf(&b, "  %s: %d pods (%s); %d \"shard lost every copy of its data\" lines\n", c.name, len(o.unscheduled), strings.Join(o.unscheduled, "; "), o.dataLost)
+		}
+	}
 	b.WriteString("\nwriters (WAIT 1 on one write in four; every acknowledged key read back at the end):\n")
 	for _, c := range r.targets {
 		o := outcomes[c.name]
@@ -113,7 +129,8 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 		"loss of any one copy (the faults never take two copies of a shard at once); none may be lost.\n" +
 		"A write its primary acknowledged alone (no WAIT sampled, or WAIT timed out) may be lost when that\n" +
 		"primary crashes or is cut off before it replicates: Valkey replicates asynchronously, so these are\n" +
-		"counted and attributed above to the first fault after the write, not failed.\n")
+		"counted and attributed above to the first scheduled fault after the write, not failed. A pod that\n" +
+		"died outside the schedule (listed above) may have taken them instead: the attribution is by time.\n")
 	for _, c := range r.targets {
 		if o := outcomes[c.name]; o != nil {
 			fmt.Fprintf(&b, "  %s: %d replicated lost, %d unreplicated lost of %d acknowledged (%d replicated)\n",
@@ -209,4 +226,32 @@ func (r *runner) attributeLosses(evs []*fired, outcomes map[string]*outcome) map
 		}
 	}
 	return out
+}
+
+// unscheduled fills each outcome's pods that died of something the schedule did not do (their
+// container terminated with a message, such as the kubelet's "liveness probe failed"), and the
+// operator's log lines saying a shard lost every copy.
+func (r *runner) unscheduled(ctx context.Context, outcomes map[string]*outcome) {
+	logs, _ := os.ReadFile(op.logPath())
+	for _, c := range r.targets {
+		o := outcomes[c.name]
+		if o == nil {
+			continue
+		}
+		var list corev1.PodList
+		if err := k8s.List(ctx, &list, client.InNamespace(c.ns)); err == nil {
+			for _, p := range list.Items {
+				for _, cs := range p.Status.ContainerStatuses {
+					if t := cs.State.Terminated; t != nil && strings.Contains(t.Message, "liveness") {
+						o.unscheduled = append(o.unscheduled, fmt.Sprintf("%s %s at %s", p.Name, t.Message, t.FinishedAt.Format("15:04:05")))
+					}
+				}
+			}
+		}
+		for _, line := range strings.Split(string(logs), "\n") {
+			if strings.Contains(line, "shard lost every copy") && strings.Contains(line, "/vc."+c.ns+"\"") {
+				o.dataLost++
+			}
+		}
+	}
 }

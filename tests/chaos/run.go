@@ -442,4 +442,3 @@ func (r *runner) sortedFired() []*fired {
 	})
 	return out
 }
-
