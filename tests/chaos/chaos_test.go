@@ -28,6 +28,9 @@ const (
 // ConvergeBound and that every write a replica acknowledged reads back, and writes a report per
 // seed (t.Log and a file in the work directory).
 func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos suite needs its local cluster (TestMain starts none with -short)")
+	}
 	seeds, duration := plan(t)
 	for i, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runSeed(t, i, seed, duration) })
