@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -28,10 +26,7 @@ const aclTimeout = 45 * time.Second
 // aclTick is the ACL controller's heartbeat: a manual change is reverted within it.
 const aclTick = 30 * time.Second
 
-func hashOf(pw string) string {
-	sum := sha256.Sum256([]byte(pw))
-	return hex.EncodeToString(sum[:])
-}
+var hashOf = harness.PasswordHash
 
 func role(name string, cats []string, cmds ...v1.CommandRule) *v1.ValkeyRole {
 	r := &v1.ValkeyRole{ObjectMeta: metav1.ObjectMeta{Name: name}}

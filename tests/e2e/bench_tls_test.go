@@ -48,7 +48,7 @@ func BenchmarkTLSRotation(b *testing.B) {
 			vc := newCluster(ns, "vc", ns+"-config", withShards(3), withReplicas(1))
 			vc.Spec.TLS = &v1.TLSSpec{SecretRef: "vc-tls"}
 			ca := newTestCA(b, ns+"-ca")
-			crt, key := ca.leaf(b, vc, leafOpts{})
+			crt, key := leaf(b, ca, vc, harness.LeafOptions{})
 			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-tls", Namespace: ns}, Type: corev1.SecretTypeTLS, Data: tlsSecretData(crt, key, ca)}
 			for _, o := range []client.Object{img, newConfig(ns+"-config", img.Name), secret, vc} {
 				if err := k8s.Create(ctx, o); err != nil && !isAlreadyExists(err) {
@@ -64,12 +64,12 @@ func BenchmarkTLSRotation(b *testing.B) {
 			}
 			waitReadyTLS(b, vc, ca, 6)
 			roots := x509.NewCertPool()
-			roots.AddCert(ca.cert)
+			roots.AddCert(ca.Cert)
 			var volume, operator, total time.Duration
 			b.ResetTimer()
 			for range b.N {
 				pods := clusterPods(b, vc)
-				crt, key := ca.leaf(b, vc, leafOpts{})
+				crt, key := leaf(b, ca, vc, harness.LeafOptions{})
 				var s corev1.Secret
 				if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vc-tls"}, &s); err != nil {
 					b.Fatal(err)

@@ -613,10 +613,7 @@ func waitReady(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, exclude
 	}
 }
 
-// valkeyHealthy returns "" when Valkey itself says the cluster is whole, else what is wrong:
-// the expected number of running pods (not in exclude) all answer, each says cluster_state:ok
-// with 16384 slots assigned and knows exactly those nodes; there are `shards` primaries owning
-// every slot once, each with `replicas` replicas whose link is up.
+// valkeyHealthy is harness.ValkeyHealthy on vc's running pods but those in exclude (lost ones).
 func valkeyHealthy(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, exclude map[string]bool) string {
 	t.Helper()
 	var addrs []string
@@ -625,58 +622,7 @@ func valkeyHealthy(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, exc
 			addrs = append(addrs, addr(p))
 		}
 	}
-	if want := shards * (replicas + 1); len(addrs) != want {
-		return fmt.Sprintf("%d running pods, want %d", len(addrs), want)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	views := valkey.Observe(ctx, addrs, operatorCreds(t, vc))
-	owners := make([]int, valkey.SlotCount)
-	primaryOf := map[string]string{} // replica id -> primary id
-	linked := map[string]int{}       // primary id -> replicas with link up
-	nPrimaries := 0
-	for _, v := range views {
-		if !v.Reachable {
-			return fmt.Sprintf("%s unreachable: %v", v.Addr, v.Err)
-		}
-		if !v.ClusterStateOK() || v.ClusterInfo["cluster_slots_assigned"] != "16384" || v.ClusterInfo["cluster_known_nodes"] != strconv.Itoa(len(addrs)) {
-			return fmt.Sprintf("%s: cluster_state %s, slots assigned %s, known nodes %s", v.Addr,
-				v.ClusterInfo["cluster_state"], v.ClusterInfo["cluster_slots_assigned"], v.ClusterInfo["cluster_known_nodes"])
-		}
-		me, _ := v.Myself()
-		switch me.Role {
-		case valkey.RolePrimary:
-			nPrimaries++
-			for _, r := range me.Slots {
-				for s := r.Start; s <= r.End; s++ {
-					owners[s]++
-				}
-			}
-		case valkey.RoleReplica:
-			primaryOf[me.ID] = me.PrimaryID
-			if !v.ReplicaLinkUp() {
-				return fmt.Sprintf("replica %s: master_link_status %s", v.Addr, v.Replication["master_link_status"])
-			}
-			linked[me.PrimaryID]++
-		}
-	}
-	if nPrimaries != shards {
-		return fmt.Sprintf("%d primaries, want %d", nPrimaries, shards)
-	}
-	for s, n := range owners {
-		if n != 1 {
-			return fmt.Sprintf("slot %d has %d owners", s, n)
-		}
-	}
-	if replicas > 0 && len(linked) != shards {
-		return fmt.Sprintf("replicas follow %d primaries, want %d", len(linked), shards)
-	}
-	for id, n := range linked {
-		if n != replicas {
-			return fmt.Sprintf("primary %s has %d synced replicas, want %d", id, n, replicas)
-		}
-	}
-	return ""
+	return harness.ValkeyHealthy(context.Background(), addrs, operatorCreds(t, vc), shards, replicas)
 }
 
 // primaries returns the primaries of status.nodes, by pod name.

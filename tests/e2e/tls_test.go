@@ -4,15 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -34,95 +29,34 @@ import (
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
-// testCA is a certificate authority made by a test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
+// testCA is a certificate authority made by a test (harness.CA).
+type testCA = harness.CA
 
 func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := harness.NewCA(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-func serial(t testing.TB) *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// leafOpts shape a leaf certificate; the zero value is what security/tls.md asks for.
-type leafOpts struct {
-	dnsNames []string // nil: the cluster's Service name and the wildcard under it
-	usages   []x509.ExtKeyUsage
-	notAfter time.Time
+	return ca
 }
 
 // leaf issues a certificate for vc signed by ca, and returns tls.crt and tls.key as PEM.
-func (ca *testCA) leaf(t testing.TB, vc *v1.ValkeyCluster, o leafOpts) (certPEM, keyPEM []byte) {
+func leaf(t testing.TB, ca *testCA, vc *v1.ValkeyCluster, o harness.LeafOptions) (certPEM, keyPEM []byte) {
 	t.Helper()
-	svc := vc.Name + "." + vc.Namespace + ".svc." + localcluster.ClusterDomain
-	if o.dnsNames == nil {
-		o.dnsNames = []string{svc, "*." + svc}
-	}
-	if o.usages == nil {
-		o.usages = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
-	}
-	if o.notAfter.IsZero() {
-		o.notAfter = time.Now().Add(90 * 24 * time.Hour)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	certPEM, keyPEM, err := ca.Leaf(serviceHost(vc), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: svc},
-		DNSNames:     o.dnsNames,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     o.notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  o.usages,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return certPEM, keyPEM
 }
 
-func tlsSecretData(certPEM, keyPEM []byte, cas ...*testCA) map[string][]byte {
-	var bundle []byte
-	for _, ca := range cas {
-		bundle = append(bundle, ca.pem...)
-	}
-	return map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": bundle}
-}
+var (
+	tlsSecretData = harness.TLSSecretData
+	servedCert    = harness.ServedCert
+	serviceHost   = harness.ServiceHost
+	podHost       = harness.PodHost
+)
 
 // tlsCluster creates, in a new namespace ns, an image, a config, a TLS Secret signed by a new CA
 // and a TLS cluster of the given shape named vc, and waits until it is Active.
@@ -137,7 +71,7 @@ func tlsCluster(t *testing.T, ns string, shards, replicas int32, version ...stri
 	vc := newCluster(ns, "vc", ns+"-config", withShards(shards), withReplicas(replicas))
 	vc.Spec.TLS = &v1.TLSSpec{SecretRef: "vc-tls"}
 	ca := newTestCA(t, ns+"-ca")
-	crt, key := ca.leaf(t, vc, leafOpts{})
+	crt, key := leaf(t, ca, vc, harness.LeafOptions{})
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-tls", Namespace: ns}, Type: corev1.SecretTypeTLS, Data: tlsSecretData(crt, key, ca)})
 	create(t, vc)
 	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
@@ -147,26 +81,11 @@ func tlsCluster(t *testing.T, ns string, shards, replicas int32, version ...stri
 	return got, ca
 }
 
-func serviceHost(vc *v1.ValkeyCluster) string {
-	return vc.Name + "." + vc.Namespace + ".svc." + localcluster.ClusterDomain
-}
-
-func podHost(vc *v1.ValkeyCluster, pod string) string { return pod + "." + serviceHost(vc) }
-
 // tlsCreds are the operator's credentials for vc over TLS, trusting only ca and verifying each
 // node under its pod's DNS name.
 func tlsCreds(t testing.TB, vc *v1.ValkeyCluster, ca *testCA) valkey.Credentials {
 	t.Helper()
-	creds := operatorCreds(t, vc)
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
-	creds.TLS = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-	names := map[string]string{}
-	for _, p := range clusterPods(t, vc) {
-		names[addr(p)] = p.Name
-	}
-	creds.ServerName = func(a string) string { return podHost(vc, names[a]) }
-	return creds
+	return harness.TLSCreds(operatorCreds(t, vc), vc, clusterPods(t, vc), ca.Roots())
 }
 
 // tlsClusterClient is a valkey-go cluster client seeded with the Service's name alone, resolving
@@ -232,7 +151,7 @@ func verifyTLS(t *testing.T, vc *v1.ValkeyCluster, ca *testCA, shards, replicas 
 
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, ca.pem, 0o644); err != nil {
+	if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := cluster.CommandWithDNS("valkey-cli", "-h", serviceHost(vc), "-p", "6379", "--tls", "--cacert", caFile, "PING").CombinedOutput()
@@ -245,7 +164,7 @@ func verifyTLS(t *testing.T, vc *v1.ValkeyCluster, ca *testCA, shards, replicas 
 	}
 
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AddCert(ca.Cert)
 	w := tlsClusterClient(t, vc, roots)
 	defer w.Close()
 	// Right after a roll, the node the client asks first may still list a shard whose primary
@@ -384,8 +303,8 @@ func TestTLSInvalidSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := newTestCA(t, "other-ca")
-	noWildcard, nwKey := ca.leaf(t, vc, leafOpts{dnsNames: []string{serviceHost(vc)}})
-	foreign, foreignKey := other.leaf(t, vc, leafOpts{})
+	noWildcard, nwKey := leaf(t, ca, vc, harness.LeafOptions{DNSNames: []string{serviceHost(vc)}})
+	foreign, foreignKey := leaf(t, other, vc, harness.LeafOptions{})
 	noCA := map[string][]byte{"tls.crt": good.Data["tls.crt"], "tls.key": good.Data["tls.key"]}
 	cases := []struct {
 		name string
@@ -393,7 +312,7 @@ func TestTLSInvalidSecret(t *testing.T) {
 		want string
 	}{
 		{"no ca.crt", noCA, `TLS Secret "vc-tls" missing required key "ca.crt"`},
-		{"not PEM", tlsSecretDataRaw([]byte("garbage"), good.Data["tls.key"], ca.pem), `TLS Secret "vc-tls": tls.crt is not valid PEM`},
+		{"not PEM", tlsSecretDataRaw([]byte("garbage"), good.Data["tls.key"], ca.PEM), `TLS Secret "vc-tls": tls.crt is not valid PEM`},
 		{"no wildcard", tlsSecretData(noWildcard, nwKey, ca), `TLS cert in Secret "vc-tls" missing SAN "*.` + serviceHost(vc) + `"`},
 		{"another CA", tlsSecretData(foreign, foreignKey, ca), `TLS cert in Secret "vc-tls" is not signed by a CA in ca.crt`},
 	}
@@ -439,17 +358,6 @@ func patchTLSRef(t *testing.T, vc *v1.ValkeyCluster, name string) {
 	}
 }
 
-// servedCert is the leaf the node at a serves, verified against roots under name.
-func servedCert(a, name string, roots *x509.CertPool) (*x509.Certificate, error) {
-	d := &net.Dialer{Timeout: 2 * time.Second}
-	conn, err := tls.DialWithDialer(d, "tcp", a, &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = conn.Close() }()
-	return conn.ConnectionState().PeerCertificates[0], nil
-}
-
 // waitServing waits until every node of vc serves the leaf certPEM (compared byte for byte),
 // verified against roots under its pod's DNS name, and returns how long that took from since.
 func waitServing(t *testing.T, vc *v1.ValkeyCluster, certPEM []byte, roots *x509.CertPool, since time.Time, timeout time.Duration) time.Duration {
@@ -491,8 +399,8 @@ func TestTLSRotation(t *testing.T) {
 	ca2 := newTestCA(t, "tls-rotate-ca2")
 	// Clients trust both CAs for the whole test, as a team rotating its CA would first make them.
 	both := x509.NewCertPool()
-	both.AddCert(ca1.cert)
-	both.AddCert(ca2.cert)
+	both.AddCert(ca1.Cert)
+	both.AddCert(ca2.Cert)
 	opts := harness.WriterOptions{Addrs: []string{net.JoinHostPort(serviceHost(vc), "6379")}, Prefix: "rot", TLS: &tls.Config{RootCAs: both, MinVersion: tls.VersionTLS12}, Dialer: cluster.Dialer()}
 	w, err := harness.StartWriter(opts)
 	if err != nil {
@@ -505,7 +413,7 @@ func TestTLSRotation(t *testing.T) {
 	logBefore := len(operator.Logs())
 
 	// 1. A new leaf from the same CA, in place.
-	crt, key := ca1.leaf(t, vc, leafOpts{})
+	crt, key := leaf(t, ca1, vc, harness.LeafOptions{})
 	at := time.Now()
 	setTLSData(t, vc, tlsSecretData(crt, key, ca1))
 	t.Logf("leaf rotation: every node serves the new leaf %s after the Secret update", waitServing(t, vc, crt, both, at, rotationTimeout).Round(time.Millisecond))
@@ -522,7 +430,7 @@ func TestTLSRotation(t *testing.T) {
 	}
 
 	// 2. The CA: a leaf from the new CA with both CAs in ca.crt, then the old CA removed.
-	crt, key = ca2.leaf(t, vc, leafOpts{})
+	crt, key = leaf(t, ca2, vc, harness.LeafOptions{})
 	at = time.Now()
 	setTLSData(t, vc, tlsSecretData(crt, key, ca1, ca2))
 	t.Logf("CA rotation, bundle: every node serves the new CA's leaf %s after the Secret update", waitServing(t, vc, crt, both, at, rotationTimeout).Round(time.Millisecond))
@@ -565,7 +473,7 @@ func TestTLSExpiryWarning(t *testing.T) {
 	vc.Spec.TLS = &v1.TLSSpec{SecretRef: "vc-tls"}
 	ca := newTestCA(t, ns+"-ca")
 	notAfter := time.Now().Add(10 * 24 * time.Hour)
-	crt, key := ca.leaf(t, vc, leafOpts{notAfter: notAfter})
+	crt, key := leaf(t, ca, vc, harness.LeafOptions{NotAfter: notAfter})
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-tls", Namespace: ns}, Type: corev1.SecretTypeTLS, Data: tlsSecretData(crt, key, ca)})
 	create(t, vc)
 	got, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateActive, formTimeout)
@@ -586,7 +494,7 @@ func TestTLSExpiryWarning(t *testing.T) {
 	if !found {
 		t.Fatal("no `TLS certificate expires soon` WARN line for tls.crt")
 	}
-	crt, key = ca.leaf(t, vc, leafOpts{})
+	crt, key = leaf(t, ca, vc, harness.LeafOptions{})
 	setTLSData(t, got, tlsSecretData(crt, key, ca))
 	waitCondition(t, got, v1.ConditionCertificateExpiring, metav1.ConditionFalse, "no certificate")
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), got); err != nil {
@@ -624,7 +532,7 @@ func TestTLSSecretRefChange(t *testing.T) {
 	vc, ca := tlsCluster(t, "tls-ref", 2, 1)
 	before := podNames(t, vc)
 	// The same CA: during the roll, old and new nodes verify each other on the bus.
-	crt, key := ca.leaf(t, vc, leafOpts{})
+	crt, key := leaf(t, ca, vc, harness.LeafOptions{})
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-tls-2", Namespace: vc.Namespace}, Type: corev1.SecretTypeTLS, Data: tlsSecretData(crt, key, ca)})
 	patchTLSRef(t, vc, "vc-tls-2")
 	if _, err := harness.WaitState(context.Background(), k8s, client.ObjectKeyFromObject(vc), v1.StateUpgrading, time.Minute); err != nil {
@@ -645,7 +553,7 @@ func TestTLSSecretRefChange(t *testing.T) {
 		}
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AddCert(ca.Cert)
 	waitServing(t, got, crt, roots, time.Now(), rotationTimeout)
 	verifyTLS(t, got, ca, 2, 1)
 }

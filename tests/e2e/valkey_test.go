@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -100,29 +99,23 @@ func create(t testing.TB, objs ...client.Object) {
 // clusterPods returns the cluster's running pods by name.
 func clusterPods(t testing.TB, vc *v1.ValkeyCluster) []corev1.Pod {
 	t.Helper()
-	var list corev1.PodList
-	if err := k8s.List(context.Background(), &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+	pods, err := harness.ClusterPods(context.Background(), k8s, vc)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out
+	return pods
 }
 
-func addr(p corev1.Pod) string { return net.JoinHostPort(p.Status.PodIP, "6379") }
+var addr = harness.PodAddr
 
 // operatorCreds reads the operator's generated credentials for vc.
 func operatorCreds(t testing.TB, vc *v1.ValkeyCluster) valkey.Credentials {
 	t.Helper()
-	var s corev1.Secret
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: vc.Namespace, Name: vc.Name + "-operator-auth"}, &s); err != nil {
+	creds, err := harness.OperatorCreds(context.Background(), k8s, vc)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return valkey.Credentials{Username: "_momento_operator", Password: string(s.Data["password"])}
+	return creds
 }
 
 // verifyValkey checks the cluster through Valkey itself: every node says cluster_state:ok with

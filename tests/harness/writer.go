@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	valkeygo "github.com/valkey-io/valkey-go"
@@ -21,8 +22,8 @@ const WriterSlots = 16
 // Writer is a cluster client writing sequential keys on WriterSlots slots spread evenly over
 // the slot space (one hash tag per slot), so every shard of a cluster takes writes. For every
 // key it records whether the SET was acknowledged and whether `WAIT 1` then confirmed that a
-// replica had it; for every slot, the longest time writes to it were refused. Report reads
-// every acknowledged key back.
+// replica had it (on every write, or on a sample: WriterOptions.WaitEvery); for every slot,
+// each time writes to it were refused. Report reads every acknowledged key back.
 //
 // It is the evidence for the failover claims: a key acknowledged by WAIT 1 must survive the
 // loss of its primary; a key acknowledged without it may be lost in a crash (Valkey replicates
@@ -35,6 +36,9 @@ type Writer struct {
 	start  time.Time
 	stop   time.Time
 	closed sync.Once
+	// password is the one new connections authenticate with (SetPassword): a password rotation
+	// must not cut the writer off once the old password is gone.
+	password atomic.Pointer[string]
 }
 
 // WriterOptions configure StartWriter.
@@ -57,6 +61,11 @@ type WriterOptions struct {
 	// TLS cluster announces).
 	TLS    *tls.Config
 	Dialer *net.Dialer
+	// WaitEvery sends `WAIT 1` after every WaitEvery-th write of a slot only (0 or 1: after
+	// every write). A sample keeps the writer's load down on a busy machine while still telling
+	// replicated acknowledged writes from unreplicated ones; a write without WAIT counts as
+	// unreplicated.
+	WaitEvery int
 }
 
 // dialer is the writer's dialer: opts.Dialer or a plain one, with a one-second timeout.
@@ -78,16 +87,30 @@ type slotWriter struct {
 	failures   int         // SETs that returned an error
 	unanswered int         // of those, no reply within OpTimeout
 	// failingSince is when the first refused write of the current refusal began (zero while
-	// writes succeed); longest and longestAt are the longest refusal so far.
-	failingSince time.Time
-	longest      time.Duration
-	longestAt    time.Time
-	lastErr      string
+	// writes succeed), failingWrites how many writes it has refused; longest and longestAt are
+	// the longest refusal so far; refusals every refusal that ended.
+	failingSince  time.Time
+	failingWrites int
+	longest       time.Duration
+	longestAt     time.Time
+	refusals      []Refusal
+	lastErr       string
 }
 
 type keyRecord struct {
 	key, value string
-	replicated bool // WAIT 1 returned >= 1
+	replicated bool      // WAIT 1 returned >= 1
+	at         time.Time // when the SET was acknowledged
+}
+
+// Refusal is one unbroken run of refused writes on one slot: from the first refused write's
+// start to the next acknowledged write (or the writer's stop).
+type Refusal struct {
+	Slot       int
+	Start, End time.Time
+	// Writes refused in the run, and the last error.
+	Writes  int
+	LastErr string
 }
 
 // StartWriter connects a cluster client and starts the writers.
@@ -101,10 +124,13 @@ func StartWriter(opts WriterOptions) (*Writer, error) {
 	if opts.Interval == 0 {
 		opts.Interval = 5 * time.Millisecond
 	}
+	w := &Writer{start: time.Now()}
+	w.password.Store(&opts.Password)
 	c, err := valkeygo.NewClient(valkeygo.ClientOption{
-		InitAddress:      opts.Addrs,
-		Username:         opts.Username,
-		Password:         opts.Password,
+		InitAddress: opts.Addrs,
+		AuthCredentialsFn: func(valkeygo.AuthCredentialsContext) (valkeygo.AuthCredentials, error) {
+			return valkeygo.AuthCredentials{Username: opts.Username, Password: *w.password.Load()}, nil
+		},
 		DisableCache:     true,
 		Dialer:           opts.dialer(),
 		TLSConfig:        opts.TLS,
@@ -117,7 +143,7 @@ func StartWriter(opts WriterOptions) (*Writer, error) {
 		return nil, fmt.Errorf("writer: cluster client: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &Writer{client: c, cancel: cancel, start: time.Now()}
+	w.client, w.cancel = c, cancel
 	for i, tag := range spreadTags(WriterSlots) {
 		s := &slotWriter{tag: tag, slot: Slot(tag)}
 		w.slots = append(w.slots, s)
@@ -136,13 +162,21 @@ func (w *Writer) run(ctx context.Context, s *slotWriter, prefix string, id int, 
 		key, value := prefix+strconv.Itoa(n), strconv.Itoa(n*WriterSlots+id)
 		began := time.Now()
 		octx, cancel := context.WithTimeout(ctx, opts.OpTimeout)
-		// SET and WAIT go to the same connection: WAIT has no key, and the client sends a
-		// keyless command of a batch to the node of the batch's slot. Should the SET be
-		// redirected after a failover, WAIT still ran on the old node: a replica answers it
-		// with an error, so a redirected write is never counted as replicated.
-		res := w.doMulti(octx,
-			w.client.B().Set().Key(key).Value(value).Build(),
-			w.client.B().Wait().Numreplicas(1).Timeout(waitMs).Build())
+		var res []valkeygo.ValkeyResult
+		if opts.WaitEvery <= 1 || n%opts.WaitEvery == 0 {
+			// SET and WAIT go to the same connection: WAIT has no key, and the client sends a
+			// keyless command of a batch to the node of the batch's slot. Should the SET be
+			// redirected after a failover, WAIT still ran on the old node: a replica answers it
+			// with an error, so a redirected write is never counted as replicated.
+			res = w.doMulti(octx,
+				w.client.B().Set().Key(key).Value(value).Build(),
+				w.client.B().Wait().Numreplicas(1).Timeout(waitMs).Build())
+		} else {
+			res = []valkeygo.ValkeyResult{
+				w.client.Do(octx, w.client.B().Set().Key(key).Value(value).Build()),
+				valkeygo.NewErrorResult(errNotSampled),
+			}
+		}
 		cancel()
 		if ctx.Err() != nil && errors.Is(res[0].Error(), context.Canceled) {
 			return // stopped mid-write: neither an acknowledgement nor a refusal
@@ -158,9 +192,10 @@ func (w *Writer) run(ctx context.Context, s *slotWriter, prefix string, id int, 
 			if s.failingSince.IsZero() {
 				s.failingSince = began
 			}
+			s.failingWrites++
 		} else {
 			acked, werr := res[1].AsInt64()
-			s.acked = append(s.acked, keyRecord{key: key, value: value, replicated: werr == nil && acked >= 1})
+			s.acked = append(s.acked, keyRecord{key: key, value: value, replicated: werr == nil && acked >= 1, at: now})
 			s.endRefusal(now)
 		}
 		s.mu.Unlock()
@@ -170,6 +205,17 @@ func (w *Writer) run(ctx context.Context, s *slotWriter, prefix string, id int, 
 		}
 	}
 }
+
+// errNotSampled stands for the WAIT a write outside the WaitEvery sample did not send.
+var errNotSampled = errors.New("WAIT not sampled")
+
+// SetPassword makes new connections authenticate with pw (the writer's user keeps its name):
+// after a password rotation the writer moves to the new password as an application would.
+// Open connections stay authenticated as they were.
+func (w *Writer) SetPassword(pw string) { w.password.Store(&pw) }
+
+// Password is the password new connections use now.
+func (w *Writer) Password() string { return *w.password.Load() }
 
 // doMulti is the client's DoMulti of a SET and its WAIT. valkey-go v1.0.79 panics (index out
 // of range in clusterClient.doresultfn; v1.0.80 has the same code) when the SET of such a batch
@@ -196,7 +242,8 @@ func (s *slotWriter) endRefusal(t time.Time) {
 	if d := t.Sub(s.failingSince); d > s.longest {
 		s.longest, s.longestAt = d, s.failingSince
 	}
-	s.failingSince = time.Time{}
+	s.refusals = append(s.refusals, Refusal{Slot: s.slot, Start: s.failingSince, End: t, Writes: s.failingWrites, LastErr: s.lastErr})
+	s.failingSince, s.failingWrites = time.Time{}, 0
 }
 
 // Stop stops writing. A refusal still going on counts until now.
@@ -292,6 +339,19 @@ type Report struct {
 	// Examples of lost keys and read errors, for the log.
 	Examples []string
 	Slots    []SlotReport
+	// Lost lists every acknowledged key that did not read back, with when it was acknowledged,
+	// so a caller can tell which fault took it.
+	Lost []LostKey
+	// Refusals are every run of refused writes, over all slots, in order of start.
+	Refusals []Refusal
+}
+
+// LostKey is an acknowledged write that did not read back.
+type LostKey struct {
+	Key        string
+	Slot       int
+	AckedAt    time.Time
+	Replicated bool
 }
 
 // LongestRefusal is the longest refusal over all slots, and its slot.
@@ -342,6 +402,7 @@ func (w *Writer) Report(ctx context.Context, opts WriterOptions) (Report, error)
 		acked := s.acked
 		r.Slots = append(r.Slots, SlotReport{Slot: s.slot, Tag: s.tag, Acked: len(acked), Failures: s.failures, Unanswered: s.unanswered,
 			LongestRefusal: s.longest, RefusalStart: s.longestAt, LastError: s.lastErr})
+		r.Refusals = append(r.Refusals, s.refusals...)
 		s.mu.Unlock()
 		for start := 0; start < len(acked); start += 500 {
 			batch := acked[start:min(start+500, len(acked))]
@@ -364,14 +425,17 @@ func (w *Writer) Report(ctx context.Context, opts WriterOptions) (Report, error)
 				case k.replicated:
 					r.LostReplicated++
 					r.example(fmt.Sprintf("lost replicated key %s (want %q, got %q)", k.key, k.value, got))
+					r.Lost = append(r.Lost, LostKey{Key: k.key, Slot: s.slot, AckedAt: k.at, Replicated: true})
 				default:
 					r.LostUnreplicated++
 					r.example(fmt.Sprintf("lost unreplicated key %s (want %q, got %q)", k.key, k.value, got))
+					r.Lost = append(r.Lost, LostKey{Key: k.key, Slot: s.slot, AckedAt: k.at})
 				}
 			}
 		}
 	}
 	sort.Slice(r.Slots, func(i, j int) bool { return r.Slots[i].Slot < r.Slots[j].Slot })
+	sort.Slice(r.Refusals, func(i, j int) bool { return r.Refusals[i].Start.Before(r.Refusals[j].Start) })
 	return r, nil
 }
 
