@@ -37,9 +37,8 @@ const (
 // moveSlots runs a batch of slot moves: the (source, target) pairs concurrently, each pair's
 // slots one after the other. A slot is opened only while the pass has more than moveReserve
 // left and no move of the batch failed; one cut short stays open and the next pass settles it.
-// node gives a node's client by pod; ipOf its IP; primaries are every live primary's pod, told
-// the new owner of each slot.
-func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.Client, error), mig *migrators, ipOf func(string) string, primaries []string, a plan.MoveSlots) error {
+// node gives a node's client by pod; ipOf its IP.
+func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.Client, error), mig *migrators, ipOf func(string) string, a plan.MoveSlots) error {
 	defer mig.close()
 	byPair := map[[2]string][]plan.SlotMove{}
 	var order [][2]string
@@ -93,7 +92,7 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 			go func() {
 				defer pair.Done()
 				for m := range next {
-					err := moveSlot(ctx, mig, ipOf, primaries, m)
+					err := moveSlot(ctx, mig, ipOf, m)
 					mu.Lock()
 					if err != nil {
 						stopOnce.Do(func() { close(stop) })
@@ -298,7 +297,7 @@ func migrateAtomic(ctx context.Context, node func(string) (*valkey.Client, error
 
 // moveSlot moves one slot with the classic protocol. Every step can be repeated, so a move
 // resumed after a crash runs them all again.
-func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, primaries []string, m plan.SlotMove) error {
+func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, m plan.SlotMove) error {
 	src, err := mig.control(m.Source)
 	if err != nil {
 		return err
@@ -357,37 +356,17 @@ func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, pri
 			err = src.SetSlotNode(ctx, m.Slot, m.TargetID)
 		}
 	}
-	if err != nil {
-		return err
-	}
-	for _, pod := range primaries {
-		if pod == m.Source || pod == m.Target {
-			continue
-		}
-		// Best effort: the other primaries learn the owner by gossip anyway; telling them
-		// shortens the time their clients are redirected twice.
-		if c, err := mig.control(pod); err == nil {
-			_ = c.SetSlotNode(ctx, m.Slot, m.TargetID)
-		}
-	}
-	return nil
+	// The other primaries are not told (valkey-cli tells them): the target's SETSLOT NODE bumps
+	// its config epoch and broadcasts a PONG to every node at once, so they learn the owner
+	// within a round trip anyway, and on Valkey 8 each SETSLOT on a primary waits for its
+	// replicas: two more waits per slot on every other source of a batch.
+	return err
 }
 
 // holdsKeys reports whether err is a source's refusal of SETSLOT NODE because it still holds
 // keys of the slot ("Can't assign hashslot … while I still hold keys for this hash slot").
 func holdsKeys(err error) bool {
 	return strings.Contains(err.Error(), "still hold keys")
-}
-
-// livePrimaries are the pods of the live nodes that said they are primaries, by name.
-func livePrimaries(obs *observation) []string {
-	var out []string
-	for _, p := range obs.snapshot.LivePods() {
-		if p.Node != nil && p.Node.Reachable && p.Node.Primary {
-			out = append(out, p.Name)
-		}
-	}
-	return out
 }
 
 // migrators dials, for one batch of slot moves, the clients of the classic protocol, closed when
