@@ -25,8 +25,10 @@ func TestMoveSlotsStopsAtTheFirstFailure(t *testing.T) {
 	}
 	var calls atomic.Int32
 	gone := errors.New("connection refused")
-	node := func(string) (*valkey.Client, error) { calls.Add(1); return nil, gone }
-	err := moveSlots(context.Background(), zap.NewNop(), node, migrator(nil, valkey.Credentials{}), func(string) string { return "" }, nil, a)
+	node := func(string) (*valkey.Client, error) { return nil, gone }
+	mig := migrator(nil, valkey.Credentials{}, valkey.Credentials{})
+	mig.addrOf = func(string) (string, error) { calls.Add(1); return "", gone }
+	err := moveSlots(context.Background(), zap.NewNop(), node, mig, func(string) string { return "" }, a)
 	if !errors.Is(err, gone) {
 		t.Fatalf("want the failure returned, got %v", err)
 	}

@@ -381,3 +381,29 @@ func TestFormedClusterNeverBootstrapsAgain(t *testing.T) {
 		t.Fatalf("states %v, want %v", visited, want)
 	}
 }
+
+// A replica at offset 0 holds nothing, unless its primary never streamed a byte either (a new,
+// empty primary, until its first replication PING).
+func TestCaughtUpAtOffsetZero(t *testing.T) {
+	pod := func(n Node) Pod { return Pod{Node: &n} }
+	primary := func(off int64) Pod { return pod(Node{Reachable: true, ID: "p", Primary: true, ReplOffset: off}) }
+	replica := func(off int64, linkUp, syncing bool) Pod {
+		return pod(Node{Reachable: true, ID: "r", PrimaryID: "p", LinkUp: linkUp, SyncInProgress: syncing, ReplOffset: off})
+	}
+	for _, c := range []struct {
+		name             string
+		replica, primary Pod
+		want             bool
+	}{
+		{"both at 0, linked", replica(0, true, false), primary(0), true},
+		{"both at 0, link down", replica(0, false, false), primary(0), false},
+		{"both at 0, syncing", replica(0, true, true), primary(0), false},
+		{"replica at 0, primary streamed", replica(0, true, false), primary(14), false},
+		{"within the bound", replica(1000, true, false), primary(2000), true},
+		{"far behind", replica(1, true, false), primary(CatchUpBytes + 2), false},
+	} {
+		if got := CaughtUp(c.replica, c.primary); got != c.want {
+			t.Errorf("%s: CaughtUp = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

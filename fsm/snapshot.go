@@ -429,13 +429,17 @@ const CatchUpBytes = 1 << 20
 // CaughtUp reports whether replica holds a current copy of primary's data: its link is up, no
 // full sync is in progress, and its offset trails the primary's by at most CatchUpBytes. Only a
 // caught-up replica is a safe place for a rolling upgrade to fail over to, or lets one retire
-// another copy of the shard.
+// another copy of the shard. A replica at offset 0 has applied nothing yet, unless its primary
+// has never sent a byte of stream either (a new, empty primary: both stay at 0 until the
+// primary's first replication PING, repl-ping-replica-period, 10 s; measured on 8.0.1): its
+// link being up with no sync in progress then means it loaded the primary's whole snapshot. A
+// new shard's replica counts at once, instead of slots waiting up to 10 s to move into it.
 func CaughtUp(replica, primary Pod) bool {
 	r, p := replica.Node, primary.Node
 	if r == nil || p == nil || !r.Reachable || !p.Reachable || r.Primary || r.PrimaryID != p.ID {
 		return false
 	}
-	return r.LinkUp && !r.SyncInProgress && r.ReplOffset > 0 && p.ReplOffset-r.ReplOffset <= CatchUpBytes
+	return r.LinkUp && !r.SyncInProgress && (r.ReplOffset > 0 || p.ReplOffset == 0) && p.ReplOffset-r.ReplOffset <= CatchUpBytes
 }
 
 // Changing says why the cluster's nodes are not yet what the spec asks for, "" when they are:

@@ -98,7 +98,24 @@ type Client struct {
 // topology, which must never come from a cache. Retries are off: a failed
 // command surfaces at once and the next reconcile tries again.
 func NewClient(addr string, creds Credentials) (*Client, error) {
-	c, err := valkeygo.NewClient(valkeygo.ClientOption{
+	return newClient(addr, creds, nil)
+}
+
+// NewPooledClient is NewClient for many concurrent commands that may block on the server: each
+// command in flight gets a connection of its own (up to size, dialled as needed), where
+// NewClient pipelines every command on one connection. Valkey serves a connection's commands in
+// order, so one command that waits (CLUSTER SETSLOT on a primary with replicas waits for them to
+// acknowledge it, since Valkey 8.0) holds up every command behind it on that connection; on
+// separate connections the waits overlap. The slot mover uses it for the length of a batch.
+func NewPooledClient(addr string, creds Credentials, size int) (*Client, error) {
+	return newClient(addr, creds, func(o *valkeygo.ClientOption) {
+		o.DisableAutoPipelining = true
+		o.BlockingPoolSize = size
+	})
+}
+
+func newClient(addr string, creds Credentials, tune func(*valkeygo.ClientOption)) (*Client, error) {
+	opt := valkeygo.ClientOption{
 		InitAddress:       []string{addr},
 		Username:          creds.Username,
 		Password:          creds.Password,
@@ -115,7 +132,11 @@ func NewClient(addr string, creds Credentials) (*Client, error) {
 		DisableRetry:        true,
 		Dialer:              net.Dialer{Timeout: DialTimeout, KeepAlive: time.Second},
 		ConnWriteTimeout:    CommandTimeout,
-	})
+	}
+	if tune != nil {
+		tune(&opt)
+	}
+	c, err := valkeygo.NewClient(opt)
 	if err != nil {
 		// With ForceSingleClient valkey-go returns a client even when
 		// the first dial fails, and would keep redialling in the

@@ -204,6 +204,12 @@ func runningPods(ctx context.Context, vc *v1.ValkeyCluster) int {
 // cluster goes away with the test binary.
 func benchCluster(b *testing.B, ns string, shards, replicas int32, version ...string) *v1.ValkeyCluster {
 	b.Helper()
+	return benchClusterWith(b, ns, shards, replicas, nil, version...)
+}
+
+// benchClusterWith is benchCluster with the ValkeyConfig changed by tune before it is created.
+func benchClusterWith(b *testing.B, ns string, shards, replicas int32, tune func(*v1.ValkeyConfig), version ...string) *v1.ValkeyCluster {
+	b.Helper()
 	ctx := context.Background()
 	if err := ensureNS(ctx, ns); err != nil {
 		b.Fatal(err)
@@ -213,7 +219,11 @@ func benchCluster(b *testing.B, ns string, shards, replicas int32, version ...st
 	if len(version) > 0 {
 		img.Spec.Tag, img.Spec.Version = version[0], version[0]
 	}
-	for _, o := range []client.Object{img, newConfig(ns+"-config", ns+"-image"), vc} {
+	cfg := newConfig(ns+"-config", ns+"-image")
+	if tune != nil {
+		tune(cfg)
+	}
+	for _, o := range []client.Object{img, cfg, vc} {
 		if err := k8s.Create(ctx, o); err != nil && !isAlreadyExists(err) {
 			b.Fatal(err)
 		}

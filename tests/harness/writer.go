@@ -185,7 +185,10 @@ func (w *Writer) run(ctx context.Context, s *slotWriter, prefix string, id int, 
 		s.mu.Lock()
 		if err := res[0].Error(); err != nil {
 			s.failures++
-			if errors.Is(err, context.DeadlineExceeded) {
+			// No reply in time, whichever deadline noticed first: the write's context, or the
+			// connection's read deadline ("i/o timeout").
+			var ne net.Error
+			if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 				s.unanswered++
 			}
 			s.lastErr = err.Error()
