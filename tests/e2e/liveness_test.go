@@ -33,7 +33,8 @@ func TestHungNodeIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	frozen := time.Now()
-	deadline := frozen.Add(time.Minute)
+	// The probe kills after five misses 10 s apart (controllers/probe.go): about 50 s.
+	deadline := frozen.Add(2 * time.Minute)
 	for {
 		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim}, &pod)
 		if err != nil {
@@ -43,7 +44,7 @@ func TestHungNodeIsReplaced(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the frozen pod is still %s after a minute: the liveness probe did not kill it", pod.Status.Phase)
+			t.Fatalf("the frozen pod is still %s after two minutes: the liveness probe did not kill it", pod.Status.Phase)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
