@@ -165,6 +165,7 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.LinkUp = v.ReplicaLinkUp()
 	n.ReplOffset, _ = v.ReplicationOffset()
 	n.SyncInProgress = v.Replication["master_sync_in_progress"] == "1"
+	n.Version = v.Version
 	n.Known = map[string]slot.Set{}
 	n.Failed = map[string]bool{}
 	n.Suspected = map[string]bool{}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,6 +144,22 @@ type Node struct {
 	// Migrating and Importing are this node's open slots by its own CLUSTER NODES line: slot ->
 	// the node id it migrates to, or imports from. An interrupted slot move leaves them.
 	Migrating, Importing map[int]string
+	// Version is the node's valkey_version (INFO server); "" when unknown.
+	Version string
+}
+
+// Major is the major number of the node's Valkey version; 0 when it is unknown or does not
+// parse.
+func (n *Node) Major() int {
+	if n == nil {
+		return 0
+	}
+	major, _, _ := strings.Cut(n.Version, ".")
+	m, err := strconv.Atoi(major)
+	if err != nil {
+		return 0
+	}
+	return m
 }
 
 // DesiredNodes is shards × (replicas + 1).

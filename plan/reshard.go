@@ -24,11 +24,15 @@ package plan
 //  4. Each shard's target is its share of slot.EvenSpread(shards) (0 for a removed shard). Shards
 //     over their target give slots (the highest first) to shards under it, by index, so a
 //     removed shard's slots spread over every remaining shard in proportion to what each lacks.
+//     A primary gives only to one running the same Valkey major or a later one (takesFrom): in the
+//     middle of an upgrade from 8 to 9 a 9.x source cannot give to an 8.x target (MIGRATE's DUMP
+//     payloads are refused, and 8.x has no atomic migration), so such a pair waits, the givers of
+//     a later major pairing first, and the planner lets the upgrade replace the older target.
 //     One batch of at most MaxSlotsPerBatch slot moves (MaxAtomicSlotsPerBatch on Valkey 9),
 //     interleaved over the (source, target) pairs, is one disruptive step; the executor moves the
 //     pairs concurrently.
-//  5. Once no primary of a removed shard serves a slot, its nodes are retired one per pass, the
-//     first by name (RetireRemovedShard); cleanup forgets them at once.
+//  5. Once no node of a removed shard serves a slot, its nodes are retired one per pass, the first
+//     by name (RetireRemovedShard); cleanup forgets them at once.
 
 import (
 	"fmt"
@@ -85,12 +89,30 @@ func planReshard(in Input) Step {
 		}
 		return Step{Actions: []Action{MoveSlots{Moves: moves}}, Wait: fmt.Sprintf("waiting for %d slot moves to land", len(moves))}
 	}
+	// No move is left, but a removed shard may still serve slots that wait for a target able to
+	// take them (rule 4): its nodes, its replicas included, stay until it serves none.
+	serving := map[int]bool{}
+	for _, p := range live {
+		if p.Shard >= s.Shards && len(p.Node.MySlots) > 0 {
+			serving[p.Shard] = true
+		}
+	}
 	for _, p := range live { // by name
-		if p.Shard >= s.Shards && len(p.Node.MySlots) == 0 {
+		if p.Shard >= s.Shards && !serving[p.Shard] && len(p.Node.MySlots) == 0 {
 			return Step{Actions: []Action{DeletePod{Pod: p.Name, Reason: RetireRemovedShard}}, Wait: fmt.Sprintf("waiting for %s to leave", p.Name)}
 		}
 	}
 	return Step{}
+}
+
+// takesFrom reports whether target's node can take slots, keys included, from source's: it runs
+// the same Valkey major or a later one, or either version is unknown. A server refuses the DUMP
+// payloads of a later major, which MIGRATE carries (measured: 8.0.1 answers 9.1.2's with "ERR DUMP
+// payload version or checksum are wrong", and a batch that tried it failed on every pass, holding
+// the upgrade that would have replaced the 8.x target), and Valkey 8 has no atomic migration.
+func takesFrom(target, source fsm.Pod) bool {
+	t, src := target.Node.Major(), source.Node.Major()
+	return t == 0 || src == 0 || src <= t
 }
 
 // ReshardPending reports whether slots have yet to move: a live primary serves a number of slots
@@ -309,16 +331,20 @@ func planMoves(s fsm.Snapshot, byShard map[int][]fsm.Pod) []SlotMove {
 		}
 	}
 	// Pair each giver's surplus with the takers' deficits, then interleave the pairs so a batch
-	// spreads over every pair.
+	// spreads over every pair. A giver gives only to takers that can take its keys (takesFrom);
+	// the givers of a later Valkey major pair first, so that they get the takers as recent as
+	// they are before the older givers, which may give to any, fill them.
+	sort.SliceStable(give, func(i, j int) bool { return give[i].pod.Node.Major() > give[j].pod.Node.Major() })
 	type pair struct{ moves []SlotMove }
 	var pairs []*pair
-	ti := 0
 	deficit := func(h *holder) int { return h.want - len(h.slots) }
 	for _, g := range give {
 		surplus := len(g.slots) - g.want
-		for surplus > 0 && ti < len(take) {
-			t := take[ti]
+		for _, t := range take {
 			n := min(surplus, deficit(t))
+			if n <= 0 || !takesFrom(t.pod, g.pod) {
+				continue
+			}
 			p := &pair{}
 			for range n {
 				sl := g.slots[len(g.slots)-1]
@@ -328,9 +354,6 @@ func planMoves(s fsm.Snapshot, byShard map[int][]fsm.Pod) []SlotMove {
 			}
 			pairs = append(pairs, p)
 			surplus -= n
-			if deficit(t) == 0 {
-				ti++
-			}
 		}
 	}
 	limit := MaxSlotsPerBatch

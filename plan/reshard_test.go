@@ -95,6 +95,98 @@ func TestReshardScaleIn(t *testing.T) {
 	}
 }
 
+// withVersion: the named pods' nodes run Valkey version (INFO server's valkey_version).
+func withVersion(version string, names ...string) opt {
+	return func(s *fsm.Snapshot) {
+		for _, name := range names {
+			withPod(name, func(p *fsm.Pod) { p.Node.Version = version })(s)
+		}
+	}
+}
+
+// In the middle of an upgrade from Valkey 8 to 9 a primary gives slots only to one running the
+// same major or a later one: 8.0.1 refuses the DUMP payloads of 9.1.2 that MIGRATE carries, and
+// has no atomic migration. Found by TestReshardDuringUpgrade: a 4 -> 3 revert while only shard 0
+// had rolled planned the new 9.x shard's slots into the 8.x primaries too; every batch failed
+// with "ERR DUMP payload version or checksum are wrong", and since a batch of moves holds the
+// pass, the upgrade that would have replaced the 8.x targets never ran again.
+func TestReshardNeverMovesIntoAnOlderValkey(t *testing.T) {
+	nine := []string{"p0-0", "p0-1", "p3-0", "p3-1"}
+	eight := []string{"p1-0", "p1-1", "p2-0", "p2-1"}
+	mixed := func(shards int) fsm.Snapshot {
+		s := newSnapshot(fsm.Upgrading, 4, 1, formed, withVersion(localValkey9, nine...), withVersion("8.0.1", eight...))
+		s.Shards, s.AtomicMoves, s.SpecHash = shards, true, "nine"
+		for i := range s.Pods {
+			s.Pods[i].SpecHash = map[string]string{localValkey9: "nine", "8.0.1": "eight"}[s.Pods[i].Node.Version]
+		}
+		return s
+	}
+	// 4 -> 3: the 9.x shard 3 drains into the 9.x shard 0 only, up to its share.
+	m := moves(t, run(reshard, fsm.Upgrading, mixed(3)))
+	if want := slot.EvenSpread(3)[0].Count() - slot.EvenSpread(4)[0].Count(); len(m.Moves) != want {
+		t.Fatalf("want shard 0's %d missing slots moved, got %d moves", want, len(m.Moves))
+	}
+	for _, mv := range m.Moves {
+		if mv.Source != "p3-0" || mv.Target != "p0-0" {
+			t.Fatalf("move %+v: only p3-0 -> p0-0 can move", mv)
+		}
+	}
+
+	// Shard 0 has its share: the rest waits for the 8.x targets to be replaced. The reshard
+	// planner neither moves nor retires the removed shard's nodes (its replica serves no slot
+	// but its primary does), and lets the upgrade act.
+	s := mixed(3)
+	four := slot.EvenSpread(4)
+	withPod("p0-0", func(p *fsm.Pod) { p.Node.MySlots = slot.Set{four[0], {Start: 15018, End: 16383}} })(&s)
+	withPod("p3-0", func(p *fsm.Pod) { p.Node.MySlots = slot.Set{{Start: four[3].Start, End: 15017}} })(&s)
+	for i := range s.Pods {
+		for j := range s.Pods {
+			s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+		}
+	}
+	if got, want := s.Pods[0].Node.MySlots.Count(), slot.EvenSpread(3)[0].Count(); got != want {
+		t.Fatalf("fixture: p0-0 serves %d, its share is %d", got, want)
+	}
+	if p := run(reshard, fsm.Upgrading, s); len(p.Actions) != 0 || p.Waiting != "" {
+		t.Fatalf("want no step, so that the upgrade goes on; got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	if p := Pass(fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != (CreatePod{Shard: 1}) {
+		t.Fatalf("want the upgrade to replace shard 1's nodes, got %v (waiting %q)", p.Actions, p.Waiting)
+	}
+
+	// 4 -> 2 with an 8.x and a 9.x shard removed: the 9.x giver pairs first, with the 9.x taker,
+	// and the 8.x giver fills the 8.x one, so that nothing waits.
+	m = moves(t, run(reshard, fsm.Upgrading, mixed(2)))
+	pairs := map[string]int{}
+	for _, mv := range m.Moves {
+		pairs[mv.Source+"->"+mv.Target]++
+	}
+	if len(pairs) != 2 || pairs["p3-0->p0-0"] == 0 || pairs["p2-0->p1-0"] == 0 {
+		t.Fatalf("want p3-0 -> p0-0 and p2-0 -> p1-0, got %v", pairs)
+	}
+
+	// 3 -> 4: every source, 8.x or 9.x, gives to the new 9.x shard.
+	s = newSnapshot(fsm.Upgrading, 3, 1, formed, withVersion(localValkey9, "p0-0", "p0-1"), withVersion("8.0.1", "p1-0", "p1-1", "p2-0", "p2-1"))
+	s.Shards = 4
+	withNewShardPod(3, 0)(&s)
+	withNewShardPod(3, 1)(&s)
+	withVersion(localValkey9, "p3-0", "p3-1")(&s)
+	withPod("p3-1", func(p *fsm.Pod) {
+		p.Node.Primary, p.Node.PrimaryID, p.Node.LinkUp, p.Node.ReplOffset, p.Lifecycle = false, "id-p3-0", true, 1000, string(v1.LifecycleActive)
+	})(&s)
+	withLifecycle("p3-0", v1.LifecycleActive)(&s)
+	from := map[string]int{}
+	for _, mv := range moves(t, run(reshard, fsm.Upgrading, s)).Moves {
+		from[mv.Source]++
+	}
+	if len(from) != 3 {
+		t.Fatalf("want slots from the 9.x and both 8.x primaries, got %v", from)
+	}
+}
+
+// localValkey9 is the Valkey 9 the local cluster runs.
+const localValkey9 = "9.1.2"
+
 // Open slots are settled before any new move, deterministically.
 func TestReshardSettlesOpenSlots(t *testing.T) {
 	s := newSnapshot(fsm.Active, 2, 0, formed)

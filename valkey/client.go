@@ -217,14 +217,16 @@ func (c *Client) ClusterInfo(ctx context.Context) (map[string]string, error) {
 	return ParseInfo(text), nil
 }
 
-// Info sends INFO with one section ("replication", "server", ...), or
-// plain INFO when section is empty, and parses the reply with ParseInfo.
-func (c *Client) Info(ctx context.Context, section string) (map[string]string, error) {
+// Info sends INFO with the given sections ("replication", "server", ...; several in one
+// command, as Valkey 7 and later take them), or plain INFO when none is given (or only ""), and
+// parses the reply with ParseInfo: one map over every section asked.
+func (c *Client) Info(ctx context.Context, sections ...string) (map[string]string, error) {
+	sections = slices.DeleteFunc(slices.Clone(sections), func(s string) bool { return s == "" })
 	cmd := c.c.B().Info().Build()
 	op := "info"
-	if section != "" {
-		cmd = c.c.B().Info().Section(section).Build()
-		op = "info " + section
+	if len(sections) > 0 {
+		cmd = c.c.B().Info().Section(sections...).Build()
+		op = "info " + strings.Join(sections, " ")
 	}
 	text, err := c.doString(ctx, op, cmd)
 	if err != nil {

@@ -282,6 +282,12 @@ func TestIntegrationFormCluster(t *testing.T) {
 	if _, ok := final[replica].ReplicationOffset(); !ok {
 		t.Errorf("replica has no replication offset: %v", final[replica].Replication)
 	}
+	// The version a slot move between two nodes depends on comes with the same INFO.
+	for i, v := range final {
+		if v.Version == "" || v.Version != v.Replication["valkey_version"] {
+			t.Errorf("node %d: Version %q", i, v.Version)
+		}
+	}
 
 	t.Run("read-only commands", func(t *testing.T) {
 		n, err := clients[0].CountKeysInSlot(ctx, 0)
@@ -294,6 +300,9 @@ func TestIntegrationFormCluster(t *testing.T) {
 		}
 		if all, err := clients[0].Info(ctx, ""); err != nil || all["role"] != "master" || all["cluster_enabled"] != "1" {
 			t.Errorf("Info() role %q cluster_enabled %q, %v", all["role"], all["cluster_enabled"], err)
+		}
+		if both, err := clients[0].Info(ctx, "server", "replication"); err != nil || both["valkey_version"] == "" || both["role"] != "master" || both["cluster_enabled"] != "" {
+			t.Errorf("Info(server, replication) version %q role %q cluster_enabled %q, %v", both["valkey_version"], both["role"], both["cluster_enabled"], err)
 		}
 	})
 

@@ -27,8 +27,12 @@ type NodeView struct {
 	Nodes []NodeEntry
 	// ClusterInfo is the node's CLUSTER INFO, parsed.
 	ClusterInfo map[string]string
-	// Replication is the node's INFO replication, parsed.
+	// Replication is the node's INFO replication, parsed (asked together with INFO server, whose
+	// fields it also holds).
 	Replication map[string]string
+	// Version is the node's valkey_version (INFO server): what a slot move between two nodes
+	// depends on (a server refuses the DUMP payloads of a newer major).
+	Version string
 }
 
 // Myself returns the node's own CLUSTER NODES entry.
@@ -52,7 +56,7 @@ func (v NodeView) ReplicationOffset() (offset int64, ok bool) {
 }
 
 // Observe queries every address concurrently, each over its own short-lived
-// Client (Pool.Observe keeps them open across calls), with CLUSTER NODES, CLUSTER INFO and INFO replication, and
+// Client (Pool.Observe keeps them open across calls), with CLUSTER NODES, CLUSTER INFO and INFO server and replication, and
 // returns one NodeView per address in the order given. It never fails as a
 // whole: each view carries its own outcome. Duplicate addresses are
 // queried once per occurrence.
@@ -103,10 +107,11 @@ func observeWith(ctx context.Context, c *Client, v NodeView) NodeView {
 		v.Err = err
 		return v
 	}
-	if v.Replication, err = c.Info(ctx, "replication"); err != nil {
+	if v.Replication, err = c.Info(ctx, "server", "replication"); err != nil {
 		v.Err = err
 		return v
 	}
+	v.Version = v.Replication["valkey_version"]
 	v.Reachable = true
 	return v
 }

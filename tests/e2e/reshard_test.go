@@ -110,6 +110,177 @@ func reshardScenario(t *testing.T, ns, version string) {
 	}
 }
 
+// TestReshardDuringUpgrade: a reshard in the middle of a rolling image upgrade, so that slots
+// move between nodes of different Valkey versions. A 3×1 on Valkey 8.0.1 with 200 k keys, the
+// 16-slot writer on; its config is repointed at a 9.1.2 image. The interleaving:
+//
+//  1. as soon as one node runs 9.1.2 (shard 0's first new replica) beside the 8.0.1 ones,
+//     shards 3 → 4: the new shard's nodes are 9.1.2, and the roll goes on while they join;
+//  2. as soon as the scale-out's first batch logs `moved slots`, shards 4 → 3: a scale-out
+//     reverted half-way. Slot moves come before the roll in the planner chain, so the revert
+//     finds the roll where the scale-out's moves found it: with the 8.0.1 primaries of shards
+//     not rolled yet (in the runs so far, all three). The scale-out moved 8.x → 9.x (classic);
+//     the revert gives the 9.x shard's slots back, which an 8.x primary cannot take (it refuses
+//     9.1.2's DUMP payloads): they wait for the roll to replace each target, then move 9.x → 9.x
+//     (atomic once both nodes enforce the replication user's import grant).
+//
+// It converges: Active and Ready with 3 shards of 1 replica, every node replaced and running
+// 9.1.2 (INFO server), every slot served once, spread even, every seeded and acknowledged key
+// read back (no node is killed, so no loss is allowed), one failover per shard for the roll, and
+// the replication users narrow again. The method of each `moved slots` line is checked against
+// the versions of its two nodes for what the design guarantees (nothing atomic with an 8.x side,
+// nothing from a 9.x node into an 8.x one); which methods and pairs occurred depends on timing
+// and is logged.
+func TestReshardDuringUpgrade(t *testing.T) {
+	const ns = "reshard-roll"
+	vc := versionedCluster(t, ns, "8.0.1", 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	seeded := seedKeys(t, vc, reshardKeys, openUser)
+	nine := newImage(ns + "-image9")
+	nine.Spec.Tag, nine.Spec.Version = localcluster.Valkey9Version, localcluster.Valkey9Version
+	create(t, nine)
+	before := podNameSet(t, vc)
+	images := nodeImages(t, ns)
+	created := watchCreatedNodes(t, ns)
+	w, opts := startWriter(t, vc)
+
+	start := time.Now()
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.ImageRef = nine.Name })
+	mixed := waitMixedVersions(t, vc, 3*time.Minute)
+	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
+	t.Logf("shards 3 -> 4 %s after the image edit, nodes running %v", time.Since(start).Round(100*time.Millisecond), mixed)
+	waitLine(t, logging.MsgMovingSlots, ns, 0, 3*time.Minute)
+	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 3 })
+	t.Logf("shards 4 -> 3 %s after the image edit, nodes running %v", time.Since(start).Round(100*time.Millisecond), runningVersions(t, vc))
+
+	waitRolled(t, vc, 3, 1, before, rollTimeout)
+	t.Logf("rolled to %s with 3 shards, Active and Ready, %s after the image edit", localcluster.Valkey9Version, time.Since(start).Round(100*time.Millisecond))
+	for _, p := range clusterPods(t, vc) {
+		if v := valkeyVersion(t, vc, p); v != localcluster.Valkey9Version {
+			t.Errorf("%s: valkey_version %s after the upgrade", p.Name, v)
+		}
+	}
+	checkEvenSpread(t, vc, 3)
+	checkSeeded(t, vc, seeded, openUser)
+	r := finishWriter(t, w, vc, opts)
+	if r.LostUnreplicated > 0 {
+		t.Errorf("%d acknowledged keys lost: a graceful failover and slot moves lose none", r.LostUnreplicated)
+	}
+	reportMoveRefusals(t, r)
+	checkFailoversPerShard(t, vc, 3)
+	for _, n := range created() {
+		images[n.Name] = n.Image
+	}
+	checkMethodsByVersion(t, ns, images)
+	checkReplicationUserNarrow(t, vc)
+}
+
+// nodeImages maps each ValkeyNode of ns to its image (spec.image: what its pod runs all its life).
+func nodeImages(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	var list v1.ValkeyNodeList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, n := range list.Items {
+		out[n.Name] = n.Spec.Image
+	}
+	return out
+}
+
+// runningVersions asks every running pod of vc for its valkey_version; a node that does not
+// answer yet is left out.
+func runningVersions(t *testing.T, vc *v1.ValkeyCluster) map[string]string {
+	t.Helper()
+	creds := operatorCreds(t, vc)
+	out := map[string]string{}
+	for _, p := range clusterPods(t, vc) {
+		c, err := valkey.NewClient(addr(p), creds)
+		if err != nil {
+			continue
+		}
+		info, err := c.Info(context.Background(), "server")
+		c.Close()
+		if err == nil {
+			out[p.Name] = info["valkey_version"]
+		}
+	}
+	return out
+}
+
+// waitMixedVersions waits until at least one node of vc runs Valkey 9.1.2 and at least one still
+// runs another version, and returns what each running node said.
+func waitMixedVersions(t *testing.T, vc *v1.ValkeyCluster, timeout time.Duration) map[string]string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got := runningVersions(t, vc)
+		nine := 0
+		for _, v := range got {
+			if v == localcluster.Valkey9Version {
+				nine++
+			}
+		}
+		if nine > 0 && nine < len(got) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no node ran %s beside an older one within %s: %v", localcluster.Valkey9Version, timeout, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkMethodsByVersion sorts the `moved slots` lines of ns by method and by the Valkey major of
+// their source and target (from images: node -> image). A pair with a Valkey 8 side cannot move
+// atomically (8.x has no CLUSTER MIGRATESLOTS), and nothing moves from a 9.x node into an 8.x
+// one (8.x refuses 9.x's DUMP payloads): such a line fails the test. Everything else is logged:
+// which methods and which mixed pairs the run's timing produced.
+func checkMethodsByVersion(t *testing.T, ns string, images map[string]string) {
+	t.Helper()
+	major := func(pod string) string {
+		img, ok := images[pod]
+		if !ok {
+			return "?"
+		}
+		tag := img[strings.LastIndex(img, ":")+1:]
+		return strings.SplitN(tag, ".", 2)[0]
+	}
+	per := map[string]int{}
+	methods := map[string]bool{}
+	for _, l := range parseLog(t, operator.Logs()) {
+		if l.message() != logging.MsgMovingSlots || !strings.HasSuffix(l.ref(), "."+ns) {
+			continue
+		}
+		src, _ := l.Fields[logging.FieldPod].(string)
+		dst, _ := l.Fields[logging.FieldTarget].(string)
+		method, _ := l.Fields[logging.FieldMethod].(string)
+		slots, _ := l.Fields[logging.FieldSlots].(float64)
+		pair := major(src) + "->" + major(dst)
+		per[method+" "+pair] += int(slots)
+		methods[method] = true
+		if method == logging.MethodAtomic && (major(src) != "9" || major(dst) != "9") {
+			t.Errorf("%s -> %s (Valkey %s) moved %d slots atomically", src, dst, pair, int(slots))
+		}
+		if major(src) == "9" && major(dst) == "8" {
+			t.Errorf("%s -> %s moved %d slots from Valkey 9 into 8, which refuses 9's DUMP payloads", src, dst, int(slots))
+		}
+	}
+	t.Logf("slots moved by method and Valkey major of source -> target: %v", per)
+	if len(methods) == 0 {
+		t.Fatalf("no %q line", logging.MsgMovingSlots)
+	}
+	for _, m := range []string{logging.MethodAtomic, logging.MethodClassic} {
+		if !methods[m] {
+			t.Logf("no pair moved with method %s in this run", m)
+		}
+	}
+	if per[logging.MethodClassic+" 8->9"] == 0 {
+		t.Logf("no slot moved between an 8.x and a 9.x node in this run: the roll was ahead of the reshard")
+	}
+}
+
 // checkReplicationUserNarrow: once the reshard is over, every node's replication user is back to
 // replicating only (no key, no write command), within a minute of the cluster being Ready.
 func checkReplicationUserNarrow(t *testing.T, vc *v1.ValkeyCluster) {

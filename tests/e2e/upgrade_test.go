@@ -552,7 +552,7 @@ func watchCreatedNodes(t testing.TB, ns string) func() []createdNode {
 				for _, n := range list.Items {
 					if !known[n.Name] {
 						known[n.Name] = true
-						out = append(out, createdNode{Name: n.Name, Cluster: n.Spec.ClusterName, Shard: int(n.Spec.ShardIndex)})
+						out = append(out, createdNode{Name: n.Name, Cluster: n.Spec.ClusterName, Shard: int(n.Spec.ShardIndex), Image: n.Spec.Image})
 					}
 				}
 				mu.Unlock()
@@ -578,6 +578,8 @@ func watchCreatedNodes(t testing.TB, ns string) func() []createdNode {
 type createdNode struct {
 	Name, Cluster string
 	Shard         int
+	// Image is the node's image (ValkeyNode spec.image): what its pod runs all its life.
+	Image string
 }
 
 // checkOneShardAtATime: per cluster, the nodes the roll created came shard by shard (all of one
