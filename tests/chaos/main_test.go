@@ -74,20 +74,12 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	var err error
-	if workDir, err = os.MkdirTemp("", "valkey-chaos-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if op.binary, err = harness.BuildOperator(workDir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cluster, err = localcluster.Start(ctx, localcluster.Options{})
+	env, err := harness.StartEnv(ctx, "valkey-chaos-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "local cluster:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	workDir, op.binary, cluster, k8s = env.WorkDir, env.Binary, env.Cluster, env.K8s
 	defer func() {
 		op.mu.Lock()
 		if op.proc != nil {
@@ -98,18 +90,6 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stop local cluster:", err)
 		}
 	}()
-	if err := harness.InstallCRDs(cluster); err != nil {
-		fmt.Fprintln(os.Stderr, "install CRDs:", err)
-		return 1
-	}
-	if k8s, err = harness.Client(cluster); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := harness.EnsureNamespace(ctx, k8s, "valkey-operator"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	if err := op.start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

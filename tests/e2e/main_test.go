@@ -6,13 +6,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"github.com/go-logr/logr"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -36,21 +36,12 @@ func run(m *testing.M) int {
 	ctrllog.SetLogger(logr.Discard()) // envtest's own chatter; the operator's log is what we read
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	var err error
-	workDir, err = os.MkdirTemp("", "valkey-e2e-")
+	env, err := harness.StartEnv(ctx, "valkey-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if binary, err = harness.BuildOperator(workDir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cluster, err = localcluster.Start(ctx, localcluster.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "local cluster:", err)
-		return 1
-	}
+	workDir, binary, cluster, k8s = env.WorkDir, env.Binary, env.Cluster, env.K8s
 	defer func() {
 		if operator != nil {
 			operator.Kill(syscall.SIGTERM)
@@ -59,18 +50,6 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stop local cluster:", err)
 		}
 	}()
-	if err := harness.InstallCRDs(cluster); err != nil {
-		fmt.Fprintln(os.Stderr, "install CRDs:", err)
-		return 1
-	}
-	if k8s, err = harness.Client(cluster); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := harness.EnsureNamespace(ctx, k8s, "valkey-operator"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	// E2E_RUST_LOG overrides the operator's log level for a run (debug, say); E2E_KEEP=1 keeps
 	// the operator's log and binary after a run that passed.
 	level := "info"

@@ -166,3 +166,42 @@ func WaitState(ctx context.Context, c client.Client, key client.ObjectKey, want 
 		}
 	}
 }
+
+// Env is what a test package's TestMain sets up for its tests: a work directory, the operator
+// binary built into it, a local cluster with the CRDs installed and the operator's namespace,
+// and a client of it.
+type Env struct {
+	WorkDir string
+	Binary  string
+	Cluster *localcluster.Cluster
+	K8s     client.Client
+}
+
+// StartEnv builds the operator into a new work directory named after prefix and starts a local
+// cluster ready for it (CRDs, the valkey-operator namespace). On error, what it started is
+// stopped again. Stop the cluster with Env.Cluster.Stop.
+func StartEnv(ctx context.Context, prefix string) (*Env, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{WorkDir: dir}
+	if e.Binary, err = BuildOperator(dir); err != nil {
+		return nil, err
+	}
+	if e.Cluster, err = localcluster.Start(ctx, localcluster.Options{}); err != nil {
+		return nil, fmt.Errorf("local cluster: %w", err)
+	}
+	if err := InstallCRDs(e.Cluster); err != nil {
+		_ = e.Cluster.Stop()
+		return nil, fmt.Errorf("install CRDs: %w", err)
+	}
+	if e.K8s, err = Client(e.Cluster); err == nil {
+		err = EnsureNamespace(ctx, e.K8s, "valkey-operator")
+	}
+	if err != nil {
+		_ = e.Cluster.Stop()
+		return nil, err
+	}
+	return e, nil
+}
