@@ -56,8 +56,10 @@ func TestBuildStatus(t *testing.T) {
 		readyN   int32
 		requeue  time.Duration
 	}{
+		// Looked at again well before the tick: a node cut off while its pod runs changes nothing
+		// a watch reports, and a quorum loss waits on the operator's next look.
 		{name: "healthy", state: fsm.Active, snap: func() fsm.Snapshot { return formedSnapshot(3, 1) },
-			ready: true, reason: ReasonReady, message: "", readyN: 6, requeue: TickInterval},
+			ready: true, reason: ReasonReady, message: "", readyN: 6, requeue: healthyInterval},
 		{name: "replicas still syncing after formation", state: fsm.Active,
 			snap: func() fsm.Snapshot {
 				s := formedSnapshot(3, 1)
@@ -221,5 +223,13 @@ func TestFormedAt(t *testing.T) {
 		if got.FormedAt == nil {
 			t.Errorf("%s without the marker: not marked on this pass", st)
 		}
+	}
+}
+
+// A Ready cluster is observed again within one cluster-node-timeout, so that a quorum lost to a
+// cut network (no watch event) is taken over while the cut lasts (chaos seed 20261201: 15 s).
+func TestHealthyIntervalIsNodeTimeout(t *testing.T) {
+	if healthyInterval != time.Duration(clusterNodeTimeoutMS)*time.Millisecond || healthyInterval >= TickInterval {
+		t.Fatalf("healthyInterval %s, want cluster-node-timeout (%d ms), below the tick (%s)", healthyInterval, clusterNodeTimeoutMS, TickInterval)
 	}
 }

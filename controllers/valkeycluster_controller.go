@@ -33,6 +33,17 @@ const (
 	// waitInterval is how soon a pass that waits on the world (pods starting, gossip
 	// converging) looks again.
 	waitInterval = time.Second
+	// healthyInterval is how often a Ready cluster with nothing to do is observed again. Nothing
+	// in Kubernetes changes when a node stops answering while its pod runs (a network cut, a
+	// partition, a hung host), so no watch reports it: the operator learns of it only by
+	// looking. Valkey heals the loss of a minority of primaries by itself, but when the slot
+	// holders lose their majority only the operator's TAKEOVER ends the outage, and waiting for
+	// the tick left every slot refusing writes for up to 30 s more (chaos seed 20261201: a 15 s
+	// cut of two of three primaries ended before the operator looked at all). The interval is
+	// cluster-node-timeout: the reachable nodes flag a silent one no sooner, and the quorum
+	// planner judges a primary gone from their flags. The heartbeat lines keep their 30 s
+	// rhythm (tickLog), and a pass that changes nothing writes nothing.
+	healthyInterval = clusterNodeTimeoutMS * time.Millisecond
 )
 
 // ValkeyClusterReconciler reconciles ValkeyCluster objects: it creates the cluster's Service,
@@ -194,11 +205,15 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 // requeueAfter says when the next pass looks again. A pass that acted, or a cluster that is not
 // Ready while the operator can still get it there (pods starting, nodes meeting, replicas
 // syncing), is looked at again after waitInterval, so that Ready is reported within a second of
-// becoming true. A Ready cluster with nothing to do, or one that waits on a change outside the
-// operator (which the watches report), is looked at on the tick.
+// becoming true. A Ready cluster with nothing to do is looked at every healthyInterval: the loss
+// of a node that no watch reports must not wait for the tick. One that waits on a change outside
+// the operator (which the watches report) is looked at on the tick.
 func requeueAfter(h health, pl plan.Plan) time.Duration {
-	if len(pl.Actions) > 0 || (!h.Ready && !h.Outside) {
+	switch {
+	case len(pl.Actions) > 0 || (!h.Ready && !h.Outside):
 		return waitInterval
+	case h.Ready:
+		return healthyInterval
 	}
 	return TickInterval
 }

@@ -2,25 +2,78 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"net"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/tests/harness"
 	"github.com/gomomento/valkey-operator/valkey"
 )
+
+// cutCluster is one flavour of TestQuorumLossByNetworkCut's cluster: how to make it, how to
+// talk to its nodes and how to check it once healed.
+type cutCluster struct {
+	name string
+	// make creates an Active 3×1 cluster in ns and returns it, the credentials its nodes
+	// answer, the writer's options and the check of the healed cluster.
+	make func(t *testing.T, ns string) (vc *v1.ValkeyCluster, creds func(*v1.ValkeyCluster) valkey.Credentials, writer harness.WriterOptions, verify func(*v1.ValkeyCluster))
+}
 
 // TestQuorumLossByNetworkCut: the network of two of three primaries is cut while their pods keep
 // running. One primary of three cannot elect, and the operator cannot reach the two: it must
 // judge them gone from what the reachable nodes say and issue TAKEOVER (it used to wait for every
 // node to answer, and the cluster stayed down for as long as the cut lasted). The cut nodes are
-// never forgotten. Once the network is back the cluster is Ready with every acknowledged key.
+// never forgotten. Once the network is back the cluster is Ready with every key a replica
+// acknowledged.
+//
+// The operator must act while a cut as long as the chaos suite's (cutLasting) still lasts:
+// nothing in Kubernetes changes when a pod's network is cut, so no watch wakes the operator, and
+// a healthy cluster observed only on the 30 s tick let such a cut end before it looked at all.
+//
+// On a TLS cluster too: there the operator verifies each node's certificate under its pod's DNS
+// name, and a cut node holds a pooled TLS connection; the chaos suite (seed 20261201) found a
+// TLS cluster whose cut lasted 15 s refusing writes for 27–31 s with no TAKEOVER at all.
 func TestQuorumLossByNetworkCut(t *testing.T) {
-	ns := "cut"
-	vc := activeCluster(t, ns, 3, 1)
-	verifyValkey(t, vc, 3, 1)
-	keys := writeAcknowledged(t, vc, 300)
+	for _, c := range []cutCluster{
+		{name: "plaintext", make: func(t *testing.T, ns string) (*v1.ValkeyCluster, func(*v1.ValkeyCluster) valkey.Credentials, harness.WriterOptions, func(*v1.ValkeyCluster)) {
+			vc := activeCluster(t, ns, 3, 1)
+			verifyValkey(t, vc, 3, 1)
+			creds := func(vc *v1.ValkeyCluster) valkey.Credentials { return operatorCreds(t, vc) }
+			return vc, creds, writerOptions(t, vc, "cut:"), func(vc *v1.ValkeyCluster) { verifyValkey(t, vc, 3, 1) }
+		}},
+		{name: "tls", make: func(t *testing.T, ns string) (*v1.ValkeyCluster, func(*v1.ValkeyCluster) valkey.Credentials, harness.WriterOptions, func(*v1.ValkeyCluster)) {
+			vc, ca := tlsCluster(t, ns, 3, 1)
+			verifyTLS(t, vc, ca, 3, 1)
+			creds := func(vc *v1.ValkeyCluster) valkey.Credentials { return tlsCreds(t, vc, ca) }
+			opts := harness.WriterOptions{Addrs: []string{net.JoinHostPort(serviceHost(vc), "6379")}, Prefix: "cut:",
+				TLS: &tls.Config{RootCAs: ca.Roots(), MinVersion: tls.VersionTLS12}, Dialer: cluster.Dialer()}
+			return vc, creds, opts, func(vc *v1.ValkeyCluster) { verifyTLS(t, vc, ca, 3, 1) }
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) { quorumLossByNetworkCut(t, "cut-"+c.name, c) })
+	}
+}
+
+// cutLasting is how long the chaos suite's cut of two primaries lasted (seed 20261201) when the
+// operator never issued TAKEOVER: a TAKEOVER must come within it.
+const cutLasting = 15 * time.Second
+
+func quorumLossByNetworkCut(t *testing.T, ns string, c cutCluster) {
+	vc, creds, wopts, verify := c.make(t, ns)
+	// WAIT 1 after every write: every key acknowledged before the cut is on a replica, and so
+	// must survive the takeover. The writer also measures how long each slot refused writes.
+	w, err := harness.StartWriter(wopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.WaitAcked(50, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
 
 	var cur v1.ValkeyCluster
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
@@ -47,24 +100,34 @@ func TestQuorumLossByNetworkCut(t *testing.T) {
 			reachable = append(reachable, addr(p))
 		}
 	}
-	creds := operatorCreds(t, vc)
+	nodeCreds := creds(vc)
+	const takeover = "no quorum \u2014 issued TAKEOVER on replica"
+	var tookOver time.Duration
 	for {
+		if tookOver == 0 && logged(t, takeover, ns) {
+			tookOver = time.Since(cutAt)
+		}
 		ok := 0
-		for _, v := range valkey.Observe(context.Background(), reachable, creds) {
+		for _, v := range valkey.Observe(context.Background(), reachable, nodeCreds) {
 			if v.Reachable && v.ClusterStateOK() {
 				ok++
 			}
 		}
-		if ok == len(reachable) && logged(t, "no quorum \u2014 issued TAKEOVER on replica", ns) {
+		if ok == len(reachable) && tookOver > 0 {
 			break
+		}
+		if tookOver == 0 && time.Since(cutAt) > cutLasting {
+			t.Fatalf("two of three primaries cut: no TAKEOVER logged %s after the cut, longer than the chaos suite's cut (%s): the operator did not act while it lasted",
+				time.Since(cutAt).Round(100*time.Millisecond), cutLasting)
 		}
 		if time.Since(cutAt) > 2*time.Minute {
 			t.Fatalf("two of three primaries cut: %d of %d reachable nodes say cluster_state:ok after %s, TAKEOVER logged: %v",
-				ok, len(reachable), time.Since(cutAt), logged(t, "no quorum \u2014 issued TAKEOVER on replica", ns))
+				ok, len(reachable), time.Since(cutAt), tookOver > 0)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Logf("serving again %s after the cut", time.Since(cutAt).Round(100*time.Millisecond))
+	t.Logf("TAKEOVER logged %s after the cut; serving again %s after the cut",
+		tookOver.Round(100*time.Millisecond), time.Since(cutAt).Round(100*time.Millisecond))
 	if logged(t, "forgetting node", ns) {
 		t.Fatal("a node that was only unreachable was forgotten")
 	}
@@ -75,6 +138,20 @@ func TestQuorumLossByNetworkCut(t *testing.T) {
 		}
 	}
 	healed := waitHealed(t, vc, "", 6)
-	verifyValkey(t, healed, 3, 1)
-	readBack(t, healed, keys)
+	verify(healed)
+	read := wopts
+	if wopts.TLS == nil {
+		read = writerOptions(t, healed, wopts.Prefix)
+	}
+	r, err := w.Report(context.Background(), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r.String())
+	if r.LostReplicated > 0 {
+		t.Errorf("%d keys acknowledged by WAIT 1 were lost", r.LostReplicated)
+	}
+	if r.ReadErrors > 0 {
+		t.Errorf("%d acknowledged keys could not be read back", r.ReadErrors)
+	}
 }
