@@ -356,11 +356,27 @@ func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, m p
 			err = src.SetSlotNode(ctx, m.Slot, m.TargetID)
 		}
 	}
+	if err != nil && turnedReplica(err) {
+		// The target owns the slot. A source that gave away its last slot is made a replica of
+		// the taker by Valkey itself (cluster-allow-replica-migration), which drops every open
+		// slot of its own: nothing is left to close, and the drain did not fail (seen on every
+		// scale-in, as a WARN with up to 13 such slots).
+		err = nil
+	}
 	// The other primaries are not told (valkey-cli tells them): the target's SETSLOT NODE bumps
 	// its config epoch and broadcasts a PONG to every node at once, so they learn the owner
 	// within a round trip anyway, and on Valkey 8 each SETSLOT on a primary waits for its
 	// replicas: two more waits per slot on every other source of a batch.
 	return err
+}
+
+// turnedReplica reports whether err is a SETSLOT that failed because the node is no longer a
+// primary: refused ("Please use SETSLOT only with masters"), or unblocked while it waited for its
+// replicas ("UNBLOCKED force unblock from blocking operation, instance state changed (master ->
+// replica?)").
+func turnedReplica(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "only with masters") || (strings.Contains(msg, "UNBLOCKED") && strings.Contains(msg, "replica"))
 }
 
 // holdsKeys reports whether err is a source's refusal of SETSLOT NODE because it still holds

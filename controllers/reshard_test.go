@@ -37,3 +37,18 @@ func TestMoveSlotsStopsAtTheFirstFailure(t *testing.T) {
 		t.Fatalf("%d of %d moves tried after the first failed", n, len(a.Moves))
 	}
 }
+
+// A source's SETSLOT NODE that fails because Valkey made the source a replica (it gave away its
+// last slot) is no failure of the move; any other error is.
+func TestTurnedReplica(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"cluster setslot 5 node abc on 10.0.0.1:6379: UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)": true,
+		"cluster setslot 5 node abc on 10.0.0.1:6379: ERR Please use SETSLOT only with masters.":                                                    true,
+		"cluster setslot 5 node abc on 10.0.0.1:6379: ERR Can't assign hashslot 5 to a different node while I still hold keys for this hash slot.":  false,
+		"dial tcp 10.0.0.1:6379: connect: connection refused":                                                                                       false,
+	} {
+		if got := turnedReplica(errors.New(msg)); got != want {
+			t.Errorf("turnedReplica(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}

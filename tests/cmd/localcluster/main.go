@@ -42,6 +42,17 @@ func run(ctx context.Context, mode string) error {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "valkey-operator-demo")
 	}
+	// One demo per directory: a second one would wipe the first's kubeconfig, etcd data and
+	// logs below. The lock is a sibling file (the directory itself is removed), released when
+	// this process exits however it exits.
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("another demo (or localcluster up) is running in %s: stop it first, or set LOCALCLUSTER_DIR to another directory", dir)
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
