@@ -398,6 +398,8 @@ func holdsKeys(err error) bool {
 type migrators struct {
 	// addrOf is the node address of a pod ("" and an error when it has none).
 	addrOf func(pod string) (string, error)
+	// shared is the pass's own client of a pod, used instead of pooled ones on TLS clusters.
+	shared func(pod string) (*valkey.Client, error)
 	creds  valkey.Credentials
 	ctl    valkey.Credentials
 	mu     sync.Mutex
@@ -409,7 +411,7 @@ type migrators struct {
 // it can wait on its own connection (a node is the source or target of a few pairs at once).
 const migratorPool = 4 * slotsInFlight
 
-func migrator(obs *observation, creds, ctl valkey.Credentials) *migrators {
+func migrator(obs *observation, creds, ctl valkey.Credentials, shared func(string) (*valkey.Client, error)) *migrators {
 	addrOf := func(pod string) (string, error) {
 		p, ok := obs.pods[pod]
 		if !ok || p.Status.PodIP == "" {
@@ -417,7 +419,7 @@ func migrator(obs *observation, creds, ctl valkey.Credentials) *migrators {
 		}
 		return nodeAddr(p.Status.PodIP), nil
 	}
-	return &migrators{addrOf: addrOf, creds: creds, ctl: ctl, open: map[string]*valkey.Client{}, pooled: map[string]*valkey.Client{}}
+	return &migrators{addrOf: addrOf, shared: shared, creds: creds, ctl: ctl, open: map[string]*valkey.Client{}, pooled: map[string]*valkey.Client{}}
 }
 
 // get is the MigrationUser client of pod.
@@ -425,8 +427,15 @@ func (m *migrators) get(pod string) (*valkey.Client, error) {
 	return m.dial(m.open, pod, func(addr string) (*valkey.Client, error) { return valkey.NewClient(addr, m.creds) })
 }
 
-// control is the operator's pooled client of pod.
+// control is the operator's pooled client of pod; on a TLS cluster, the pass's own client
+// (shared). Every pooled connection is a TLS handshake, paid on the node's one event-loop thread
+// and again for every batch; under load the SETSLOTs of a TLS cluster's moves already ran into
+// their timeouts (chaos seed 7 at load ~40), and the pooled mover's speed was measured on
+// plaintext only. TLS clusters keep the one connection until that is measured.
 func (m *migrators) control(pod string) (*valkey.Client, error) {
+	if m.ctl.TLS != nil && m.shared != nil {
+		return m.shared(pod)
+	}
 	return m.dial(m.pooled, pod, func(addr string) (*valkey.Client, error) { return valkey.NewPooledClient(addr, m.ctl, migratorPool) })
 }
 
