@@ -49,7 +49,7 @@ func run(ctx context.Context, mode string) error {
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
+	defer func() { _ = lock.Close() }()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return fmt.Errorf("another demo (or localcluster up) is running in %s: stop it first, or set LOCALCLUSTER_DIR to another directory", dir)
 	}
