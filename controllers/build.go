@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
 )
 
 // Ports and paths inside a Valkey pod.
@@ -180,9 +181,7 @@ func handsOverOnSIGTERM(img v1.ValkeyImageSpec) bool { return valkey9OrLater(img
 // valkey9OrLater reports whether version (a ValkeyImage's version, or INFO server's
 // valkey_version) is Valkey 9 or later; false when it does not parse.
 func valkey9OrLater(version string) bool {
-	major, _, _ := strings.Cut(version, ".")
-	n, err := strconv.Atoi(major)
-	return err == nil && n >= 9
+	return fsm.MajorVersion(version) >= 9
 }
 
 // buildNodeConfigMap holds the node's rendered valkey.conf, owned by its ValkeyNode. It is

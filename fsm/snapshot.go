@@ -154,7 +154,13 @@ func (n *Node) Major() int {
 	if n == nil {
 		return 0
 	}
-	major, _, _ := strings.Cut(n.Version, ".")
+	return MajorVersion(n.Version)
+}
+
+// MajorVersion is the major number of a Valkey version such as "8.0.1"; 0 when it does not
+// parse.
+func MajorVersion(version string) int {
+	major, _, _ := strings.Cut(version, ".")
 	m, err := strconv.Atoi(major)
 	if err != nil {
 		return 0
