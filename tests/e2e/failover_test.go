@@ -558,6 +558,12 @@ func finishWriter(t testing.TB, w *harness.Writer, vc *v1.ValkeyCluster, opts ha
 	t.Helper()
 	read := writerOptions(t, vc, opts.Prefix)
 	read.Username, read.Password = opts.Username, opts.Password // the writer's user reads back
+	return readBackWriter(t, w, read)
+}
+
+// readBackWriter is finishWriter with the read-back options given (a TLS cluster's, say).
+func readBackWriter(t testing.TB, w *harness.Writer, read harness.WriterOptions) harness.Report {
+	t.Helper()
 	r, err := w.Report(context.Background(), read)
 	if err != nil {
 		t.Fatal(err)

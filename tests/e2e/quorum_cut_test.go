@@ -143,15 +143,5 @@ func quorumLossByNetworkCut(t *testing.T, ns string, c cutCluster) {
 	if wopts.TLS == nil {
 		read = writerOptions(t, healed, wopts.Prefix)
 	}
-	r, err := w.Report(context.Background(), read)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(r.String())
-	if r.LostReplicated > 0 {
-		t.Errorf("%d keys acknowledged by WAIT 1 were lost", r.LostReplicated)
-	}
-	if r.ReadErrors > 0 {
-		t.Errorf("%d acknowledged keys could not be read back", r.ReadErrors)
-	}
+	readBackWriter(t, w, read)
 }
