@@ -13,6 +13,13 @@ package plan
 //     being deleted that serves no slot in any live node's view (a retired replica, a demoted
 //     primary drained away): valkey-cli del-node forgets such a node at once too. A node that
 //     is not yet gone ignores it: only a MEET adds a node, and FORGET bans the id for 60 s.
+//     When the slot holders lost their majority, Valkey cannot flag a dead primary `fail`
+//     (a 2-shard cluster that lost a whole shard: one primary's report is not a majority of
+//     two; a new empty primary never learns of a node it cannot reach), and its slots would
+//     stay claimed by nobody alive for ever. Then `fail?` from every live node that knows it
+//     is enough, provided no pod that may still run can own it (a pod being deleted whose
+//     container runs, a pod on a lost Kubernetes node): every live pod answered with another
+//     id (the gate), so no live process is it.
 //  3. Once the cluster is formed and every replica synced, delete one Failed pod, or one pod
 //     lost with its Kubernetes node (fsm.Pod.Lost), by name, whose shard is whole again.
 
@@ -53,6 +60,7 @@ func planForget(s fsm.Snapshot) (Forget, bool) {
 		followed[pod.Node.PrimaryID] = true
 	}
 	leaving := leavingIDs(s, live)
+	noQuorum := !majorityAlive(live, owned)
 	var gone []string
 	seen := map[string]bool{}
 	for _, pod := range live {
@@ -61,7 +69,7 @@ func planForget(s fsm.Snapshot) (Forget, bool) {
 				continue
 			}
 			seen[id] = true
-			if leaving[id] || flaggedByAllThatKnow(live, id) {
+			if leaving[id] || flaggedByAllThatKnow(live, id) || (noQuorum && suspectedByAllThatKnow(live, id) && !mayRun(s, id)) {
 				gone = append(gone, id)
 			}
 		}
@@ -128,4 +136,35 @@ func planDeleteFailed(s fsm.Snapshot) (DeletePod, bool) {
 		return DeletePod{Pod: pod.Name}, true
 	}
 	return DeletePod{}, false
+}
+
+// suspectedByAllThatKnow reports whether every live node that knows id flags it `fail` or
+// `fail?`: none of them can reach it.
+func suspectedByAllThatKnow(live []fsm.Pod, id string) bool {
+	for _, pod := range live {
+		if _, knows := pod.Node.Known[id]; knows && !pod.Node.Failed[id] && !pod.Node.Suspected[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// mayRun reports whether a pod outside the live ones may still run the node id: a pod being
+// deleted whose container has not exited, or a pod on a lost Kubernetes node, that says (or
+// last said) it is id, or whose id is not known at all.
+func mayRun(s fsm.Snapshot, id string) bool {
+	for _, p := range s.Pods {
+		running := (p.Deleting && !p.Exited && p.Phase != fsm.PodFailed && p.Phase != fsm.PodSucceeded) || p.Lost()
+		if !running {
+			continue
+		}
+		claims := p.LastNodeID
+		if p.Node != nil && p.Node.Reachable && p.Node.ID != "" {
+			claims = p.Node.ID
+		}
+		if claims == id || claims == "" {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -175,5 +176,58 @@ func TestRetiredNodeIsForgottenAtOnce(t *testing.T) {
 	s = newSnapshot(fsm.Upgrading, 2, 1, formed, withDeleting("p1-0", true))
 	if p := run(cleanup, fsm.Upgrading, s); len(p.Actions) != 0 {
 		t.Fatalf("a deleting primary that serves slots was forgotten: %v", p.Actions)
+	}
+}
+
+// A 2x1 cluster lost both pods of shard 1. The survivors are one slot holder of two: Valkey never
+// flags the dead nodes `fail` (one primary's report is not a majority, and the replacement
+// primary cannot learn of nodes it cannot reach), only `fail?`. Their ids are still forgotten,
+// the primary's first, so that shard 1's slots are served again (as lost) instead of staying
+// claimed by nobody alive. Not while a pod that may still run could own the id (a pod being
+// deleted whose container runs, whose id is not known), and not while the survivors are a
+// majority (then Valkey's own `fail` is awaited).
+func TestDeadShardForgottenWithoutQuorum(t *testing.T) {
+	build := func(opts ...opt) fsm.Snapshot {
+		s := newSnapshot(fsm.Active, 2, 1, append([]opt{formed, withFailed("p1-0"), withFailed("p1-1"), withSuspectFlag("id-p1-0"), withSuspectFlag("id-p1-1")}, opts...)...)
+		spread := slot.EvenSpread(2)
+		for i := range s.Pods {
+			if n := s.Pods[i].Node; n != nil && n.Reachable {
+				n.Known["id-p1-0"], n.Known["id-p1-1"] = slot.Set{spread[1]}, nil
+			}
+		}
+		// The replacement primary, met: it knows the survivors, not the dead.
+		s.Pods = append(s.Pods, fsm.Pod{Name: "p1-9", Shard: 1, Phase: fsm.PodRunning, IP: "10.244.9.9", Lifecycle: string(v1.LifecycleJoining),
+			Node: &fsm.Node{Reachable: true, ID: "id-p1-9", Primary: true, Known: map[string]slot.Set{"id-p0-0": {spread[0]}, "id-p0-1": nil, "id-p1-9": nil}}})
+		for i := range s.Pods[:4] {
+			if n := s.Pods[i].Node; n.Reachable {
+				n.Known["id-p1-9"] = nil
+			}
+		}
+		return s
+	}
+	if p := run(cleanup, fsm.Active, build()); !reflect.DeepEqual(p.Actions, []Action{Forget{NodeID: "id-p1-0", Pods: []string{"p0-0", "p0-1"}}}) {
+		t.Fatalf("want the dead primary forgotten, got %v %q", p.Actions, p.Waiting)
+	}
+	// A deleting pod whose container still runs and whose id is unknown may be the node.
+	s := build()
+	s.Pods = append(s.Pods, fsm.Pod{Name: "p1-8", Shard: 1, Phase: fsm.PodRunning, IP: "10.244.9.8", Deleting: true, Node: &fsm.Node{Reachable: false, Err: "i/o timeout"}})
+	if p := run(cleanup, fsm.Active, s); len(p.Actions) != 0 {
+		t.Fatalf("forgot an id a running pod may own: %v", p.Actions)
+	}
+	// One live node still reaches it: not gone.
+	s = build()
+	delete(s.Pods[1].Node.Suspected, "id-p1-0")
+	if p := run(cleanup, fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{Forget{NodeID: "id-p1-1", Pods: []string{"p0-0", "p0-1"}}}) {
+		t.Fatalf("want only the replica (unreachable from all) forgotten, got %v", p.Actions)
+	}
+	// With a majority of slot holders alive, only Valkey's `fail` counts.
+	s = newSnapshot(fsm.Active, 3, 0, formed, withFailed("p1-0"), withSuspectFlag("id-p1-0"))
+	for i := range s.Pods {
+		if n := s.Pods[i].Node; n != nil && n.Reachable {
+			n.Known["id-p1-0"] = slot.EvenSpread(3)[1:2]
+		}
+	}
+	if p := run(cleanup, fsm.Active, s); len(p.Actions) != 0 {
+		t.Fatalf("forgot a node only suspected while the survivors can agree: %v", p.Actions)
 	}
 }

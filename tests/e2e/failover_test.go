@@ -613,9 +613,28 @@ func waitReady(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, exclude
 			problem = "Ready, but Valkey disagrees: " + problem
 		}
 		if time.Now().After(deadline) {
+			logValkeyViews(t, vc)
 			t.Fatalf("%s/%s not Ready within %s: %s", vc.Namespace, vc.Name, timeout, problem)
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// logValkeyViews logs what each running pod's node says of the cluster: the evidence when a
+// cluster did not become Ready.
+func logValkeyViews(t testing.TB, vc *v1.ValkeyCluster) {
+	t.Helper()
+	var addrs, names []string
+	for _, p := range clusterPods(t, vc) {
+		addrs, names = append(addrs, addr(p)), append(names, p.Name)
+	}
+	for i, v := range valkey.Observe(context.Background(), addrs, operatorCreds(t, vc)) {
+		var b strings.Builder
+		for _, n := range v.Nodes {
+			fmt.Fprintf(&b, "\n    %.8s %s %v primary=%.8s slots=%v", n.ID, n.IP, n.Flags, n.PrimaryID, n.Slots)
+		}
+		t.Logf("%s %s: reachable %v (%v) cluster_state %s slots_assigned %s link %s%s", names[i], v.Addr, v.Reachable, v.Err,
+			v.ClusterInfo["cluster_state"], v.ClusterInfo["cluster_slots_assigned"], v.Replication["master_link_status"], b.String())
 	}
 }
 
