@@ -1,10 +1,13 @@
 package fsm
 
-import v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+import (
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/slot"
+)
 
 // CompletedJoins returns the pods whose ValkeyNode is Joining and whose node is now a full
 // member, by name: the controller moves them to Active. A full member answers, says
-// cluster_state:ok, and is either a primary serving slots or a replica whose link to its primary
+// cluster_state:ok with every slot assigned, and is either a primary serving slots or a replica whose link to its primary
 // is up (master_link_status:up, which Valkey reports only once the initial sync is loaded). A
 // replica that is attached but still syncing holds no usable copy, so it stays Joining.
 func CompletedJoins(s Snapshot) []string {
@@ -14,7 +17,9 @@ func CompletedJoins(s Snapshot) []string {
 			continue
 		}
 		n := p.Node
-		if n == nil || !n.Reachable || !n.ClusterStateOK {
+		// cluster_state is ok without every slot served under cluster-require-full-coverage
+		// no: a join completes only in a cluster that serves them all (FormedOnce reads it so).
+		if n == nil || !n.Reachable || !n.ClusterStateOK || n.SlotsAssigned != slot.Count {
 			continue
 		}
 		if (n.Primary && len(n.MySlots) > 0) || (!n.Primary && n.PrimaryID != "" && n.LinkUp) {

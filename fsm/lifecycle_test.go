@@ -15,7 +15,7 @@ func lcPod(name string, shard int, lc v1.NodeLifecycle, n *Node) Pod {
 }
 
 func primaryNode(id string, slots bool) *Node {
-	n := &Node{Reachable: true, ID: id, ClusterStateOK: true, Primary: true}
+	n := &Node{Reachable: true, ID: id, ClusterStateOK: true, SlotsAssigned: slot.Count, Primary: true}
 	if slots {
 		n.MySlots = slot.Set{{Start: 0, End: 100}}
 	}
@@ -23,7 +23,7 @@ func primaryNode(id string, slots bool) *Node {
 }
 
 func replicaNode(id, primary string, linkUp bool) *Node {
-	return &Node{Reachable: true, ID: id, ClusterStateOK: true, PrimaryID: primary, LinkUp: linkUp}
+	return &Node{Reachable: true, ID: id, ClusterStateOK: true, SlotsAssigned: slot.Count, PrimaryID: primary, LinkUp: linkUp}
 }
 
 func TestCompletedJoins(t *testing.T) {
@@ -33,6 +33,9 @@ func TestCompletedJoins(t *testing.T) {
 	failed.Phase = PodFailed
 	deleting := lcPod("deleting", 0, v1.LifecycleJoining, replicaNode("d", "p", true))
 	deleting.Deleting = true
+	// cluster-require-full-coverage no: cluster_state ok while slots are still unassigned.
+	partial := primaryNode("a", true)
+	partial.SlotsAssigned = 8192
 	tests := []struct {
 		name string
 		pod  Pod
@@ -46,6 +49,7 @@ func TestCompletedJoins(t *testing.T) {
 		{"a node that does not answer", lcPod("a", 0, v1.LifecycleJoining, &Node{Reachable: false}), false},
 		{"a node not queried", lcPod("a", 0, v1.LifecycleJoining, nil), false},
 		{"a node whose cluster is down", lcPod("a", 0, v1.LifecycleJoining, down), false},
+		{"a primary whose cluster serves only some slots (full coverage not required)", lcPod("a", 0, v1.LifecycleJoining, partial), false},
 		{"already Active", lcPod("a", 0, v1.LifecycleActive, primaryNode("a", true)), false},
 		{"Leaving", lcPod("a", 0, v1.LifecycleLeaving, primaryNode("a", true)), false},
 		{"a pod without a ValkeyNode", lcPod("a", 0, "", primaryNode("a", true)), false},

@@ -270,14 +270,20 @@ func (s Snapshot) Formed() bool {
 //   - status.formedAt is set (FormedAt): the marker survives every state, Invalid included;
 //   - or the persisted state is Active or Upgrading: a status written before the marker
 //     existed (the controller writes the marker on this pass);
-//   - or, for such a status that is Invalid, a node of the cluster completed its join
-//     (ValkeyNode lifecycle Active, dead pods included): it was a full member of a cluster
-//     that served every slot, so the cluster could hold data.
+//   - or, for a status that is Invalid, new or Bootstrapping, a node of the cluster completed
+//     its join (ValkeyNode lifecycle Active, dead pods included; CompletedJoins waits for every
+//     slot to be served): it was a full member of a cluster that served every slot, so the
+//     cluster could hold data. That record is in the ValkeyNodes' spec, so it survives a status
+//     written by an older operator, emptied by hand (kubectl edit --subresource=status) or
+//     lost in a restore without status: such a cluster is healed, and a shard that lost every
+//     copy meanwhile is reported (DataLost), not bootstrapped again in silence. Forming is left
+//     out: in the first formation the primaries complete their joins before the replicas
+//     attach, and that is not yet a formed cluster.
 func (s Snapshot) FormedOnce() bool {
 	switch {
 	case !s.FormedAt.IsZero(), s.State == Active, s.State == Upgrading:
 		return true
-	case s.State == Invalid:
+	case s.State == Invalid, s.State == Initial, s.State == Bootstrapping:
 		for _, p := range s.Pods {
 			if p.Lifecycle == string(v1.LifecycleActive) {
 				return true

@@ -92,6 +92,9 @@ func TestFailoverOnlyOnceFormed(t *testing.T) {
 	s := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"))
 	for _, st := range []fsm.State{fsm.Bootstrapping, fsm.Invalid} {
 		s.State = st // never formed: no status.formedAt, the persisted state is the pass's
+		for i := range s.Pods {
+			s.Pods[i].Lifecycle = string(v1.LifecycleJoining) // and no node ever completed its join
+		}
 		if p := run(failover, st, s); len(p.Actions) != 0 {
 			t.Fatalf("%s: %v", st, p.Actions)
 		}

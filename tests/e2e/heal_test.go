@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -423,4 +424,72 @@ func keysKept(t *testing.T, vc *v1.ValkeyCluster, keys map[string]string) int {
 		}
 	}
 	return kept
+}
+
+// TestStatusWipedShardLost: a formed 2x1 cluster holding keys; with the operator stopped, its
+// status is emptied through the status subresource (as `kubectl edit --subresource=status` or a
+// restore without status would), and both pods of shard 1 die. The operator comes back to a
+// cluster with no state and no status.formedAt, but its ValkeyNodes' spec still records that
+// every node completed its join: the cluster is healed, never bootstrapped again in silence, and
+// shard 1's loss is said (the WARN line, DataLost). Observed before the fix (break test): the
+// cluster walked Bootstrapping -> Forming, 100 of 200 keys gone with no DataLost and no WARN,
+// and in 1 run of 2 it stayed in Forming (one node kept the dead nodes at `fail?`).
+func TestStatusWipedShardLost(t *testing.T) {
+	const ns, shards, replicas, lost = "status-wiped", 2, 1, 1
+	vc := activeCluster(t, ns, shards, replicas)
+	waitReady(t, vc, shards, replicas, nil, formTimeout)
+	keys := writeAcknowledged(t, vc, 200)
+
+	operator.Kill(syscall.SIGKILL)
+	cur := currentCluster(t, vc)
+	exclude := map[string]bool{}
+	for _, n := range cur.Status.Nodes {
+		if n.Shard == lost {
+			exclude[n.Pod] = true
+		}
+	}
+	if len(exclude) != replicas+1 {
+		t.Fatalf("status names %d pods of shard %d, want %d", len(exclude), lost, replicas+1)
+	}
+	cur.Status = v1.ValkeyClusterStatus{}
+	if err := k8s.Status().Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+	for p := range exclude {
+		if err := cluster.Kubelet.KillPod(ns, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logFrom := len(operator.Logs())
+	var err error
+	if operator, err = harness.StartOperator(binary, cluster, workDir, "operator", "RUST_LOG=info"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitReady(t, vc, shards, replicas, exclude, healTimeout)
+	t.Logf("Ready %s after the operator came back", time.Since(start).Round(100*time.Millisecond))
+	healed := currentCluster(t, vc)
+	verifyValkey(t, healed, shards, replicas)
+	// Shard 1's keys really are gone (no copy survived), shard 0's are all there.
+	kept := keysKept(t, healed, keys)
+	t.Logf("keys kept %d of %d", kept, len(keys))
+	if kept == 0 || kept == len(keys) {
+		t.Fatalf("%d of %d keys kept: want shard 0's kept and shard 1's gone", kept, len(keys))
+	}
+	var transitions []string
+	for _, l := range parseLog(t, operator.Logs()[logFrom:]) {
+		if strings.HasSuffix(l.ref(), "."+ns) && strings.HasPrefix(l.message(), logging.MsgTransitioningPrefix) {
+			transitions = append(transitions, l.message())
+		}
+	}
+	t.Logf("transitions: %q", transitions)
+	for _, m := range transitions {
+		if m == logging.TransitioningTo(string(v1.StateForming)) {
+			t.Errorf("a formed cluster whose status was wiped was formed again: %q", transitions)
+		}
+	}
+	checkDataLost(t, vc, lost)
+	if healed.Status.FormedAt == nil {
+		t.Errorf("healed without status.formedAt")
+	}
 }
