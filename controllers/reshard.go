@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -370,9 +371,10 @@ func turnedReplica(err error) bool {
 
 // migrators dials, for one batch of slot moves, the clients of the classic protocol, closed when
 // the batch ends:
-//   - per source node, a client authenticated as MigrationUser, the only system user with key
-//     access: MIGRATE runs under it on the source and its AUTH2 on the target, so no connection
-//     with key access outlives a move;
+//   - per source node, a pooled client authenticated as MigrationUser, the only system user
+//     with key access: MIGRATE runs under it on the source and its AUTH2 on the target, so no
+//     connection with key access outlives a batch (valkey-go gives each MIGRATE in flight a
+//     connection of its own: the pool caps them, migratorPoolFor);
 //   - per node, a pooled client as the operator (NewPooledClient) for the CLUSTER SETSLOT and
 //     GETKEYSINSLOT of the slots in flight. The pass's own client pipelines every command on one
 //     connection, and on Valkey 8 a primary with replicas answers SETSLOT only once they
@@ -385,6 +387,9 @@ type migrators struct {
 	shared func(pod string) (*valkey.Client, error)
 	creds  valkey.Credentials
 	ctl    valkey.Credentials
+	// poolOf is how many connections the pooled client of a pod may open (migratorPool, less
+	// on a node with a low maxclients).
+	poolOf func(pod string) int
 	mu     sync.Mutex
 	open   map[string]*valkey.Client
 	pooled map[string]*valkey.Client
@@ -394,6 +399,24 @@ type migrators struct {
 // it can wait on its own connection (a node is the source or target of a few pairs at once).
 const migratorPool = 4 * slotsInFlight
 
+// migratorPoolFor is the pool of each of a batch's two clients of a node (the operator's and
+// MigrationUser's) for a node started with maxclients (its ValkeyNode's valkeySettings; ""
+// when the ValkeyConfig leaves Valkey's 10000): an eighth of it at most, so that the two take
+// a quarter and a scale-out never takes the connections the applications need. valkey-go runs
+// MIGRATE (it has a timeout) on a pooled connection of its own too, so an uncapped
+// MigrationUser client opened one per slot in flight. Measured with maxclients 48 uncapped:
+// 8702 connections refused on the target, client writes reset, a 3 -> 4 in 4 min 13 s instead
+// of 29 s (break test); the operator's pool alone capped: 12 MigrationUser + 15 operator
+// connections on a source at once, still 100-145 refused per source (TestReshardLowMaxclients).
+// Past the cap, moves wait for a free connection of the pool instead of opening one.
+func migratorPoolFor(maxclients string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(maxclients))
+	if err != nil || n <= 0 {
+		return migratorPool
+	}
+	return max(1, min(migratorPool, n/8))
+}
+
 func migrator(obs *observation, creds, ctl valkey.Credentials, shared func(string) (*valkey.Client, error)) *migrators {
 	addrOf := func(pod string) (string, error) {
 		p, ok := obs.pods[pod]
@@ -402,12 +425,21 @@ func migrator(obs *observation, creds, ctl valkey.Credentials, shared func(strin
 		}
 		return nodeAddr(p.Status.PodIP), nil
 	}
-	return &migrators{addrOf: addrOf, shared: shared, creds: creds, ctl: ctl, open: map[string]*valkey.Client{}, pooled: map[string]*valkey.Client{}}
+	poolOf := func(pod string) int {
+		if obs == nil {
+			return migratorPool
+		}
+		if vn, ok := obs.nodes[pod]; ok && vn != nil {
+			return migratorPoolFor(vn.Spec.ValkeySettings["maxclients"])
+		}
+		return migratorPool
+	}
+	return &migrators{addrOf: addrOf, shared: shared, creds: creds, ctl: ctl, poolOf: poolOf, open: map[string]*valkey.Client{}, pooled: map[string]*valkey.Client{}}
 }
 
 // get is the MigrationUser client of pod.
 func (m *migrators) get(pod string) (*valkey.Client, error) {
-	return m.dial(m.open, pod, func(addr string) (*valkey.Client, error) { return valkey.NewClient(addr, m.creds) })
+	return m.dial(m.open, pod, func(addr string) (*valkey.Client, error) { return valkey.NewPooledClient(addr, m.creds, m.poolOf(pod)) })
 }
 
 // control is the operator's pooled client of pod; on a TLS cluster, the pass's own client
@@ -419,7 +451,7 @@ func (m *migrators) control(pod string) (*valkey.Client, error) {
 	if m.ctl.TLS != nil && m.shared != nil {
 		return m.shared(pod)
 	}
-	return m.dial(m.pooled, pod, func(addr string) (*valkey.Client, error) { return valkey.NewPooledClient(addr, m.ctl, migratorPool) })
+	return m.dial(m.pooled, pod, func(addr string) (*valkey.Client, error) { return valkey.NewPooledClient(addr, m.ctl, m.poolOf(pod)) })
 }
 
 func (m *migrators) dial(open map[string]*valkey.Client, pod string, dial func(string) (*valkey.Client, error)) (*valkey.Client, error) {

@@ -52,3 +52,22 @@ func TestTurnedReplica(t *testing.T) {
 		}
 	}
 }
+
+func TestMigratorPoolFollowsMaxclients(t *testing.T) {
+	for _, c := range []struct {
+		maxclients string
+		want       int
+	}{
+		{"", migratorPool},
+		{"10000", migratorPool},
+		{"48", 6},
+		{" 200 ", 25},
+		{"7", 1},
+		{"0", migratorPool},
+		{"lots", migratorPool},
+	} {
+		if got := migratorPoolFor(c.maxclients); got != c.want {
+			t.Errorf("maxclients %q: pool %d, want %d", c.maxclients, got, c.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -841,4 +842,149 @@ func tail(out []byte) string {
 		out = out[len(out)-2000:]
 	}
 	return string(out)
+}
+
+// TestReshardLowMaxclients: a 3x1 on 8.0.1 whose ValkeyConfig sets maxclients 48 is resharded
+// 3 -> 4 under the writer. The classic mover's pooled connections to a node are capped at a
+// quarter of its maxclients: no node refuses a connection (INFO stats rejected_connections), no
+// write is refused for long, every key reads back. Before the cap (break test): 8702 refused
+// connections on the target, application writes reset, 4 min 13 s instead of ~30 s.
+func TestReshardLowMaxclients(t *testing.T) {
+	const ns = "reshard-maxclients"
+	setupNamespace(t, ns)
+	img := newImage(ns + "-image")
+	img.Spec.Tag, img.Spec.Version = "8.0.1", "8.0.1"
+	cfg := newConfig(ns+"-config", ns+"-image")
+	cfg.Spec.Valkey["maxclients"] = "48"
+	create(t, img, cfg)
+	vc := newCluster(ns, "vc", ns+"-config", withShards(3), withReplicas(1))
+	create(t, vc)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	seeded := seedKeys(t, vc, faultKeys, openUser)
+	w, opts := startWriter(t, vc)
+	before := rejectedConnections(t, vc)
+	t.Logf("connections refused before the reshard: %v", before)
+	start := time.Now()
+	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
+	peaks := watchClients(t, vc)
+	waitScaled(t, vc, 4, 1, rollTimeout)
+	for pod, peak := range peaks() {
+		t.Logf("%s: most clients at once %d: %v", pod, peak.total, peak.kinds)
+	}
+	t.Logf("4 shards in %s", time.Since(start).Round(100*time.Millisecond))
+	reportMoveRefusals(t, finishWriter(t, w, vc, opts))
+	checkSeeded(t, vc, seeded, openUser)
+	for pod, n := range rejectedConnections(t, vc) {
+		if n > before[pod] {
+			t.Errorf("%s refused %d connections during the reshard (maxclients 48)", pod, n-before[pod])
+		}
+	}
+	for _, l := range parseLog(t, operator.Logs()) {
+		if strings.HasSuffix(l.ref(), "."+ns) && strings.Contains(l.raw, "max number of clients") {
+			t.Errorf("the mover ran into maxclients: %s", l.raw)
+			break
+		}
+	}
+}
+
+// rejectedConnections is each running pod's rejected_connections (INFO stats), by pod name; on
+// failure each node's clients are logged by name and user (CLIENT LIST).
+func rejectedConnections(t *testing.T, vc *v1.ValkeyCluster) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, p := range clusterPods(t, vc) {
+		c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{addr(p)}, ForceSingleClient: true, DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		stats, err := c.Do(ctx, c.B().Info().Section("stats").Build()).ToString()
+		if err != nil {
+			c.Close()
+			t.Fatalf("%s: INFO stats: %v", p.Name, err)
+		}
+		for _, line := range strings.Split(stats, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "rejected_connections:"); ok {
+				out[p.Name], _ = strconv.Atoi(v)
+			}
+		}
+		list, err := c.Do(ctx, c.B().ClientList().Build()).ToString()
+		c.Close()
+		if err != nil {
+			t.Logf("%s: CLIENT LIST: %v", p.Name, err)
+		}
+		kinds := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+			var name, user string
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "name="); ok {
+					name = v
+				} else if v, ok := strings.CutPrefix(f, "user="); ok {
+					user = v
+				}
+			}
+			kinds[user+"/"+name]++
+		}
+		t.Logf("%s: rejected_connections %d, clients %v", p.Name, out[p.Name], kinds)
+	}
+	return out
+}
+
+type clientPeak struct {
+	total int
+	kinds map[string]int
+}
+
+// watchClients samples CLIENT LIST on every running pod every 100 ms, over a connection opened
+// before (so that maxclients does not refuse it), until the returned function is called, which
+// gives each pod's largest client count and what those clients were (user/name).
+func watchClients(t *testing.T, vc *v1.ValkeyCluster) func() map[string]clientPeak {
+	t.Helper()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	peaks := map[string]clientPeak{}
+	for _, p := range clusterPods(t, vc) {
+		c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{addr(p)}, ForceSingleClient: true, DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			defer c.Close()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				list, err := c.Do(context.Background(), c.B().ClientList().Build()).ToString()
+				if err != nil {
+					continue
+				}
+				kinds := map[string]int{}
+				lines := strings.Split(strings.TrimSpace(list), "\n")
+				for _, line := range lines {
+					var name, user string
+					for _, f := range strings.Fields(line) {
+						if v, ok := strings.CutPrefix(f, "name="); ok {
+							name = v
+						} else if v, ok := strings.CutPrefix(f, "user="); ok {
+							user = v
+						}
+					}
+					kinds[user+"/"+name]++
+				}
+				mu.Lock()
+				if len(lines) > peaks[p.Name].total {
+					peaks[p.Name] = clientPeak{total: len(lines), kinds: kinds}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	return func() map[string]clientPeak {
+		close(stop)
+		wg.Wait()
+		return peaks
+	}
 }
