@@ -65,7 +65,8 @@ test: deps
 # The seeded chaos suite's long run (tests/chaos): three clusters under a schedule of faults and
 # day-2 changes made from SEED (random if unset; printed with its replay command), DURATION of
 # schedule, then convergence and every acknowledged write read back. The report is printed and
-# kept in the work directory. `make test` runs a bounded version (the fixed seed; CHAOS_RANDOM=1 adds a random one).
+# kept in the work directory. `make test` runs a bounded version: the fixed seed and one random
+# seed, printed with its replay command (CHAOS_RANDOM=0 leaves the random one out).
 # CHAOS_TIMEOUT covers setup, the schedule and ConvergeBound: raise it with DURATION beyond 30m.
 SEED ?=
 DURATION ?= 20m
