@@ -163,9 +163,9 @@ func TestCompleteJoinsWritesActive(t *testing.T) {
 	obs := &observation{
 		nodes: map[string]*v1.ValkeyNode{scaleOut.Name: scaleOut, replacement.Name: replacement, syncing.Name: syncing},
 		snapshot: fsm.Snapshot{Shards: 1, ReplicasPerShard: 2, Pods: []fsm.Pod{
-			running(scaleOut.Name, &fsm.Node{Reachable: true, ClusterStateOK: true, Primary: true, MySlots: slot.Set{{Start: 0, End: 16383}}}),
-			running(replacement.Name, &fsm.Node{Reachable: true, ClusterStateOK: true, PrimaryID: "p", LinkUp: true}),
-			running(syncing.Name, &fsm.Node{Reachable: true, ClusterStateOK: true, PrimaryID: "p", LinkUp: false}),
+			running(scaleOut.Name, &fsm.Node{Reachable: true, ClusterStateOK: true, SlotsAssigned: slot.Count, Primary: true, MySlots: slot.Set{{Start: 0, End: 16383}}}),
+			running(replacement.Name, &fsm.Node{Reachable: true, ClusterStateOK: true, SlotsAssigned: slot.Count, PrimaryID: "p", LinkUp: true}),
+			running(syncing.Name, &fsm.Node{Reachable: true, ClusterStateOK: true, SlotsAssigned: slot.Count, PrimaryID: "p", LinkUp: false}),
 		}},
 	}
 	core, logs := observer.New(zap.InfoLevel)
