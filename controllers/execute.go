@@ -101,7 +101,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				}
 			}
 		case plan.MoveSlots:
-			err = moveSlots(ctx, log, node, migrator(obs, migrate, creds, node), func(pod string) string { return obs.pods[pod].Status.PodIP }, a)
+			err = moveSlots(ctx, log, node, migrator(obs, migrate, creds), func(pod string) string { return obs.pods[pod].Status.PodIP }, a)
 		case plan.CloseSlots:
 			for _, cl := range a.Closes {
 				var c *valkey.Client

@@ -383,8 +383,6 @@ func turnedReplica(err error) bool {
 type migrators struct {
 	// addrOf is the node address of a pod ("" and an error when it has none).
 	addrOf func(pod string) (string, error)
-	// shared is the pass's own client of a pod, used instead of pooled ones on TLS clusters.
-	shared func(pod string) (*valkey.Client, error)
 	creds  valkey.Credentials
 	ctl    valkey.Credentials
 	// poolOf is how many connections the pooled client of a pod may open (migratorPool, less
@@ -417,7 +415,7 @@ func migratorPoolFor(maxclients string) int {
 	return max(1, min(migratorPool, n/8))
 }
 
-func migrator(obs *observation, creds, ctl valkey.Credentials, shared func(string) (*valkey.Client, error)) *migrators {
+func migrator(obs *observation, creds, ctl valkey.Credentials) *migrators {
 	addrOf := func(pod string) (string, error) {
 		p, ok := obs.pods[pod]
 		if !ok || p.Status.PodIP == "" {
@@ -434,7 +432,7 @@ func migrator(obs *observation, creds, ctl valkey.Credentials, shared func(strin
 		}
 		return migratorPool
 	}
-	return &migrators{addrOf: addrOf, shared: shared, creds: creds, ctl: ctl, poolOf: poolOf, open: map[string]*valkey.Client{}, pooled: map[string]*valkey.Client{}}
+	return &migrators{addrOf: addrOf, creds: creds, ctl: ctl, poolOf: poolOf, open: map[string]*valkey.Client{}, pooled: map[string]*valkey.Client{}}
 }
 
 // get is the MigrationUser client of pod.
@@ -442,15 +440,13 @@ func (m *migrators) get(pod string) (*valkey.Client, error) {
 	return m.dial(m.open, pod, func(addr string) (*valkey.Client, error) { return valkey.NewPooledClient(addr, m.creds, m.poolOf(pod)) })
 }
 
-// control is the operator's pooled client of pod; on a TLS cluster, the pass's own client
-// (shared). Every pooled connection is a TLS handshake, paid on the node's one event-loop thread
-// and again for every batch; under load the SETSLOTs of a TLS cluster's moves already ran into
-// their timeouts (chaos seed 7 at load ~40), and the pooled mover's speed was measured on
-// plaintext only. TLS clusters keep the one connection until that is measured.
+// control is the operator's pooled client of pod, on TLS clusters too. There every pooled
+// connection is a TLS handshake, paid again for every batch, so TLS clusters first kept the
+// pass's one connection; but their SETSLOTs then queued behind each other's replica waits and
+// ran into their timeouts under load: the chaos suite's fixed seed had a TLS 3 -> 4 still
+// moving slots after 6 min at load 25, 15 slots/s. TestTLSReshard, the two movers side by side
+// at load 37: 3 -> 4 in 2 min 18 s pooled, 3 min 32 s on the one connection.
 func (m *migrators) control(pod string) (*valkey.Client, error) {
-	if m.ctl.TLS != nil && m.shared != nil {
-		return m.shared(pod)
-	}
 	return m.dial(m.pooled, pod, func(addr string) (*valkey.Client, error) { return valkey.NewPooledClient(addr, m.ctl, m.poolOf(pod)) })
 }
 
