@@ -152,9 +152,13 @@ func (c *target) creds(ctx context.Context, pods []corev1.Pod) (valkey.Credentia
 	return harness.TLSCreds(creds, c.vc, pods, c.ca.Roots()), nil
 }
 
-// writerOptions seed a cluster client: the Service's name through the cluster DNS in a TLS
-// cluster (nodes are redirected to by hostname), the pods' addresses otherwise; the ACL user with
-// its current password in an ACL cluster.
+// writerOptions seed a cluster client with the Service's name through the cluster DNS, as an
+// application does (in a TLS cluster nodes are redirected to by hostname), and in a plaintext
+// cluster the pods' addresses too; the ACL user with its current password in an ACL cluster.
+// The name matters: valkey-go refreshes its topology only through nodes it knows and its seeds,
+// and with pod addresses alone a writer whose every node was replaced (seed 8675309: two
+// Kubernetes nodes stopped 23 s apart held all six pods of the ACL cluster) dialled dead
+// addresses for the rest of the run while the cluster served again.
 func (c *target) writerOptions(ctx context.Context) (harness.WriterOptions, error) {
 	o := harness.WriterOptions{
 		Prefix: "chaos:",
@@ -166,10 +170,10 @@ func (c *target) writerOptions(ctx context.Context) (harness.WriterOptions, erro
 		// and unreplicated ones beside them to count what a crash may take.
 		WaitEvery: 4,
 	}
+	o.Addrs = []string{net.JoinHostPort(harness.ServiceHost(c.vc), "6379")}
+	o.Dialer = cluster.Dialer()
 	if c.ca != nil {
-		o.Addrs = []string{net.JoinHostPort(harness.ServiceHost(c.vc), "6379")}
 		o.TLS = &tls.Config{RootCAs: c.ca.Roots(), MinVersion: tls.VersionTLS12}
-		o.Dialer = cluster.Dialer()
 	} else {
 		pods, err := c.pods(ctx)
 		if err != nil {
