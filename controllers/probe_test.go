@@ -117,12 +117,14 @@ func TestLivenessScript(t *testing.T) {
 	_ = srv.Process.Signal(syscall.SIGCONT)
 }
 
-// TestPreStopScript runs the Valkey 8 preStop hook (with a 1 s delay and a 6 s limit) against
+// TestPreStopScript runs the Valkey 8 preStop hook (with a 1 s delay and a 12 s limit) against
 // real servers loaded with the ACL file the operator renders, and with the auth.conf it mounts
 // (the replication user and its password): a primary without a replica goes after the delay; a
 // primary with an online replica is held until it turns replica (handed over), or until the
 // limit. The test's own commands run as an admin binding; the default user is off, so a hook
-// that fails to authenticate cannot pass by falling back to it.
+// that fails to authenticate cannot pass by falling back to it. The windows are wide (a
+// process start under load took 1.6 s more than the delay, at load 25): each only has to tell
+// the delay, a handover and the limit apart.
 func TestPreStopScript(t *testing.T) {
 	if _, err := exec.LookPath("valkey-server"); err != nil {
 		t.Fatalf("valkey-server not found (%v): run `make packages`", err)
@@ -153,12 +155,12 @@ func TestPreStopScript(t *testing.T) {
 		}
 		return out
 	}
-	// run runs the hook against port and returns how long it held, failing past 10 s.
+	// run runs the hook against port and returns how long it held, failing past 20 s.
 	run := func(port int) time.Duration {
 		t.Helper()
-		script := strings.ReplaceAll(preStopScript(&v1.ValkeyCluster{}, 1, 6), secretMountPath, dir)
+		script := strings.ReplaceAll(preStopScript(&v1.ValkeyCluster{}, 1, 12), secretMountPath, dir)
 		script = strings.ReplaceAll(script, "-p "+strconv.Itoa(ClientPort), "-p "+strconv.Itoa(port))
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		start := time.Now()
 		if out, err := exec.CommandContext(ctx, "/bin/sh", "-c", script).CombinedOutput(); err != nil {
@@ -167,7 +169,7 @@ func TestPreStopScript(t *testing.T) {
 		return time.Since(start)
 	}
 
-	if d := run(a); d < time.Second || d > 2500*time.Millisecond {
+	if d := run(a); d < time.Second || d > 5*time.Second {
 		t.Errorf("a primary without replicas held %s, want the 1 s delay", d)
 	}
 	// Replication as the operator sets it up: masteruser / masterauth from auth.conf.
@@ -182,23 +184,23 @@ func TestPreStopScript(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// Handed over 3 s in: the hook ends soon after.
+	// Handed over 6 s in: the hook ends soon after.
 	handover := make(chan error, 1)
 	go func() {
-		time.Sleep(3 * time.Second)
+		time.Sleep(6 * time.Second)
 		_, err := try(b, "REPLICAOF", "NO", "ONE")
 		if err == nil {
 			_, err = try(a, "REPLICAOF", "127.0.0.1", strconv.Itoa(b))
 		}
 		handover <- err
 	}()
-	if d := run(a); d < 3*time.Second || d > 4500*time.Millisecond {
-		t.Errorf("a primary handed over after 3 s held %s, want about 3 s", d)
+	if d := run(a); d < 6*time.Second || d > 10*time.Second {
+		t.Errorf("a primary handed over after 6 s held %s, want about 6 s", d)
 	}
 	if err := <-handover; err != nil {
 		t.Fatal(err)
 	}
-	if d := run(a); d > 2500*time.Millisecond {
+	if d := run(a); d > 5*time.Second {
 		t.Errorf("a replica held %s, want the 1 s delay", d)
 	}
 	// b is now a primary with a as its connected replica, and nobody hands it over.
@@ -209,8 +211,8 @@ func TestPreStopScript(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// The limit is counted in whole seconds of `date +%s`: within a second short of it.
-	if d := run(b); d < 5*time.Second || d > 7500*time.Millisecond {
-		t.Errorf("a primary never handed over held %s, want the 6 s limit", d)
+	if d := run(b); d < 11*time.Second || d > 15*time.Second {
+		t.Errorf("a primary never handed over held %s, want the 12 s limit", d)
 	}
 }
 
