@@ -358,6 +358,12 @@ func checkSeeded(t *testing.T, vc *v1.ValkeyCluster, n int, u dataUser) {
 	t.Helper()
 	c := clusterClient(t, vc, u)
 	defer c.Close()
+	checkSeededWith(t, c, n)
+}
+
+// checkSeededWith reads back keys seed:0 to seed:<n-1> through c.
+func checkSeededWith(t *testing.T, c valkeygo.Client, n int) {
+	t.Helper()
 	ctx := context.Background()
 	bad := 0
 	for i := 0; i < n; i += 1000 {
@@ -887,8 +893,7 @@ func TestReshardLowMaxclients(t *testing.T) {
 	}
 }
 
-// rejectedConnections is each running pod's rejected_connections (INFO stats), by pod name; on
-// failure each node's clients are logged by name and user (CLIENT LIST).
+// rejectedConnections is each running pod's rejected_connections (INFO stats), by pod name.
 func rejectedConnections(t *testing.T, vc *v1.ValkeyCluster) map[string]int {
 	t.Helper()
 	out := map[string]int{}
@@ -908,24 +913,7 @@ func rejectedConnections(t *testing.T, vc *v1.ValkeyCluster) map[string]int {
 				out[p.Name], _ = strconv.Atoi(v)
 			}
 		}
-		list, err := c.Do(ctx, c.B().ClientList().Build()).ToString()
 		c.Close()
-		if err != nil {
-			t.Logf("%s: CLIENT LIST: %v", p.Name, err)
-		}
-		kinds := map[string]int{}
-		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
-			var name, user string
-			for _, f := range strings.Fields(line) {
-				if v, ok := strings.CutPrefix(f, "name="); ok {
-					name = v
-				} else if v, ok := strings.CutPrefix(f, "user="); ok {
-					user = v
-				}
-			}
-			kinds[user+"/"+name]++
-		}
-		t.Logf("%s: rejected_connections %d, clients %v", p.Name, out[p.Name], kinds)
 	}
 	return out
 }
@@ -961,22 +949,10 @@ func watchClients(t *testing.T, vc *v1.ValkeyCluster) func() map[string]clientPe
 				if err != nil {
 					continue
 				}
-				kinds := map[string]int{}
-				lines := strings.Split(strings.TrimSpace(list), "\n")
-				for _, line := range lines {
-					var name, user string
-					for _, f := range strings.Fields(line) {
-						if v, ok := strings.CutPrefix(f, "name="); ok {
-							name = v
-						} else if v, ok := strings.CutPrefix(f, "user="); ok {
-							user = v
-						}
-					}
-					kinds[user+"/"+name]++
-				}
+				kinds, n := clientKinds(list)
 				mu.Lock()
-				if len(lines) > peaks[p.Name].total {
-					peaks[p.Name] = clientPeak{total: len(lines), kinds: kinds}
+				if n > peaks[p.Name].total {
+					peaks[p.Name] = clientPeak{total: n, kinds: kinds}
 				}
 				mu.Unlock()
 			}
@@ -987,4 +963,22 @@ func watchClients(t *testing.T, vc *v1.ValkeyCluster) func() map[string]clientPe
 		wg.Wait()
 		return peaks
 	}
+}
+
+// clientKinds counts the clients of a CLIENT LIST reply by user/name, and in all.
+func clientKinds(list string) (map[string]int, int) {
+	kinds := map[string]int{}
+	lines := strings.Split(strings.TrimSpace(list), "\n")
+	for _, line := range lines {
+		var name, user string
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "name="); ok {
+				name = v
+			} else if v, ok := strings.CutPrefix(f, "user="); ok {
+				user = v
+			}
+		}
+		kinds[user+"/"+name]++
+	}
+	return kinds, len(lines)
 }
