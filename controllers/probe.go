@@ -27,12 +27,15 @@ const (
 // replication user (which may PING and nothing else that matters here): the user and password
 // are read from the mounted auth.conf (masteruser / masterauth), the password into valkey-cli's
 // environment, never onto a command line that ps or an event would show.
-// valkey-cli exits 0 on error replies, so the reply is what counts. Alive: PONG, and the
-// replies of a server that answers but cannot serve yet (LOADING a dataset, MASTERDOWN while a
-// replica's link is down) or refuses the credentials (NOAUTH: a credential problem is the
-// operator's to report, never a reason to kill every node of a cluster at once). Not alive: no
-// reply within the timeout (hung, or stopped), a refused connection, BUSY (a script that will
-// not end), anything else.
+// valkey-cli exits 0 on error replies, so the reply is what counts, stderr included (a refused
+// AUTH is reported there). Alive: PONG, and the replies of a server that answers but cannot
+// serve yet (LOADING a dataset, MASTERDOWN while a replica's link is down), refuses the
+// credentials (NOAUTH: a credential problem is the operator's to report, never a reason to kill
+// every node of a cluster at once), or is full ("max number of clients reached": Valkey counts
+// the cluster bus links in maxclients, so a low maxclients, or applications filling it, would
+// otherwise fail the probe on every node at once; break test: maxclients 16 and a 3 -> 4, every
+// pod killed, every shard lost). Not alive: no reply within the timeout (hung, or stopped), a
+// refused connection, BUSY (a script that will not end), anything else.
 // cliTLS is what valkey-cli needs for the port under TLS: TLS without verifying the server's
 // certificate. valkey-cli reaches its own pod's server at 127.0.0.1, so verification proves
 // nothing, and it would tie every node's life to the mounted Secret: the volume follows the
@@ -50,8 +53,8 @@ func cliTLS(vc *v1.ValkeyCluster) string {
 func livenessScript(vc *v1.ValkeyCluster) string {
 	return fmt.Sprintf(`user=$(sed -n 's/^masteruser //p' %[1]s/%[2]s)
 pw=$(sed -n 's/^masterauth //p' %[1]s/%[2]s)
-reply=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" valkey-cli --no-auth-warning%[4]s --user "$user" -p %[3]d PING 2>/dev/null)
-case "$reply" in PONG|LOADING*|MASTERDOWN*|NOAUTH*) exit 0 ;; esac
+reply=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" valkey-cli --no-auth-warning%[4]s --user "$user" -p %[3]d PING 2>&1)
+case "$reply" in *PONG*|*LOADING*|*MASTERDOWN*|*NOAUTH*|*"max number of clients"*) exit 0 ;; esac
 echo "PING: ${reply:-no reply}"
 exit 1
 `, secretMountPath, authFileName, ClientPort, cliTLS(vc))

@@ -103,6 +103,31 @@ func TestLivenessScript(t *testing.T) {
 		t.Fatalf("authenticated PING failed or printed the password: %q", out)
 	}
 
+	// Full: maxclients reached (Valkey counts the cluster bus links in it too). The server answers
+	// every new connection with an error and closes it: alive.
+	hold, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setMax := func(n int) {
+		t.Helper()
+		c := exec.Command("valkey-cli", "--no-auth-warning", "--user", "admin", "-p", strconv.Itoa(port), "CONFIG", "SET", "maxclients", strconv.Itoa(n))
+		c.Env = append(os.Environ(), "REDISCLI_AUTH="+password)
+		if out, err := c.CombinedOutput(); err != nil || !strings.Contains(string(out), "OK") {
+			t.Fatalf("config set maxclients %d: %v %s", n, err, out)
+		}
+	}
+	setMax(1)
+	if out, _ := exec.Command("valkey-cli", "-p", strconv.Itoa(port), "PING").CombinedOutput(); !strings.Contains(string(out), "max number of clients") {
+		t.Fatalf("the server is not full: PING says %q", out)
+	}
+	if ok, out := runLiveness(t, dir, port); !ok {
+		t.Fatalf("a full server (maxclients reached) is alive, but the probe failed: %q", out)
+	}
+	_ = hold.Close()
+	time.Sleep(200 * time.Millisecond) // the server sees the held connection gone
+	setMax(10000)
+
 	// Hung: the socket accepts, nothing answers. The probe must fail within its timeout.
 	if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
