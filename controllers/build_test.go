@@ -419,3 +419,28 @@ func TestHandoverOnDeletion(t *testing.T) {
 		t.Errorf("a configured shutdown-on-sigterm is rendered and hashed")
 	}
 }
+
+func TestMaxclientsProblem(t *testing.T) {
+	for _, c := range []struct {
+		maxclients string
+		nodes      int
+		problem    bool
+	}{
+		{"", 8, false},
+		{"10000", 100, false},
+		{"48", 8, false}, // 2*7 + 32 = 46
+		{"45", 8, true},  // the break test's 3 -> 4 at 48 still fits; 45 does not
+		{"16", 6, true},  // a 3x1 whose bus links alone take 10
+		{"34", 2, false}, // 2*1 + 32
+		{"nonsense", 6, false},
+	} {
+		p := maxclientsProblem(c.maxclients, c.nodes)
+		if (p != "") != c.problem {
+			t.Errorf("maxclients %q, %d nodes: problem %q, want one: %v", c.maxclients, c.nodes, p, c.problem)
+		}
+	}
+	want := "maxclients 16 is too low for 8 nodes: Valkey counts the cluster bus links (2 per other node) in it; set at least 46"
+	if p := maxclientsProblem("16", 8); p != want {
+		t.Errorf("message %q, want %q", p, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -190,4 +191,22 @@ func checkCommands(role string, spec v1.ValkeyRoleSpec) error {
 		}
 	}
 	return nil
+}
+
+// minMaxclients is the lowest maxclients a cluster of nodes runs with: Valkey counts the cluster
+// bus links in it, one each way with every other node, and the operator, replication, the
+// liveness probe and the slot mover need some more (32, which also covers the pods a roll or a
+// scale-out adds for a while). Below it the nodes refuse the connections the cluster itself
+// needs (break test: maxclients 16, a 3 -> 4 reshard, every new connection refused on every
+// node).
+func minMaxclients(nodes int) int { return 2*(nodes-1) + 32 }
+
+// maxclientsProblem is the reason a cluster of nodes cannot run with the merged config's
+// maxclients ("" when it can, or when the config leaves Valkey's 10000).
+func maxclientsProblem(maxclients string, nodes int) string {
+	n, err := strconv.Atoi(strings.TrimSpace(maxclients))
+	if err != nil || n >= minMaxclients(nodes) {
+		return ""
+	}
+	return fmt.Sprintf("maxclients %d is too low for %d nodes: Valkey counts the cluster bus links (2 per other node) in it; set at least %d", n, nodes, minMaxclients(nodes))
 }

@@ -254,6 +254,9 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 	} else if err != nil {
 		return nil, nil, "", err
 	}
+	if problem := maxclientsProblem(rc.Valkey["maxclients"], int(vc.Spec.Shards)*(int(vc.Spec.ReplicasPerShard)+1)); problem != "" {
+		return nil, nil, problem, nil
+	}
 	bindings, err := mergeBindings(rc.ACL, vc.Spec.ACL)
 	if errors.As(err, &sp) {
 		return nil, nil, sp.Reason, nil

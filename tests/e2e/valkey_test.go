@@ -228,3 +228,23 @@ func roundTripKeys(t *testing.T, writeVia, readVia, prefix string) {
 		}
 	}
 }
+
+// TestMaxclientsTooLow: a ValkeyConfig whose maxclients cannot hold the cluster's own bus links
+// (Valkey counts them in it) makes the cluster Invalid with the reason, before any pod exists;
+// raising it brings the cluster up. Seen by the break test before: maxclients 16 and a 3 -> 4
+// reshard, every node refusing every new connection and then every pod killed.
+func TestMaxclientsTooLow(t *testing.T) {
+	const ns = "maxclients-low"
+	setupNamespace(t, ns)
+	cfg := newConfig(ns+"-config", ns+"-image")
+	cfg.Spec.Valkey["maxclients"] = "20"
+	create(t, newImage(ns+"-image"), cfg)
+	vc := newCluster(ns, "vc", ns+"-config", withShards(2), withReplicas(1))
+	create(t, vc)
+	waitStateMessage(t, vc, v1.StateInvalid, "maxclients 20 is too low for 4 nodes: Valkey counts the cluster bus links (2 per other node) in it; set at least 38")
+	if pods := clusterPods(t, vc); len(pods) != 0 {
+		t.Fatalf("%d pods created for an Invalid cluster", len(pods))
+	}
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["maxclients"] = "64" })
+	waitReady(t, vc, 2, 1, nil, formTimeout)
+}
