@@ -7,9 +7,10 @@ import (
 
 // CompletedJoins returns the pods whose ValkeyNode is Joining and whose node is now a full
 // member, by name: the controller moves them to Active. A full member answers, says
-// cluster_state:ok with every slot assigned, and is either a primary serving slots or a replica whose link to its primary
-// is up (master_link_status:up, which Valkey reports only once the initial sync is loaded). A
-// replica that is attached but still syncing holds no usable copy, so it stays Joining.
+// cluster_state:ok with every slot assigned, and is either a primary serving slots or a replica
+// whose link to its primary is up (master_link_status:up, which Valkey reports only once the
+// initial sync is loaded). A replica that is attached but still syncing holds no usable copy,
+// so it stays Joining.
 func CompletedJoins(s Snapshot) []string {
 	var out []string
 	for _, p := range s.LivePods() {

@@ -278,7 +278,9 @@ func (s Snapshot) Formed() bool {
 //     lost in a restore without status: such a cluster is healed, and a shard that lost every
 //     copy meanwhile is reported (DataLost), not bootstrapped again in silence. Forming is left
 //     out: in the first formation the primaries complete their joins before the replicas
-//     attach, and that is not yet a formed cluster.
+//     attach, and the persisted Forming must not turn Active before they do. A status emptied
+//     after those joins does read as formed (it comes back as new): the cluster served every
+//     slot by then, so it could hold data (break test: healed, no false DataLost).
 func (s Snapshot) FormedOnce() bool {
 	switch {
 	case !s.FormedAt.IsZero(), s.State == Active, s.State == Upgrading:
