@@ -69,7 +69,7 @@ func planForget(s fsm.Snapshot) (Forget, bool) {
 				continue
 			}
 			seen[id] = true
-			if leaving[id] || flaggedByAllThatKnow(live, id) || (noQuorum && suspectedByAllThatKnow(live, id) && !mayRun(s, id)) {
+			if leaving[id] || flaggedByAllThatKnow(live, id, false) || (noQuorum && flaggedByAllThatKnow(live, id, true) && !mayRun(s, id)) {
 				gone = append(gone, id)
 			}
 		}
@@ -113,9 +113,11 @@ func leavingIDs(s fsm.Snapshot, live []fsm.Pod) map[string]bool {
 	return out
 }
 
-func flaggedByAllThatKnow(live []fsm.Pod, id string) bool {
+// flaggedByAllThatKnow reports whether every live node that knows id flags it `fail` (or, with
+// suspected, `fail?`: none of them can reach it).
+func flaggedByAllThatKnow(live []fsm.Pod, id string, suspected bool) bool {
 	for _, pod := range live {
-		if _, knows := pod.Node.Known[id]; knows && !pod.Node.Failed[id] {
+		if _, knows := pod.Node.Known[id]; knows && !pod.Node.Failed[id] && (!suspected || !pod.Node.Suspected[id]) {
 			return false
 		}
 	}
@@ -136,17 +138,6 @@ func planDeleteFailed(s fsm.Snapshot) (DeletePod, bool) {
 		return DeletePod{Pod: pod.Name}, true
 	}
 	return DeletePod{}, false
-}
-
-// suspectedByAllThatKnow reports whether every live node that knows id flags it `fail` or
-// `fail?`: none of them can reach it.
-func suspectedByAllThatKnow(live []fsm.Pod, id string) bool {
-	for _, pod := range live {
-		if _, knows := pod.Node.Known[id]; knows && !pod.Node.Failed[id] && !pod.Node.Suspected[id] {
-			return false
-		}
-	}
-	return true
 }
 
 // mayRun reports whether a pod outside the live ones may still run the node id: a pod being
