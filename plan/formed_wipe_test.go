@@ -83,9 +83,9 @@ func TestNeverFormedNotFlaggedLost(t *testing.T) {
 		}
 	}
 	for i := range s.Pods {
+		s.Pods[i].Node.SlotsAssigned = spread[0].Count()
 		for j := range s.Pods {
 			s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
-			s.Pods[i].Node.SlotsAssigned = spread[0].Count()
 		}
 	}
 	// What the controller records while Forming.
