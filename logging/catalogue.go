@@ -150,7 +150,8 @@ const (
 	// MsgPrimaryLeavingHandover (INFO, TargetCluster): cluster_name, pod (the replica promoted
 	// with a graceful CLUSTER FAILOVER), node (the leaving primary's id), shard.
 	MsgPrimaryLeavingHandover = "primary pod deleting, handing its slots to synced replica"
-	// MsgForgettingNode (INFO, TargetCluster): cluster_name, pod, node (the id forgotten).
+	// MsgForgettingNode (INFO, TargetCluster): cluster_name, node (the id forgotten), nodes (how
+	// many nodes are told to forget it; one line per id, not per node told).
 	MsgForgettingNode = "forgetting node"
 	// MsgDeletingFailedPod (INFO, TargetCluster): cluster_name, pod.
 	MsgDeletingFailedPod = "deleting failed Pod"
@@ -266,7 +267,7 @@ var Catalogue = []Entry{
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgPrimaryGonePromoting, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgPrimaryLeavingHandover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
-	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
+	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldNode, FieldNodes}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgMovingSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldTarget, FieldSlots, FieldMethod}},
 	{MsgClosingSlot, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlot, FieldNode}},
