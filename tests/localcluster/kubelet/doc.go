@@ -36,8 +36,10 @@
 // # What a pod gets
 //
 //   - Nodes and pods go through virtual-kubelet v1.14.1 (node.NodeController
-//     for registration, status and the node lease; node.PodController with
-//     this package's provider for pods). Node labels: kubernetes.io/hostname,
+//     for status and the node lease; node.PodController with this package's
+//     provider for pods). Node labels, set when the Node is first registered
+//     and left alone afterwards as a kubelet does (`kubectl label node`
+//     sticks, across StopNode / StartNode too): kubernetes.io/hostname,
 //     topology.kubernetes.io/zone, kubernetes.io/os=linux (plus
 //     NodeSpec.Labels); allocatable 64 cpu, 256Gi memory, 250 pods; InternalIP
 //     is the gateway address.

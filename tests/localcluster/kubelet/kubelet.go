@@ -15,9 +15,11 @@ import (
 
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -443,6 +445,32 @@ func (k *Kubelet) buildNode(ns *nodeState) *corev1.Node {
 	return n
 }
 
+// registerNode creates the node's Node object with its labels, or, when it exists (a node
+// started again), leaves its labels as they are. A kubelet sets its node's labels when it
+// registers and leaves them to the cluster's admins afterwards: `kubectl label node` sticks.
+// virtual-kubelet's node controller instead reconciles the labels of the node it is given on
+// every status update (a three-way patch against its last-applied annotation, every
+// statusUpdateInterval), which put a test's relabelled zones back under the scheduler's feet.
+// So the labels are set here, and the controller is given none; the annotations recording what
+// it last applied are dropped from an existing node, so that its first patch, from an empty
+// last-applied state, removes no label.
+func (k *Kubelet) registerNode(ctx context.Context, ns *nodeState) error {
+	nodes := k.client.CoreV1().Nodes()
+	_, err := nodes.Create(ctx, k.buildNode(ns), metav1.CreateOptions{})
+	if err == nil || !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + lastAppliedObjectMeta + `":null,"` + lastAppliedNodeStatus + `":null}}}`)
+	_, err = nodes.Patch(ctx, ns.spec.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// The annotations in which virtual-kubelet's node controller records what it last applied.
+const (
+	lastAppliedObjectMeta = "virtual-kubelet.io/last-applied-object-meta"
+	lastAppliedNodeStatus = "virtual-kubelet.io/last-applied-node-status"
+)
+
 func (k *Kubelet) kubeletPort(ns *nodeState) int {
 	if k.cfg.KubeletPortBase == 0 {
 		return 0
@@ -483,7 +511,15 @@ func (k *Kubelet) runNode(ctx context.Context, ns *nodeState) error {
 		broadcaster.Shutdown()
 		return err
 	}
-	nc, err := node.NewNodeController(node.NewNaiveNodeProvider(), k.buildNode(ns), k.client.CoreV1().Nodes(),
+	if err := k.registerNode(ctx, ns); err != nil {
+		close(done)
+		broadcaster.Shutdown()
+		return err
+	}
+	// The node controller gets the node without labels: see registerNode.
+	statusNode := k.buildNode(ns)
+	statusNode.Labels = nil
+	nc, err := node.NewNodeController(node.NewNaiveNodeProvider(), statusNode, k.client.CoreV1().Nodes(),
 		node.WithNodeEnableLeaseV1(k.client.CoordinationV1().Leases(corev1.NamespaceNodeLease), leaseDurationSeconds),
 		node.WithNodeStatusUpdateInterval(statusUpdateInterval))
 	if err != nil {

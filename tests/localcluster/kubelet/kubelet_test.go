@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -924,13 +925,24 @@ func TestCutPodNetwork(t *testing.T) {
 }
 
 // TestStopNode: the node loses power, its lease stops, its pod's process dies;
-// when it comes back the pod is reported Failed.
+// when it comes back the pod is reported Failed. A label an admin set on the node
+// (here its zone, changed) survives the node's return, as with a kubelet: it sets
+// its labels only when it first registers the node.
 func TestStopNode(t *testing.T) {
 	requireSetup(t)
 	ns := newNamespace(t)
 	createValkeyObjects(t, ns)
 	p := startValkey(t, ns, "valkey-node", "kt-c")
 	ctx := context.Background()
+	relabel := func(zone string, pool string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q,"node-pool":%s}}}`, corev1.LabelTopologyZone, zone, pool)
+		if _, err := client.CoreV1().Nodes().Patch(ctx, "kt-c", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relabel("us-east-1c", `"valkey"`)
+	t.Cleanup(func() { relabel(nodes[2].Zone, "null") })
 	if err := kl.StopNode("kt-c"); err != nil {
 		t.Fatal(err)
 	}
@@ -959,6 +971,14 @@ func TestStopNode(t *testing.T) {
 	waitPod(t, ns, "valkey-node", 20*time.Second, "Failed after the node came back", func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodFailed
 	})
+	// StartNode returns after the node's first status update.
+	n, err := client.CoreV1().Nodes().Get(ctx, "kt-c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z, pool := n.Labels[corev1.LabelTopologyZone], n.Labels["node-pool"]; z != "us-east-1c" || pool != "valkey" {
+		t.Errorf("the node's return reset the labels an admin set: zone %q, node-pool %q", z, pool)
+	}
 	eventually(t, 20*time.Second, "lease renewed again", func() (bool, string) {
 		l, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "kt-c", metav1.GetOptions{})
 		return err == nil && !l.Spec.RenewTime.Equal(lease.Spec.RenewTime), fmt.Sprint(err)
