@@ -68,6 +68,7 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "--- last operator lines ---\n%s\n", tail)
 		}
 		_ = os.WriteFile(filepath.Join(workDir, "KEEP"), nil, 0o644)
+		cluster.KeepDir()
 	} else {
 		_ = os.RemoveAll(workDir)
 	}

@@ -439,8 +439,13 @@ func (c *Cluster) APIServerURL() *url.URL {
 	return c.env.ControlPlane.APIServer.SecureServing.URL("https", "/")
 }
 
+// KeepDir leaves the cluster's directory (the components' logs, the pods' logs under the
+// kubelet's state) in place when it stops, for a failed run to be read afterwards.
+func (c *Cluster) KeepDir() { c.removeDir = false }
+
 // Stop kills every pod process, the controllers, the API server and etcd, removes the pod
-// network, and (when Start made it) the state directory. Safe to call more than once.
+// network, and (when Start made it and KeepDir was not called) the state directory. Safe to
+// call more than once.
 func (c *Cluster) Stop() error {
 	if c.stopped {
 		return nil
