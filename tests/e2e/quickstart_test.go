@@ -208,10 +208,38 @@ func TestQuickstart(t *testing.T) {
 		// As a user who reads before typing: keys sent while valkey-cli is still starting reach a
 		// terminal still in cooked mode (Enter arrives as a newline, which its line editor does
 		// not take for Enter). Its prompt in the container's log says its line editor is reading.
-		prompted := func(string) bool {
+		//
+		// A container's terminal starts with no size (as with a real container runtime) until the
+		// attached kubectl sends one. valkey-cli's line editor, finding 0 columns, asks the
+		// terminal where its cursor is (ESC [6n) and waits for the answer before its first prompt;
+		// when it asks before kubectl is attached, the question is only in the log and no terminal
+		// ever answers (seen once here: no prompt for 2 min). The test answers it then, as the
+		// user's terminal answers such questions.
+		var lastLog string
+		answered := 0
+		prompted := func(string) (bool, string) {
 			out, err := harness.Kubectl(cluster, nil, "-n", ns, "logs", "valkey-cli")
-			return err == nil && strings.Contains(string(out), "my-cluster.my-app.svc.cluster.local:6379> ")
+			lastLog = fmt.Sprintf("%q (err %v)", out, err)
+			if err != nil {
+				return false, ""
+			}
+			if strings.Contains(string(out), "my-cluster.my-app.svc.cluster.local:6379> ") {
+				return true, ""
+			}
+			if strings.Count(string(out), "\x1b[6n") > answered {
+				answered++
+				return false, "\x1b[1;160R" // row 1, column 160: the width runOnTerminal's terminal has
+			}
+			return false, ""
 		}
+		t.Cleanup(func() {
+			// What the pod showed, for a run where its prompt never came (once in a local run).
+			if t.Failed() {
+				pod, _ := harness.Kubectl(cluster, nil, "-n", ns, "get", "pod", "valkey-cli", "-o", "wide")
+				events, _ := harness.Kubectl(cluster, nil, "-n", ns, "get", "events", "--field-selector", "involvedObject.name=valkey-cli")
+				t.Logf("kubectl logs valkey-cli, last read: %s\n%s\n%s", lastLog, pod, events)
+			}
+		})
 		out := runOnTerminal(t, []string{"-n", "my-app", "run", "valkey-cli", "--rm", "-it", "--restart=Never",
 			"--image", "valkey/valkey:9.0", "--", "valkey-cli", "-c", "-h", "my-cluster.my-app.svc.cluster.local"}, prompted,
 			[]step{{"PING", "PONG"}, {"SET hello world", "OK"}, {"GET hello", `"world"`}, {"exit", `pod "valkey-cli" deleted`}})
@@ -224,7 +252,7 @@ func TestQuickstart(t *testing.T) {
 	t.Run("kubectl exec -it valkey-cli", func(t *testing.T) {
 		pod := clusterPods(t, vc)[0].Name
 		// Here the prompt comes through the session itself.
-		prompted := func(shown string) bool { return strings.Contains(shown, "127.0.0.1:6379> ") }
+		prompted := func(shown string) (bool, string) { return strings.Contains(shown, "127.0.0.1:6379> "), "" }
 		runOnTerminal(t, []string{"-n", ns, "exec", "-it", pod, "--", "valkey-cli"}, prompted,
 			[]step{{"CLUSTER INFO", "cluster_state:ok"}, {"exit", ""}})
 	})
@@ -389,8 +417,9 @@ type step struct{ input, want string }
 // runOnTerminal runs kubectl with args on a pseudo-terminal, as a user at a shell does; once
 // kubectl is attached and ready() says the program is waiting for input, it types each step's
 // input once the previous step's output showed up, and returns what the terminal showed.
-// kubectl must exit 0 after the last step.
-func runOnTerminal(t *testing.T, args []string, ready func(shown string) bool, steps []step) string {
+// kubectl must exit 0 after the last step. What ready returns besides is typed at once (a
+// terminal's answer to a question the program asked).
+func runOnTerminal(t *testing.T, args []string, ready func(shown string) (bool, string), steps []step) string {
 	t.Helper()
 	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 160})
@@ -461,7 +490,16 @@ func runOnTerminal(t *testing.T, args []string, ready func(shown string) bool, s
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for !ready(shown()) {
+	for {
+		ok, answer := ready(shown())
+		if ok {
+			break
+		}
+		if answer != "" {
+			if _, err := io.WriteString(tty, answer); err != nil {
+				fail("answering the program: %v", err)
+			}
+		}
 		if time.Now().After(deadline) {
 			fail("the program in the pod never got ready for input:\n%s", shown())
 		}
@@ -509,6 +547,21 @@ func examples(t *testing.T, ns string) {
 		return applyUntilActive(t, docManifest(t, file), key)
 	}
 
+	// The zone-aware example's prerequisite: nodes labelled with the listed zones and
+	// node-pool=valkey. Labelled here, a cluster's lifetime before that example, as a platform's
+	// nodes are labelled long before a team applies it: kube-scheduler places a pod once, from its
+	// own cache of the nodes, and a cache that had seen only node-b's new labels when the example
+	// was applied right after labelling put both pods of two shards on node-b (CI, load 48).
+	zones := map[string]string{"node-a": "us-east-1a", "node-b": "us-east-1b", "node-c": "us-east-1c"}
+	for node, zone := range zones {
+		kubectl(t, nil, "label", "node", node, "--overwrite", "topology.kubernetes.io/zone="+zone, "node-pool=valkey")
+	}
+	t.Cleanup(func() {
+		for node, zone := range map[string]string{"node-a": "zone-a", "node-b": "zone-b", "node-c": "zone-c"} {
+			_, _ = harness.Kubectl(cluster, nil, "label", "node", node, "--overwrite", "topology.kubernetes.io/zone="+zone, "node-pool-")
+		}
+	})
+
 	t.Run("minimal cluster", func(t *testing.T) {
 		vc := activeExample(t, "examples-minimal-cluster.yaml")
 		verifyValkey(t, vc, 3, 1)
@@ -516,16 +569,6 @@ func examples(t *testing.T, ns string) {
 	})
 
 	t.Run("zone-aware cluster", func(t *testing.T) {
-		// The docs' prerequisite: nodes labelled with the listed zones and node-pool=valkey.
-		zones := map[string]string{"node-a": "us-east-1a", "node-b": "us-east-1b", "node-c": "us-east-1c"}
-		for node, zone := range zones {
-			kubectl(t, nil, "label", "node", node, "--overwrite", "topology.kubernetes.io/zone="+zone, "node-pool=valkey")
-		}
-		t.Cleanup(func() {
-			for node, zone := range map[string]string{"node-a": "zone-a", "node-b": "zone-b", "node-c": "zone-c"} {
-				_, _ = harness.Kubectl(cluster, nil, "label", "node", node, "--overwrite", "topology.kubernetes.io/zone="+zone, "node-pool-")
-			}
-		})
 		vc := activeExample(t, "examples-zone-aware-cluster.yaml")
 		verifyValkey(t, vc, 3, 1)
 		// Each shard's primary and replica in two different zones.
