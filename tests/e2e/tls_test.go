@@ -108,6 +108,43 @@ func tlsClusterClient(t testing.TB, vc *v1.ValkeyCluster, roots *x509.CertPool) 
 // under its own name with cluster_state:ok and every slot assigned, every replica is synced,
 // valkey-cli --tls works through the Service's name (and fails without the CA), and keys
 // written through a hostname-verifying cluster client are read back through another.
+// waitHostnames waits until every node knows every other by its pod's DNS name (TLS clients are
+// redirected by hostname). A node announces its hostname in its own gossip, so a node that
+// joined last is known by an empty one for a moment: once, at load 20–30 after a roll, longer
+// than the step from Ready to here. How long that took is logged; it fails after 30 s.
+func waitHostnames(t *testing.T, vc *v1.ValkeyCluster, addrs []string, creds valkey.Credentials) {
+	t.Helper()
+	start := time.Now()
+	for {
+		var problem string
+		for _, v := range valkey.Observe(context.Background(), addrs, creds) {
+			if !v.Reachable {
+				problem = fmt.Sprintf("node %s unreachable over TLS: %v", v.Addr, v.Err)
+				break
+			}
+			for _, e := range v.Nodes {
+				if !strings.HasSuffix(e.Hostname, "."+serviceHost(vc)) {
+					problem = fmt.Sprintf("node %s knows %s by hostname %q, want its pod's DNS name", v.Addr, e.ID, e.Hostname)
+					break
+				}
+			}
+			if problem != "" {
+				break
+			}
+		}
+		if problem == "" {
+			if waited := time.Since(start); waited > time.Second {
+				t.Logf("every node knew every hostname %s after the cluster was Ready and whole", waited.Round(100*time.Millisecond))
+			}
+			return
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%s, 30 s after the cluster was Ready and whole", problem)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func verifyTLS(t *testing.T, vc *v1.ValkeyCluster, ca *testCA, shards, replicas int) {
 	t.Helper()
 	ctx := context.Background()
@@ -139,15 +176,11 @@ func verifyTLS(t *testing.T, vc *v1.ValkeyCluster, ca *testCA, shards, replicas 
 		} else if !v.ReplicaLinkUp() {
 			waitLinkUp(t, v.Addr, creds)
 		}
-		for _, e := range v.Nodes {
-			if !strings.HasSuffix(e.Hostname, "."+serviceHost(vc)) {
-				t.Fatalf("node %s knows %s by hostname %q, want its pod's DNS name", v.Addr, e.ID, e.Hostname)
-			}
-		}
 	}
 	if primaries != shards {
 		t.Fatalf("%d primaries, want %d", primaries, shards)
 	}
+	waitHostnames(t, vc, addrs, creds)
 
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.crt")
