@@ -549,9 +549,9 @@ func examples(t *testing.T, ns string) {
 
 	// The zone-aware example's prerequisite: nodes labelled with the listed zones and
 	// node-pool=valkey. Labelled here, a cluster's lifetime before that example, as a platform's
-	// nodes are labelled long before a team applies it: kube-scheduler places a pod once, from its
-	// own cache of the nodes, and a cache that had seen only node-b's new labels when the example
-	// was applied right after labelling put both pods of two shards on node-b (CI, load 48).
+	// nodes are labelled long before a team applies it; labels that did not stick (the local
+	// kubelet used to put its own back every 20 s) then leave every pod Pending, where labelling
+	// right before the example let node-b alone keep them once and took both pods of two shards.
 	zones := map[string]string{"node-a": "us-east-1a", "node-b": "us-east-1b", "node-c": "us-east-1c"}
 	for node, zone := range zones {
 		kubectl(t, nil, "label", "node", node, "--overwrite", "topology.kubernetes.io/zone="+zone, "node-pool=valkey")
