@@ -204,9 +204,16 @@ func minMaxclients(nodes int) int { return 2*(nodes-1) + 32 }
 // maxclientsProblem is the reason a cluster of nodes cannot run with the merged config's
 // maxclients ("" when it can, or when the config leaves Valkey's 10000).
 func maxclientsProblem(maxclients string, nodes int) string {
-	n, err := strconv.Atoi(strings.TrimSpace(maxclients))
-	if err != nil || n >= minMaxclients(nodes) {
+	n, ok := parseMaxclients(maxclients)
+	if !ok || n >= minMaxclients(nodes) {
 		return ""
 	}
 	return fmt.Sprintf("maxclients %d is too low for %d nodes: Valkey counts the cluster bus links (2 per other node) in it; set at least %d", n, nodes, minMaxclients(nodes))
+}
+
+// parseMaxclients reads a config's maxclients setting; false when it is unset ("", Valkey's
+// 10000 applies) or not a number (Valkey refuses it at start-up, reported there).
+func parseMaxclients(maxclients string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(maxclients))
+	return n, err == nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -408,8 +407,8 @@ const migratorPool = 4 * slotsInFlight
 // connections on a source at once, still 100-145 refused per source (TestReshardLowMaxclients).
 // Past the cap, moves wait for a free connection of the pool instead of opening one.
 func migratorPoolFor(maxclients string) int {
-	n, err := strconv.Atoi(strings.TrimSpace(maxclients))
-	if err != nil || n <= 0 {
+	n, ok := parseMaxclients(maxclients)
+	if !ok || n <= 0 {
 		return migratorPool
 	}
 	return max(1, min(migratorPool, n/8))
