@@ -94,6 +94,7 @@ func TestUpgrade8To9(t *testing.T) {
 	nine.Spec.Tag, nine.Spec.Version = localcluster.Valkey9Version, localcluster.Valkey9Version
 	create(t, nine)
 	before := podNameSet(t, vc)
+	oldIDs := nodeIDSet(t, vc)
 	created := watchCreatedNodes(t, ns)
 	w, opts := startWriter(t, vc)
 	start := time.Now()
@@ -112,6 +113,61 @@ func TestUpgrade8To9(t *testing.T) {
 	}
 	reportRefusals(t, r)
 	checkFailoversPerShard(t, vc, 3)
+	checkForgetLines(t, vc, oldIDs)
+}
+
+// nodeIDSet is the Valkey node id of every running pod of vc.
+func nodeIDSet(t *testing.T, vc *v1.ValkeyCluster) map[string]bool {
+	t.Helper()
+	var addrs []string
+	for _, p := range clusterPods(t, vc) {
+		addrs = append(addrs, addr(p))
+	}
+	out := map[string]bool{}
+	for _, v := range valkey.Observe(context.Background(), addrs, operatorCreds(t, vc)) {
+		me, ok := v.Myself()
+		if !ok {
+			t.Fatalf("node %s: no id: %v", v.Addr, v.Err)
+		}
+		out[me.ID] = true
+	}
+	return out
+}
+
+// checkForgetLines: every id in retired was forgotten, with `forgetting node` lines per id (not
+// per node told: no pod field) carrying the id and how many nodes were told, and no running node
+// of vc knows any of them any more.
+func checkForgetLines(t *testing.T, vc *v1.ValkeyCluster, retired map[string]bool) {
+	t.Helper()
+	per := map[string]int{}
+	for _, l := range parseLog(t, operator.Logs()) {
+		if l.message() != logging.MsgForgettingNode || !strings.HasSuffix(l.ref(), "."+vc.Namespace) {
+			continue
+		}
+		id, _ := l.Fields[logging.FieldNode].(string)
+		told, _ := l.Fields[logging.FieldNodes].(float64)
+		if _, perPod := l.Fields[logging.FieldPod]; perPod || id == "" || told < 1 {
+			t.Errorf("a forgetting node line without the id and count, or per node told: %s", l.raw)
+		}
+		per[id]++
+	}
+	for id := range retired {
+		switch {
+		case per[id] == 0:
+			t.Errorf("retired node %s: no forgetting node line (all: %v)", id, per)
+		case per[id] > 1:
+			// A FORGET that failed on one node is retried on the next pass, with its own line.
+			t.Logf("retired node %s: %d forgetting node lines (retried)", id, per[id])
+		}
+	}
+	for _, p := range clusterPods(t, vc) {
+		v := valkey.Observe(context.Background(), []string{addr(p)}, operatorCreds(t, vc))[0]
+		for _, e := range v.Nodes {
+			if retired[e.ID] {
+				t.Errorf("%s still knows the retired node %s", p.Name, e.ID)
+			}
+		}
+	}
 }
 
 func valkeyVersion(t testing.TB, vc *v1.ValkeyCluster, p corev1.Pod) string {
