@@ -82,8 +82,11 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			if c, err = node(a.Pod); err == nil {
 				if err = c.Failover(ctx, valkey.FailoverCoordinated); err == nil {
 					msg := logging.MsgPrimaryLeavingHandover
-					if a.Roll {
+					switch {
+					case a.Roll:
 						msg = logging.MsgFailoverForUpgrade
+					case a.Realign:
+						msg = logging.MsgRealigningShard
 					}
 					log.Info(msg, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
 				}

@@ -150,6 +150,11 @@ const (
 	// MsgPrimaryLeavingHandover (INFO, TargetCluster): cluster_name, pod (the replica promoted
 	// with a graceful CLUSTER FAILOVER), node (the leaving primary's id), shard.
 	MsgPrimaryLeavingHandover = "primary pod deleting, handing its slots to synced replica"
+	// MsgRealigningShard (INFO, TargetCluster): cluster_name, pod (the replica of the shard
+	// promoted), node (the id of the primary of another shard that served the shard's slots),
+	// shard. Ours: Valkey's view of the shards strayed from the operator's labels (replica
+	// migration) and a graceful failover gives the slots back to the shard's own node.
+	MsgRealigningShard = "failover to give a shard's slots back to its own node"
 	// MsgForgettingNode (INFO, TargetCluster): cluster_name, node (the id forgotten), nodes (how
 	// many nodes are told to forget it; one line per id, not per node told).
 	MsgForgettingNode = "forgetting node"
@@ -267,6 +272,7 @@ var Catalogue = []Entry{
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgPrimaryGonePromoting, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgPrimaryLeavingHandover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
+	{MsgRealigningShard, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldNode, FieldNodes}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgMovingSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldTarget, FieldSlots, FieldMethod}},

@@ -80,11 +80,14 @@ type FailoverForce struct {
 // primary of Shard: the old primary stops writes, the replica catches up, and they swap, so no
 // acknowledged write is lost. Roll is false for a primary whose pod is being deleted while its
 // process still runs, true for a primary of an older spec handing over to an up-to-date replica
-// in a rolling upgrade.
+// in a rolling upgrade. Realign is true for a primary of another shard that serves Shard's slots
+// handing them back to Shard's replica (the misplaced planner); then PrimaryID's pod is not of
+// Shard.
 type Failover struct {
 	Pod, PrimaryID string
 	Shard          int
 	Roll           bool
+	Realign        bool
 }
 
 // SlotMove is one slot to move, keys included, from the primary in pod Source (node SourceID)
@@ -240,6 +243,9 @@ func (a FailoverForce) String() string {
 func (a Failover) String() string {
 	if a.Roll {
 		return fmt.Sprintf("%s takes over shard %d from %s for the rolling upgrade", a.Pod, a.Shard, a.PrimaryID)
+	}
+	if a.Realign {
+		return fmt.Sprintf("%s takes shard %d's slots back from %s of another shard", a.Pod, a.Shard, a.PrimaryID)
 	}
 	return fmt.Sprintf("%s fails over shard %d from %s", a.Pod, a.Shard, a.PrimaryID)
 }

@@ -22,11 +22,14 @@ type Input struct {
 // Step is one planner's answer. Actions run in order. Wait says what the planner waits for after
 // its actions (nodes to meet, a takeover to land); Blocked says why it refuses to go on until
 // something outside the operator changes. Either one ends the pass: a later concern must not act
-// on a cluster an earlier one is still changing.
+// on a cluster an earlier one is still changing. Hold says why the planner holds back a step of
+// its own while later concerns may go on (they may be what it waits for): it is reported as a
+// closed gate is.
 type Step struct {
 	Actions []Action
 	Wait    string
 	Blocked string
+	Hold    string
 }
 
 // Planner owns one concern. Gate returns "" when the concern may act on this input, otherwise why
@@ -97,6 +100,9 @@ func (c Chain) Run(in Input) Plan {
 				disrupted = true
 			}
 			p.Actions = append(p.Actions, a)
+		}
+		if st.Hold != "" && p.Waiting == "" {
+			p.Waiting = st.Hold
 		}
 		switch {
 		case st.Blocked != "":

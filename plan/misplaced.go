@@ -6,19 +6,42 @@ import (
 	"github.com/gomomento/valkey-operator/fsm"
 )
 
-// The misplaced planner retires a node that replicates the primary of another shard than its
-// own, when its own shard has no primary serving slots. That happens when a scale-in drains a
-// shard's primary and spec.shards is raised again before the drained shard's nodes are retired:
-// a primary that gives away its last slot makes itself a replica of the node that took it, and
-// its replicas follow (Valkey's cluster-allow-replica-migration, on 8.x and 9.x alike). Such a
-// node holds none of its own shard's data (it has none left) and cannot take its slots back, so
-// waiting can never help: it goes, one per pass, first by name; the pods planner then creates
-// the shard afresh and the reshard planner moves its share of the slots into it. Removing it
-// costs nothing: it replicates a primary whose own shard keeps its own replicas.
+// The misplaced planner brings the cluster's shards, as Valkey sees them, back in line with the
+// operator's. A node's shard is its label: its pod's placement, its shard's budget and its
+// replacement are all per label. Valkey's view can stray from it: a misplaced replica X (of
+// shard a by its label) follows the primary P of another shard b. Valkey puts it there by itself
+// when replica migration is on (cluster-allow-replica-migration yes: the nodes of an earlier
+// operator, or a ValkeyConfig that turns it back on; the operator builds its nodes with it off):
+// a replica moves to a primary left without working replicas, and when that primary then dies
+// the replica promoted in its place serves the slots of a shard it is not labelled with, while
+// the shard's own nodes follow it. A scale-in does it too: a primary that gives away its last
+// slot makes itself, and its replicas, replicas of the node that took it.
+//
+// The safety argument: X may hold a copy of P's slots that nothing else holds. The chaos run of
+// seed 4242 lost a shard because the one caught-up replica of such a migrated primary was
+// retired as the leftover of a drained shard (its own shard had no primary serving slots), and
+// the primary, the last copy, was killed next. So X goes only when P keeps, without it, as many
+// caught-up replicas as the spec asks for; otherwise X's shard takes P's slots back by a
+// graceful failover, which loses no write. Unknown is not absent: a replica that did not answer,
+// or is not caught up, is not counted as a copy. Its rules, in order, one disruptive step per
+// pass, the first misplaced replica by name:
+//
+//  1. Only a cluster formed once whose live nodes all answer (the planner is silent otherwise),
+//     and not while a failover the operator issued on P is awaited (status.failover).
+//  2. Realign: when X's shard has no primary serving slots while P's shard has another one, P
+//     serves the slots of X's shard (Valkey promoted a migrated replica). A graceful CLUSTER
+//     FAILOVER on X's shard's caught-up replica of P with the largest offset (then the first by
+//     name) gives them back to the shard; P becomes its replica, which rule 3 then retires.
+//  3. Retire: otherwise, when P serves slots and keeps at least replicasPerShard caught-up
+//     replicas besides X, X holds no copy the cluster needs (a drained shard's nodes: the reshard
+//     planner then moves their shard's share back into a new node), and it is retired; the pods
+//     planner gives its shard a new node.
+//  4. Hold: otherwise X stays, and the hold is reported while the later planners go on: a
+//     replacement replica joins P, or X catches up, and rule 2 or 3 applies then.
 var misplaced = Planner{Name: "misplaced", Plan: planMisplaced}
 
-// RetireMisplaced is why such a node is retired.
-const RetireMisplaced = "replicates another shard's primary after its own shard was drained"
+// RetireMisplaced is why a misplaced replica is retired.
+const RetireMisplaced = "replicates another shard's primary, which keeps enough replicas without it"
 
 // planMisplaced has no gate of its own (a gate's reason would stand in the status for the later
 // planners' own): it acts only on a cluster formed once whose nodes all answer, and is silent
@@ -30,27 +53,70 @@ func planMisplaced(in Input) Step {
 	}
 	live := s.LivePods()
 	byID := map[string]fsm.Pod{}
-	serving := map[int]bool{} // shards with a primary that serves slots
+	serving := map[int]int{} // shard -> its live primaries serving slots
 	for _, p := range live {
-		if p.Node == nil {
-			continue
-		}
 		byID[p.Node.ID] = p
 		if p.Node.Primary && len(p.Node.MySlots) > 0 {
-			serving[p.Shard] = true
+			serving[p.Shard]++
 		}
 	}
-	for _, p := range live { // by name
-		n := p.Node
-		if n == nil || n.Primary || n.PrimaryID == "" || p.Shard < 0 || p.Shard >= s.Shards || serving[p.Shard] {
+	var hold string
+	for _, x := range live { // by name
+		n := x.Node
+		if n.Primary || n.PrimaryID == "" || x.Shard < 0 || x.Shard >= s.Shards {
 			continue
 		}
-		owner, ok := byID[n.PrimaryID]
-		if !ok || owner.Shard == p.Shard || !owner.Node.Primary || len(owner.Node.MySlots) == 0 {
+		p, ok := byID[n.PrimaryID]
+		if !ok || p.Shard == x.Shard || !p.Node.Primary || len(p.Node.MySlots) == 0 {
 			continue
 		}
-		d := DeletePod{Pod: p.Name, Reason: RetireMisplaced}
-		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", p.Shard, p.Name)}
+		if f := s.Failover; f != nil && f.PrimaryID == p.Node.ID && s.Now.Sub(f.StartedAt) < FailoverRetry {
+			return Step{Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", f.Shard, f.Pod)}
+		}
+		if serving[x.Shard] == 0 && serving[p.Shard] > 1 {
+			if best := bestOfShard(live, p, x.Shard); best != nil {
+				a := Failover{Pod: best.Name, PrimaryID: p.Node.ID, Shard: x.Shard, Realign: true}
+				return Step{Actions: []Action{a}, Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", x.Shard, best.Name)}
+			}
+			if hold == "" {
+				hold = fmt.Sprintf("shard %d: %s serves its slots; waiting for a replica of the shard to catch up with it", x.Shard, p.Name)
+			}
+			continue
+		}
+		if caughtUpReplicas(live, p, x.Name) >= s.ReplicasPerShard {
+			d := DeletePod{Pod: x.Name, Reason: RetireMisplaced}
+			return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", x.Shard, x.Name)}
+		}
+		if hold == "" {
+			hold = fmt.Sprintf("shard %d: %s replicates %s of shard %d, which has too few other caught-up replicas to let it go", x.Shard, x.Name, p.Name, p.Shard)
+		}
 	}
-	return Step{}
+	return Step{Hold: hold}
+}
+
+// bestOfShard is the replica of primary labelled shard that is caught up with it, with the
+// largest replication offset, then the first by name; nil when none is.
+func bestOfShard(live []fsm.Pod, primary fsm.Pod, shard int) *fsm.Pod {
+	var best *fsm.Pod
+	for i, r := range live {
+		if r.Shard != shard || !fsm.CaughtUp(r, primary) {
+			continue
+		}
+		if best == nil || r.Node.ReplOffset > best.Node.ReplOffset {
+			best = &live[i]
+		}
+	}
+	return best
+}
+
+// caughtUpReplicas counts primary's replicas, other than the pod named except, that are caught
+// up with it.
+func caughtUpReplicas(live []fsm.Pod, primary fsm.Pod, except string) int {
+	n := 0
+	for _, r := range live {
+		if r.Name != except && fsm.CaughtUp(r, primary) {
+			n++
+		}
+	}
+	return n
 }
