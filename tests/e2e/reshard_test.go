@@ -760,16 +760,35 @@ func waitShardPrimaryOpen(t *testing.T, vc *v1.ValkeyCluster, shard int, timeout
 }
 
 // TestDrainedShardWantedAgain: a shard whose primary gave away its last slot while the operator
-// was away (as a scale-in to fewer shards does just before its nodes are retired) turned, as
-// Valkey makes it, into replicas of the primary that took the slots; spec.shards still wants it.
-// The operator stopped (SIGSTOP) while valkey-cli --cluster reshard drains shard 2 of a 3×1 on
-// 9.1.2 into shard 1, then replaced by a new one: it retires the drained shard's nodes
-// (`retiring node`, RetireMisplaced), creates the shard afresh and moves its share back, with
-// the writer on throughout. Found by a break test: a 4 → 2 → 4 with the revert after the drain
-// sat at "waiting for the cluster to agree" for good.
+// was away (as a scale-in to fewer shards does just before its nodes are retired) is still
+// wanted by spec.shards. The operator stopped (SIGSTOP) while valkey-cli --cluster reshard drains
+// shard 2 of a 3×1 on 9.1.2 into shard 1, then replaced by a new one, with the writer on
+// throughout. Found by a break test: a 4 → 2 → 4 with the revert after the drain sat at
+// "waiting for the cluster to agree" for good.
+//
+//   - On the nodes the operator builds (cluster-allow-replica-migration no), the drained primary
+//     stays a primary with no slot, its replica with it: the operator moves the shard's share
+//     back into it, and retires nothing.
+//   - On nodes that allow replica migration (an earlier operator's, or a ValkeyConfig that turns
+//     it on), Valkey turns the drained primary and its replica into replicas of the primary that
+//     took the slots: the operator retires them (`retiring node`, RetireMisplaced: that primary
+//     keeps its own replica), creates the shard afresh and moves its share back.
 func TestDrainedShardWantedAgain(t *testing.T) {
-	const ns = "reshard-drained"
-	vc := versionedCluster(t, ns, localcluster.Valkey9Version, 3, 1)
+	t.Run("replica migration off", func(t *testing.T) { drainedShardWantedAgain(t, "reshard-drained", false) })
+	t.Run("replica migration on", func(t *testing.T) { drainedShardWantedAgain(t, "reshard-drained-mig", true) })
+}
+
+func drainedShardWantedAgain(t *testing.T, ns string, migration bool) {
+	setupNamespace(t, ns)
+	img := newImage(ns + "-image")
+	img.Spec.Tag, img.Spec.Version = localcluster.Valkey9Version, localcluster.Valkey9Version
+	cfg := newConfig(ns+"-config", ns+"-image")
+	if migration {
+		cfg.Spec.Valkey["cluster-allow-replica-migration"] = "yes"
+	}
+	create(t, img, cfg)
+	vc := newCluster(ns, "vc", ns+"-config", withShards(3), withReplicas(1))
+	create(t, vc)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
 	seeded := seedKeys(t, vc, 20_000, openUser)
 	w, opts := startWriter(t, vc)
@@ -804,20 +823,24 @@ func TestDrainedShardWantedAgain(t *testing.T) {
 		cont()
 		t.Fatalf("valkey-cli --cluster reshard: %v\n%s", err, tail(out))
 	}
-	// Valkey turns the drained primary into a replica of the node that took its last slot.
+	// With replica migration on, Valkey turns the drained primary into a replica of the node that
+	// took its last slot; with it off, the drained primary stays a primary serving no slot.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := valkey.NewClient(src[0], creds)
 		if err == nil {
 			entries, err := c.ClusterNodes(context.Background())
 			c.Close()
-			if me, ok := valkey.Myself(entries); err == nil && ok && me.Role == valkey.RoleReplica && me.PrimaryID == dst[1] {
+			me, ok := valkey.Myself(entries)
+			turned := ok && me.Role == valkey.RoleReplica && me.PrimaryID == dst[1]
+			stayed := ok && me.Role == valkey.RolePrimary && len(me.Slots) == 0
+			if err == nil && ((migration && turned) || (!migration && stayed)) {
 				break
 			}
 		}
 		if time.Now().After(deadline) {
 			cont()
-			t.Fatal("the drained primary of shard 2 never became a replica of shard 1's primary")
+			t.Fatalf("the drained primary of shard 2 did not turn replica (migration %v) within 30 s", migration)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -826,6 +849,7 @@ func TestDrainedShardWantedAgain(t *testing.T) {
 
 	waitScaled(t, vc, 3, 1, rollTimeout)
 	checkEvenSpread(t, vc, 3)
+	checkShardsAgree(t, vc)
 	checkSeeded(t, vc, seeded, openUser)
 	r := finishWriter(t, w, vc, opts)
 	if r.LostUnreplicated > 0 {
@@ -837,8 +861,12 @@ func TestDrainedShardWantedAgain(t *testing.T) {
 			misplacedRetired++
 		}
 	}
-	if misplacedRetired != 2 || countLines(t, logging.MsgRetiringNode, ns, "") < before+2 {
+	retired := countLines(t, logging.MsgRetiringNode, ns, "") - before
+	switch {
+	case migration && (misplacedRetired != 2 || retired < 2):
 		t.Errorf("%d nodes retired as %q, want shard 2's two", misplacedRetired, plan.RetireMisplaced)
+	case !migration && retired != 0:
+		t.Errorf("%d nodes retired, want none: the drained primary takes its share back", retired)
 	}
 }
 
