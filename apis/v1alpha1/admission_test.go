@@ -347,11 +347,12 @@ spec:
     example.com/inject-sidecar: "false"
 `)},
 		{name: "longest cluster name", manifest: strings.Replace(cluster(""), "name: my-cluster", "name: c"+strings.Repeat("x", 56), 1)},
-		// The docs bound shards and replicasPerShard from below only; Valkey's 16384 slots
-		// bound shards from above.
-		{name: "most shards", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 16384", 1)},
+		// The docs bound shards and replicasPerShard from below only; ours bound the nodes,
+		// shards × (replicasPerShard + 1), by the 1000 Valkey's cluster bus is designed for.
+		{name: "most shards", manifest: strings.NewReplacer("shards: 3", "shards: 1000", "replicasPerShard: 1", "replicasPerShard: 0").Replace(cluster(""))},
 		{name: "many replicas", manifest: strings.Replace(cluster(""), "replicasPerShard: 1", "replicasPerShard: 10", 1)},
-		{name: "many nodes", manifest: strings.NewReplacer("shards: 3", "shards: 1000", "replicasPerShard: 1", "replicasPerShard: 5").Replace(cluster(""))},
+		{name: "most replicas", manifest: strings.NewReplacer("shards: 3", "shards: 1", "replicasPerShard: 1", "replicasPerShard: 999").Replace(cluster(""))},
+		{name: "most nodes", manifest: strings.NewReplacer("shards: 3", "shards: 200", "replicasPerShard: 1", "replicasPerShard: 4").Replace(cluster(""))},
 		{name: "no replicas", manifest: strings.Replace(cluster(""), "replicasPerShard: 1", "replicasPerShard: 0", 1)},
 
 		// ValkeyImage: the docs bound none of its fields; version is informational, and a
@@ -415,11 +416,23 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 	runAdmissionCases(t, []admissionCase{
 		// ValkeyCluster topology.
 		{name: "zero shards", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 0", 1),
-			wantErr: "shards must be between 1 and 16384: a shard serves at least one of Valkey's 16384 hash slots"},
-		{name: "more shards than slots", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 16385", 1),
-			wantErr: "shards must be between 1 and 16384"},
+			wantErr: "shards must be between 1 and 1000: a shard is at least one node, and a cluster at most 1000 nodes (Valkey's cluster bus is designed for about 1000)"},
+		{name: "more shards than a cluster has nodes", manifest: strings.NewReplacer("shards: 3", "shards: 1001", "replicasPerShard: 1", "replicasPerShard: 0").Replace(cluster("")),
+			wantErr: "shards must be between 1 and 1000"},
+		{name: "as many shards as slots", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 16384", 1),
+			wantErr: "spec.shards in body should be less than or equal to 1000"},
+		{name: "shards past int32", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 2147483648", 1),
+			wantErr: "spec.shards in body should be less than or equal to 1000"},
 		{name: "negative replicas", manifest: strings.Replace(cluster(""), "replicasPerShard: 1", "replicasPerShard: -1", 1),
-			wantErr: "replicasPerShard must be 0 or more: it counts the replicas of each primary"},
+			wantErr: "replicasPerShard must be between 0 and 999: it counts the replicas of each primary, and a cluster is at most 1000 nodes"},
+		{name: "a shard of more than 1000 nodes", manifest: strings.NewReplacer("shards: 3", "shards: 1", "replicasPerShard: 1", "replicasPerShard: 1000").Replace(cluster("")),
+			wantErr: "spec.replicasPerShard in body should be less than or equal to 999"},
+		{name: "replicas past int32", manifest: strings.Replace(cluster(""), "replicasPerShard: 1", "replicasPerShard: 2147483648", 1),
+			wantErr: "spec.replicasPerShard in body should be less than or equal to 999"},
+		{name: "more than 1000 nodes", manifest: strings.NewReplacer("shards: 3", "shards: 3", "replicasPerShard: 1", "replicasPerShard: 333").Replace(cluster("")),
+			wantErr: "shards × (replicasPerShard + 1) must be at most 1000 nodes: Valkey's cluster bus is designed for at most about 1000 nodes; use fewer shards or replicas, or split the data over several ValkeyClusters"},
+		{name: "the most shards with a replica each", manifest: strings.Replace(cluster(""), "shards: 3", "shards: 1000", 1),
+			wantErr: "shards × (replicasPerShard + 1) must be at most 1000 nodes"},
 		{name: "missing shards", manifest: strings.Replace(cluster(""), "  shards: 3\n", "", 1),
 			wantErr: `spec.shards: Required value`},
 
@@ -665,7 +678,9 @@ func TestAdmissionTLSIsImmutable(t *testing.T) {
 		{name: "changing placement and annotations", initial: "", patch: `{"spec":{"placement":{"zones":["us-east-1a"],"zoneSpread":"required"},"podAnnotations":{"prometheus.io/scrape":"true"}}}`},
 		{name: "re-sending the same tls", initial: tlsSpec, patch: `{"spec":{"tls":{"secretRef":"my-cluster-tls"},"shards":4}}`},
 		{name: "a bad update is still refused by the other rules", initial: tlsSpec, patch: `{"spec":{"shards":0}}`,
-			wantErr: "shards must be between 1 and 16384"},
+			wantErr: "shards must be between 1 and 1000"},
+		{name: "scaling replicas past 1000 nodes", initial: "", patch: `{"spec":{"replicasPerShard":333}}`,
+			wantErr: "shards × (replicasPerShard + 1) must be at most 1000 nodes"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -741,3 +756,47 @@ func TestTypedClusterAndStatusRoundTrip(t *testing.T) {
 	checkAdmission(t, &unstructured.Unstructured{Object: map[string]any{"kind": "ValkeyCluster", "metadata": map[string]any{"name": "typed"}}},
 		err, `Unsupported value: "Creating"`)
 }
+
+// Every integer of the status has schema bounds (README, "Moving from the original"): the
+// operator alone writes status, and the bounds are wide enough never to refuse what it writes,
+// but a value its Go types cannot hold is refused rather than stored.
+func TestAdmissionStatusBounds(t *testing.T) {
+	c := apiServer(t)
+	ensureNamespace(t, c)
+	ctx := t.Context()
+	vc := &v1alpha1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "status-bounds", Namespace: testNamespace},
+		Spec:       v1alpha1.ValkeyClusterSpec{ConfigRef: "standard", Shards: 3, ReplicasPerShard: 1},
+	}
+	if err := c.Create(ctx, vc); err != nil {
+		t.Fatalf("create cluster: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, vc) })
+	obj := &unstructured.Unstructured{Object: map[string]any{"kind": "ValkeyCluster", "metadata": map[string]any{"name": vc.Name}}}
+	for _, tc := range []struct {
+		name    string
+		status  string
+		wantErr string
+	}{
+		{name: "the widest status the operator writes", status: fmt.Sprintf(
+			`{"observedGeneration":%d,"shards":16384,"readyNodes":2147483647,"nodes":[{"pod":"a","shard":-1,"ready":false},{"pod":"b","shard":2147483647,"ready":true}],"failover":{"shard":16383,"pod":"b","primaryNodeId":"x","startedAt":"2026-01-01T00:00:00Z"}}`,
+			v1alpha1.MaxExactJSONInteger)},
+		{name: "a generation past 2^53", status: `{"observedGeneration":9007199254740992}`,
+			wantErr: "status.observedGeneration: Invalid value: 9007199254740992: observedGeneration in body should be less than or equal to 9007199254740991"},
+		{name: "more shards than slots", status: `{"shards":16385}`,
+			wantErr: "status.shards: Invalid value: 16385: shards in body should be less than or equal to 16384"},
+		{name: "ready nodes past int32", status: `{"readyNodes":2147483648}`,
+			wantErr: "readyNodes in body should be less than or equal to 2147483647"},
+		{name: "a node's shard past int32", status: `{"nodes":[{"pod":"a","shard":2147483648,"ready":true}]}`,
+			wantErr: "nodes[0].shard in body should be less than or equal to 2147483647"},
+		{name: "a failover of a shard past the slots", status: `{"failover":{"shard":16384,"pod":"b","primaryNodeId":"x","startedAt":"2026-01-01T00:00:00Z"}}`,
+			wantErr: "status.failover.shard: Invalid value: 16384: failover.shard in body should be less than or equal to 16383"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(`{"status":` + tc.status + `}`)
+			err := c.Status().Patch(ctx, vc.DeepCopy(), client.RawPatch(types.MergePatchType, body))
+			checkAdmission(t, obj, err, tc.wantErr)
+		})
+	}
+}
+

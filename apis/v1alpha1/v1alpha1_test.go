@@ -330,12 +330,12 @@ func TestConfigDeepCopyIsDeep(t *testing.T) {
 	}
 }
 
-// The topology bounds are Go constants for the operator and literals in the CEL rules; they
-// must agree.
+// The bounds are Go constants for the operator and literals in the CRD's schema and CEL rules;
+// they must agree.
 func TestCRDBoundsMatchConstants(t *testing.T) {
 	crd := readCRD(t, "valkeyclusters")
 	root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
-	spec := root.Properties["spec"]
+	spec, status := root.Properties["spec"], root.Properties["status"]
 	rules := func(s apiextensionsv1.JSONSchemaProps) string {
 		var all []string
 		for _, r := range s.XValidations {
@@ -345,10 +345,28 @@ func TestCRDBoundsMatchConstants(t *testing.T) {
 	}
 	for _, c := range []struct{ where, want string }{
 		{rules(spec.Properties["shards"]), fmt.Sprintf("self <= %d", v1alpha1.MaxShards)},
+		{rules(spec.Properties["replicasPerShard"]), fmt.Sprintf("self <= %d", v1alpha1.MaxReplicasPerShard)},
+		{rules(spec), fmt.Sprintf("self.shards * (self.replicasPerShard + 1) <= %d", v1alpha1.MaxNodes)},
 		{rules(*root), fmt.Sprintf("self.metadata.name.size() <= %d", v1alpha1.MaxClusterNameLength)},
 	} {
 		if !strings.Contains(c.where, c.want) {
 			t.Errorf("CRD rules\n%s\ndo not contain %q", c.where, c.want)
+		}
+	}
+	node := readCRD(t, "valkeynodes").Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	for _, c := range []struct {
+		name   string
+		schema apiextensionsv1.JSONSchemaProps
+		max    float64
+	}{
+		{"spec.shards", spec.Properties["shards"], v1alpha1.MaxShards},
+		{"spec.replicasPerShard", spec.Properties["replicasPerShard"], v1alpha1.MaxReplicasPerShard},
+		{"status.failover.shard", status.Properties["failover"].Properties["shard"], v1alpha1.MaxShardIndex},
+		{"status.observedGeneration", status.Properties["observedGeneration"], v1alpha1.MaxExactJSONInteger},
+		{"ValkeyNode spec.shardIndex", node.Properties["shardIndex"], v1alpha1.MaxShardIndex},
+	} {
+		if c.schema.Maximum == nil || *c.schema.Maximum != c.max {
+			t.Errorf("%s: schema maximum %v, want %v", c.name, c.schema.Maximum, c.max)
 		}
 	}
 }

@@ -4,12 +4,36 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Bounds of a ValkeyCluster's topology, enforced by the CRD.
+// Bounds of a ValkeyCluster's topology, enforced by the CRD. The original documents no upper
+// bound on shards or replicasPerShard. Ours exist because the operator is shared: every node is
+// a pod the team asks of the whole Kubernetes cluster, and a tenant must not be able to ask for
+// thousands of them. Each bound is also a schema maximum (not only a CEL rule): an API server
+// before 1.36 drops format: int32 from CRD schemas, so only a maximum keeps it from storing a
+// number the operator cannot decode.
 const (
-	// MaxShards bounds spec.shards: each shard's primary serves at least one of Valkey's 16384
-	// hash slots. The original documents no upper bound on shards or replicasPerShard and we
-	// add none of our own (a drop-in accepts what the original accepts); this one is Valkey's.
-	MaxShards = 16384
+	// MaxNodes bounds the nodes of a ValkeyCluster, shards × (1 + replicasPerShard) (a CEL rule
+	// on the spec): Valkey's cluster bus is a full mesh, every node pinging every other, designed
+	// for at most about 1000 nodes.
+	MaxNodes = 1000
+
+	// MaxShards bounds spec.shards: each shard is at least its primary, so MaxNodes bounds the
+	// shards too. It is well below Valkey's own limit of 16384 (one hash slot per shard).
+	MaxShards = MaxNodes
+
+	// MaxReplicasPerShard bounds spec.replicasPerShard: one shard, its primary and replicas, is
+	// at most MaxNodes nodes.
+	MaxReplicasPerShard = MaxNodes - 1
+
+	// MaxShardIndex bounds the shard indexes the operator writes (a ValkeyNode's
+	// spec.shardIndex, status.failover.shard): an index is below spec.shards, which no version
+	// of this operator let exceed Valkey's 16384 hash slots. It is not MaxShards - 1 so that the
+	// operator can still create and update the nodes of a cluster admitted before MaxNodes
+	// existed.
+	MaxShardIndex = 16383
+
+	// MaxExactJSONInteger (2^53 - 1) bounds the int64 fields of status: the largest integer a
+	// JSON number holds exactly in every client (jq and JavaScript read numbers as float64).
+	MaxExactJSONInteger = 1<<53 - 1
 
 	// MaxClusterNameLength bounds a ValkeyCluster's name: its pods are named
 	// {cluster}-{5 hex}, and a pod's name is also its hostname, a DNS label of at most 63
@@ -20,6 +44,7 @@ const (
 // ValkeyClusterSpec is one Valkey cluster: which config its nodes use, how many shards and
 // replicas, who may connect, and where the pods go.
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed after the cluster is created: TLS is chosen at creation; create a new ValkeyCluster to switch TLS on or off"
+// +kubebuilder:validation:XValidation:rule="self.shards * (self.replicasPerShard + 1) <= 1000",message="shards × (replicasPerShard + 1) must be at most 1000 nodes: Valkey's cluster bus is designed for at most about 1000 nodes; use fewer shards or replicas, or split the data over several ValkeyClusters"
 type ValkeyClusterSpec struct {
 	// configRef names the (cluster-scoped) ValkeyConfig the nodes use.
 	// +kubebuilder:validation:MaxLength=253
@@ -27,17 +52,24 @@ type ValkeyClusterSpec struct {
 	ConfigRef string `json:"configRef"`
 
 	// shards is the number of primaries; the 16384 slots are spread evenly over them. At
-	// least 1, at most 16384 (each shard serves at least one slot). Changing it on a running
-	// cluster reshards: new shards are joined and take their
-	// share of the slots, keys included; removed shards are drained into the others, then
-	// retired.
-	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 16384",message="shards must be between 1 and 16384: a shard serves at least one of Valkey's 16384 hash slots"
+	// least 1, at most 1000 (MaxShards), and shards × (replicasPerShard + 1) at most 1000
+	// nodes (MaxNodes): Valkey's cluster bus is designed for at most about 1000 nodes, and each
+	// is a pod of the shared Kubernetes cluster. Changing it on a running cluster reshards: new
+	// shards are joined and take their share of the slots, keys included; removed shards are
+	// drained into the others, then retired.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 1000",message="shards must be between 1 and 1000: a shard is at least one node, and a cluster at most 1000 nodes (Valkey's cluster bus is designed for about 1000)"
 	Shards int32 `json:"shards"`
 
 	// replicasPerShard is the number of replicas of each primary, not counting the primary:
-	// 1 gives two nodes per shard. At least 0. Raising it on a running cluster adds replicas,
-	// lowering it retires replicas, one node at a time; a primary is never retired.
-	// +kubebuilder:validation:XValidation:rule="self >= 0",message="replicasPerShard must be 0 or more: it counts the replicas of each primary"
+	// 1 gives two nodes per shard. At least 0, at most 999 (MaxReplicasPerShard: a shard of
+	// 1000 nodes), and shards × (replicasPerShard + 1) at most 1000 nodes. Raising it on a
+	// running cluster adds replicas, lowering it retires replicas, one node at a time; a primary
+	// is never retired.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=999
+	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 999",message="replicasPerShard must be between 0 and 999: it counts the replicas of each primary, and a cluster is at most 1000 nodes"
 	ReplicasPerShard int32 `json:"replicasPerShard"`
 
 	// acl binds Valkey users on this cluster, in addition to those of the config; a username
@@ -163,8 +195,13 @@ const (
 type NodeStatus struct {
 	// pod is the pod's name, such as my-cluster-8c04d.
 	Pod string `json:"pod"`
-	// shard is the index of the pod's shard, counted from 0 (the
-	// valkey.gomomento.com/shard-index label).
+	// shard is the index of the pod's shard, counted from 0, as its
+	// valkey.gomomento.com/shard-index label says; -1 when the label is missing or not a
+	// number. The label is on the pod, which the namespace's users may edit, so the schema
+	// bounds this field by its Go type only (int32): a narrower bound could refuse the
+	// operator's own status write and leave the cluster without status.
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	Shard int32 `json:"shard"`
 	// role is primary or replica; empty while the node has not joined the cluster.
 	// +optional
@@ -198,15 +235,27 @@ type ValkeyClusterStatus struct {
 	// observedGeneration is the metadata.generation of the spec the operator last acted on:
 	// the spec the last pass read, decided and planned from. A pass that cannot act (the
 	// operator's credential Secret is missing) leaves it as it was.
+	// At most 2^53 - 1 (MaxExactJSONInteger), the largest integer every JSON client reads
+	// exactly; the API server counts generations up from 1, one per spec change.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=9007199254740991
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// shards is the number of shards that currently own slots. Always written (0 included)
-	// but optional in the schema, so that a status patch need not carry it.
+	// but optional in the schema, so that a status patch need not carry it. At most 16384: a
+	// shard counted here serves at least one of Valkey's 16384 hash slots.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16384
 	Shards int32 `json:"shards"`
 	// readyNodes is the number of nodes in nodes[] whose ready is true (the READY column).
-	// Always written, optional in the schema.
+	// Always written, optional in the schema. Bounded by its Go type (int32) only: it counts
+	// the pods the operator observed, which may outnumber MaxNodes while nodes are replaced
+	// (or in a cluster admitted before that bound), and a narrower bound could refuse the
+	// operator's own status write.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	ReadyNodes int32 `json:"readyNodes"`
 	// nodes are the cluster's pods with their shard, role and node id, by pod name.
 	// +optional
@@ -243,7 +292,10 @@ type ValkeyClusterStatus struct {
 // FailoverStatus is one failover the operator issued: on which replica, for which lost primary,
 // when, and how.
 type FailoverStatus struct {
-	// shard is the index of the shard failed over.
+	// shard is the index of the shard failed over: below spec.shards, so at most
+	// MaxShardIndex (16383).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16383
 	Shard int32 `json:"shard"`
 	// pod is the replica's pod, the one asked to become primary.
 	Pod string `json:"pod"`

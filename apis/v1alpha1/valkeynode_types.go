@@ -67,8 +67,12 @@ type ValkeyNodeSpec struct {
 
 	// shardIndex is the shard the operator created this node for, counted from 0. The pod
 	// carries it as the valkey.gomomento.com/shard-index label, which spreads a shard's pods
-	// over hosts and zones. It is an index the operator assigns, not the Valkey shard id.
+	// over hosts and zones. It is an index the operator assigns, not the Valkey shard id. It is
+	// below the cluster's spec.shards, so at most MaxShardIndex (16383: no version of this
+	// operator admitted more shards than Valkey's 16384 hash slots), which keeps the nodes of a
+	// cluster admitted before MaxShards was lowered creatable.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16383
 	ShardIndex int32 `json:"shardIndex"`
 
 	// tlsSecret names the TLS Secret mounted into the node's pod when its cluster uses TLS;
