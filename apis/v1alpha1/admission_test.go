@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -681,6 +683,8 @@ func TestAdmissionTLSIsImmutable(t *testing.T) {
 			wantErr: "shards must be between 1 and 1000"},
 		{name: "scaling replicas past 1000 nodes", initial: "", patch: `{"spec":{"replicasPerShard":333}}`,
 			wantErr: "shards × (replicasPerShard + 1) must be at most 1000 nodes"},
+		{name: "annotating the pods unconfined", initial: "", patch: `{"spec":{"podAnnotations":{"container.apparmor.security.beta.kubernetes.io/valkey":"unconfined"}}}`,
+			wantErr: "would set the AppArmor profile of the cluster's containers"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -800,3 +804,99 @@ func TestAdmissionStatusBounds(t *testing.T) {
 	}
 }
 
+// podAnnotationCases are spec.podAnnotations that must be allowed (wantErr empty) or refused
+// with a message containing wantErr. TestCheckPodAnnotations runs them through the Go check;
+// TestAdmissionPodAnnotations sends them to the API server, which must give the same verdict
+// with the Go check's message word for word.
+func podAnnotationCases() []struct {
+	name        string
+	annotations map[string]string
+	wantErr     string
+} {
+	const big = "example.com/big"
+	return []struct {
+		name        string
+		annotations map[string]string
+		wantErr     string
+	}{
+		{name: "scrape and default container", annotations: map[string]string{
+			"prometheus.io/scrape": "true", "kubectl.kubernetes.io/default-container": "valkey"}},
+		{name: "look-alikes of the confinement keys", annotations: map[string]string{
+			"example.com/apparmor": "note", "apparmor.security.beta.kubernetes.io/allowedProfileNames": "runtime/default",
+			"example.com/seccomp": "audit"}},
+		{name: "a prefix of 253 characters", annotations: map[string]string{strings.Repeat("a", 253) + "/x": "1"}},
+		{name: "exactly the size bound", annotations: map[string]string{big: strings.Repeat("x", v1alpha1.MaxPodAnnotationsBytes-len(big))}},
+
+		{name: "AppArmor unconfined for the valkey container",
+			annotations: map[string]string{"container.apparmor.security.beta.kubernetes.io/valkey": "unconfined", "prometheus.io/scrape": "true"},
+			wantErr:     "podAnnotations key container.apparmor.security.beta.kubernetes.io/valkey would set the AppArmor profile of the cluster's containers"},
+		{name: "AppArmor for any container",
+			annotations: map[string]string{"container.apparmor.security.beta.kubernetes.io/sidecar": "runtime/default"},
+			wantErr:     "would set the AppArmor profile"},
+		{name: "seccomp of the pod",
+			annotations: map[string]string{"seccomp.security.alpha.kubernetes.io/pod": "unconfined"},
+			wantErr:     "podAnnotations key seccomp.security.alpha.kubernetes.io/pod would set the seccomp profile of the cluster's pods, which the operator sets itself (RuntimeDefault)"},
+		{name: "seccomp of a container",
+			annotations: map[string]string{"container.seccomp.security.alpha.kubernetes.io/valkey": "runtime/default"},
+			wantErr:     "would set the seccomp profile"},
+		{name: "reserved prefix",
+			annotations: map[string]string{"valkey.gomomento.com/spec-hash": "forged"},
+			wantErr:     "uses the prefix valkey.gomomento.com/, which is reserved for the operator"},
+		{name: "not an annotation key",
+			annotations: map[string]string{"scrape me": "true"},
+			wantErr:     "podAnnotations keys must be annotation keys"},
+		{name: "a prefix of 254 characters",
+			annotations: map[string]string{strings.Repeat("a", 254) + "/x": "1"},
+			wantErr:     "podAnnotations key prefixes (before the '/') must be at most 253 characters"},
+		{name: "one byte over the size bound",
+			annotations: map[string]string{big: strings.Repeat("x", v1alpha1.MaxPodAnnotationsBytes-len(big)+1)},
+			wantErr:     "podAnnotations may hold at most 131072 bytes, keys and values together: Kubernetes refuses a pod whose annotations exceed 262144 bytes"},
+		{name: "bytes, not characters",
+			annotations: map[string]string{"example.com/accents": strings.Repeat("é", 65530)},
+			wantErr:     "podAnnotations may hold at most 131072 bytes"},
+		{name: "the size of all of them together", annotations: func() map[string]string {
+			m := map[string]string{}
+			for i := range 64 {
+				m[fmt.Sprintf("example.com/part-%02d", i)] = strings.Repeat("x", 2100)
+			}
+			return m
+		}(),
+			wantErr: "podAnnotations may hold at most 131072 bytes"},
+	}
+}
+
+func TestCheckPodAnnotations(t *testing.T) {
+	for _, tc := range podAnnotationCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			err := v1alpha1.CheckPodAnnotations(tc.annotations)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("accepted, want %q", tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Fatalf("error %q, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+	if err := v1alpha1.CheckPodAnnotations(nil); err != nil {
+		t.Errorf("no annotations refused: %v", err)
+	}
+}
+
+// The CRD refuses what CheckPodAnnotations refuses, with its message, and accepts the rest.
+func TestAdmissionPodAnnotations(t *testing.T) {
+	var cases []admissionCase
+	for _, tc := range podAnnotationCases() {
+		var lines strings.Builder
+		for _, k := range slices.Sorted(maps.Keys(tc.annotations)) {
+			fmt.Fprintf(&lines, "    %q: %q\n", k, tc.annotations[k])
+		}
+		c := admissionCase{name: tc.name, manifest: cluster("  podAnnotations:\n" + lines.String())}
+		if err := v1alpha1.CheckPodAnnotations(tc.annotations); err != nil {
+			c.wantErr = err.Error()
+		}
+		cases = append(cases, c)
+	}
+	runAdmissionCases(t, cases)
+}

@@ -6,9 +6,37 @@ import (
 )
 
 // Hand-written deepcopy for the types whose maps have alias-typed values (DirectiveValue,
-// LabelValue, both aliases of string that exist to carry a CRD schema for map values).
+// LabelValue, AnnotationValue: aliases of string that exist to carry a CRD schema for map
+// values).
 // controller-gen's deepcopy generator emits an empty copy loop for such maps, so these types
 // opt out of generation; TestDeepCopyIsDeep checks that the copies share no memory.
+
+// DeepCopyInto copies the receiver into out; in must be non-nil.
+func (in *ValkeyClusterSpec) DeepCopyInto(out *ValkeyClusterSpec) {
+	*out = *in
+	if in.ACL != nil {
+		out.ACL = make([]ACLBinding, len(in.ACL))
+		for i := range in.ACL {
+			in.ACL[i].DeepCopyInto(&out.ACL[i])
+		}
+	}
+	if in.TLS != nil {
+		tls := *in.TLS
+		out.TLS = &tls
+	}
+	out.Placement = in.Placement.DeepCopy()
+	out.PodAnnotations = maps.Clone(in.PodAnnotations)
+}
+
+// DeepCopy returns a deep copy of the receiver, or nil for a nil receiver.
+func (in *ValkeyClusterSpec) DeepCopy() *ValkeyClusterSpec {
+	if in == nil {
+		return nil
+	}
+	out := new(ValkeyClusterSpec)
+	in.DeepCopyInto(out)
+	return out
+}
 
 // DeepCopyInto copies the receiver into out; in must be non-nil.
 func (in *Placement) DeepCopyInto(out *Placement) {

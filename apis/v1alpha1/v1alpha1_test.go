@@ -288,6 +288,12 @@ func TestDeepCopyIsDeep(t *testing.T) {
 		TLS:            &v1alpha1.TLSSpec{SecretRef: "s"},
 	}}
 	cp := orig.DeepCopy()
+	if !reflect.DeepEqual(orig, cp) {
+		t.Fatalf("DeepCopy differs from the original:\n%+v\n%+v", orig.Spec, cp.Spec)
+	}
+	if (*v1alpha1.ValkeyClusterSpec)(nil).DeepCopy() != nil {
+		t.Error("DeepCopy of a nil spec is not nil")
+	}
 	cp.Spec.PodAnnotations["a"] = "2"
 	cp.Spec.Placement.Zones[0] = "z2"
 	cp.Spec.Placement.NodeSelector["pool"] = "b"
@@ -347,6 +353,7 @@ func TestCRDBoundsMatchConstants(t *testing.T) {
 		{rules(spec.Properties["shards"]), fmt.Sprintf("self <= %d", v1alpha1.MaxShards)},
 		{rules(spec.Properties["replicasPerShard"]), fmt.Sprintf("self <= %d", v1alpha1.MaxReplicasPerShard)},
 		{rules(spec), fmt.Sprintf("self.shards * (self.replicasPerShard + 1) <= %d", v1alpha1.MaxNodes)},
+		{rules(spec.Properties["podAnnotations"]), fmt.Sprintf(".sum() <= %d", v1alpha1.MaxPodAnnotationsBytes)},
 		{rules(*root), fmt.Sprintf("self.metadata.name.size() <= %d", v1alpha1.MaxClusterNameLength)},
 	} {
 		if !strings.Contains(c.where, c.want) {
@@ -368,6 +375,13 @@ func TestCRDBoundsMatchConstants(t *testing.T) {
 		if c.schema.Maximum == nil || *c.schema.Maximum != c.max {
 			t.Errorf("%s: schema maximum %v, want %v", c.name, c.schema.Maximum, c.max)
 		}
+	}
+	values := spec.Properties["podAnnotations"].AdditionalProperties.Schema
+	if values.MaxLength == nil || *values.MaxLength != v1alpha1.MaxPodAnnotationsBytes {
+		t.Errorf("podAnnotations values: maxLength %v, want %d", values.MaxLength, v1alpha1.MaxPodAnnotationsBytes)
+	}
+	if v1alpha1.MaxPodAnnotationsBytes > v1alpha1.PodAnnotationsSizeLimit/2 {
+		t.Errorf("MaxPodAnnotationsBytes %d leaves less than half of Kubernetes' %d for the operator and others", v1alpha1.MaxPodAnnotationsBytes, v1alpha1.PodAnnotationsSizeLimit)
 	}
 }
 

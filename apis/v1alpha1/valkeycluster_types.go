@@ -43,6 +43,10 @@ const (
 
 // ValkeyClusterSpec is one Valkey cluster: which config its nodes use, how many shards and
 // replicas, who may connect, and where the pods go.
+//
+// Its deepcopy is hand-written (deepcopy.go): controller-gen's generator mishandles the
+// AnnotationValue alias.
+// +kubebuilder:object:generate=false
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed after the cluster is created: TLS is chosen at creation; create a new ValkeyCluster to switch TLS on or off"
 // +kubebuilder:validation:XValidation:rule="self.shards * (self.replicasPerShard + 1) <= 1000",message="shards × (replicasPerShard + 1) must be at most 1000 nodes: Valkey's cluster bus is designed for at most about 1000 nodes; use fewer shards or replicas, or split the data over several ValkeyClusters"
 type ValkeyClusterSpec struct {
@@ -94,14 +98,26 @@ type ValkeyClusterSpec struct {
 	Placement *Placement `json:"placement,omitempty"`
 
 	// podAnnotations are copied verbatim onto every pod the operator manages for the cluster
-	// (and onto nothing else). Keys under valkey.gomomento.com/ are reserved. Added or changed
-	// keys are patched onto live pods in place (no pod is replaced); a removed key stays on
-	// live pods until each is next replaced. At most 64 entries.
+	// (and onto nothing else). Added or changed keys are patched onto live pods in place (no pod
+	// is replaced); a removed key stays on live pods until each is next replaced. Refused, with
+	// a message that says why: keys under valkey.gomomento.com/ (reserved for the operator);
+	// the AppArmor and seccomp annotations (container.apparmor.security.beta.kubernetes.io/*,
+	// seccomp.security.alpha.kubernetes.io/pod, container.seccomp.security.alpha.kubernetes.io/*),
+	// which would override or loosen the confinement the operator gives its pods (seccomp
+	// RuntimeDefault, the runtime's default AppArmor profile); and more than 131072 bytes of
+	// keys and values together (MaxPodAnnotationsBytes): Kubernetes refuses a pod whose
+	// annotations exceed 262144 bytes, and the other half is kept for the operator's own
+	// annotations and those other controllers add. At most 64 entries. CheckPodAnnotations is
+	// the same check in Go.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('valkey.gomomento.com/'))",messageExpression="'podAnnotations key ' + self.filter(k, k.startsWith('valkey.gomomento.com/'))[0] + ' uses the prefix valkey.gomomento.com/, which is reserved for the operator; choose another prefix'"
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))`,messageExpression=`'podAnnotations keys must be annotation keys: an optional DNS prefix and \'/\', then a name of at most 63 letters, digits, \'-\', \'.\' and \'_\', like example.com/scrape; not ' + self.filter(k, !k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))[0]`
-	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([^/]{0,253}/)?[^/]*$'))`,messageExpression=`"podAnnotations key prefixes (before the '/') must be at most 253 characters, as Kubernetes requires: no pod could carry the key; not " + self.filter(k, !k.matches('^([^/]{0,253}/)?[^/]*$'))[0]`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.startsWith('container.apparmor.security.beta.kubernetes.io/'))`,messageExpression=`"podAnnotations key " + self.filter(k, k.startsWith('container.apparmor.security.beta.kubernetes.io/'))[0] + " would set the AppArmor profile of the cluster's containers, which the operator leaves at the container runtime's default; an annotation may not loosen it: remove the key"`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.startsWith('seccomp.security.alpha.kubernetes.io/') && !k.startsWith('container.seccomp.security.alpha.kubernetes.io/'))`,messageExpression=`"podAnnotations key " + self.filter(k, k.startsWith('seccomp.security.alpha.kubernetes.io/') || k.startsWith('container.seccomp.security.alpha.kubernetes.io/'))[0] + " would set the seccomp profile of the cluster's pods, which the operator sets itself (RuntimeDefault); an annotation may not override it: remove the key"`
+	// +kubebuilder:validation:XValidation:rule=`self.map(k, k.size() + bytes(self[k]).size()).sum() <= 131072`,message="podAnnotations may hold at most 131072 bytes, keys and values together: Kubernetes refuses a pod whose annotations exceed 262144 bytes, and the rest is kept for the operator's own annotations and those that other controllers add; keep large data in a ConfigMap and annotate its name"
+	PodAnnotations map[string]AnnotationValue `json:"podAnnotations,omitempty"`
 }
 
 // NodeCount returns the number of Valkey nodes the spec asks for: shards × (1 + replicas).
@@ -150,6 +166,13 @@ type Placement struct {
 	// +optional
 	ZoneSpread ZoneSpread `json:"zoneSpread,omitempty"`
 }
+
+// AnnotationValue is the value of one pod annotation. It is an alias of string, so
+// spec.podAnnotations stays a map[string]string in Go; the alias carries the schema of the map's
+// values: at most MaxPodAnnotationsBytes characters (no single value may exceed what all of
+// them together may hold), a bound the API server needs to estimate the cost of the size rule.
+// +kubebuilder:validation:MaxLength=131072
+type AnnotationValue = string
 
 // LabelValue is a Kubernetes label value: at most 63 letters, digits, '-', '_' and '.',
 // starting and ending with a letter or digit, or empty. It is an alias of string, so
