@@ -298,6 +298,7 @@ spec:
     nodeSelector:
       cloud.example.com/pool: valkey
 `)},
+		{name: "cluster with a node label of the longest prefix", manifest: cluster("  placement:\n    nodeSelector:\n      " + strings.Repeat("a", 253) + "/pool: valkey\n")},
 		{name: "cluster with an acl user", manifest: cluster(`  acl:
     - username: app-user
       passwordHashes:
@@ -549,6 +550,8 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 			wantErr: "placement.nodeSelector keys must be node label keys: an optional DNS prefix and '/', then a name of at most 63 letters, digits, '-', '.' and '_', like node-pool; not node pool"},
 		{name: "nodeSelector value that is no label value", manifest: cluster("  placement:\n    nodeSelector:\n      node-pool: \"cache pool\"\n"),
 			wantErr: "placement.nodeSelector values must be node label values: at most 63 letters, digits, '-', '_' and '.'"},
+		{name: "nodeSelector key with a prefix too long for a label", manifest: cluster("  placement:\n    nodeSelector:\n      " + strings.Repeat("a", 254) + "/pool: cache\n"),
+			wantErr: "placement.nodeSelector key prefixes (before the '/') must be at most 253 characters, as Kubernetes requires of label keys: no pod could carry the key; not " + strings.Repeat("a", 254) + "/pool"},
 		{name: "nodeSelector value too long for a label", manifest: cluster("  placement:\n    nodeSelector:\n      node-pool: " + strings.Repeat("a", 64) + "\n"),
 			wantErr: "Too long: may not be more than 63 bytes"},
 

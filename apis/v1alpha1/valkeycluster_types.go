@@ -154,10 +154,12 @@ type Placement struct {
 	Zones []string `json:"zones,omitempty"`
 
 	// nodeSelector is copied verbatim into every pod's nodeSelector: node label keys and
-	// values that a node must carry. At most 32 entries.
+	// values that a node must carry. At most 32 entries; a key's prefix is at most 253
+	// characters, as for any label key (the pod would be refused otherwise).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))`,messageExpression=`'placement.nodeSelector keys must be node label keys: an optional DNS prefix and \'/\', then a name of at most 63 letters, digits, \'-\', \'.\' and \'_\', like node-pool; not ' + self.filter(k, !k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))[0]`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^([^/]{0,253}/)?[^/]*$'))`,messageExpression=`"placement.nodeSelector key prefixes (before the '/') must be at most 253 characters, as Kubernetes requires of label keys: no pod could carry the key; not " + self.filter(k, !k.matches('^([^/]{0,253}/)?[^/]*$'))[0]`
 	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
 	// zoneSpread is how strictly each shard's nodes are spread over zones: bestEffort
