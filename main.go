@@ -83,6 +83,7 @@ func run() int {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                              scheme,
+		Cache:                               controllers.CacheOptions(),
 		LeaderElection:                      *leaderElect,
 		LeaderElectionID:                    leaderElectionID,
 		LeaderElectionNamespace:             namespace,
@@ -96,18 +97,18 @@ func run() int {
 	if err != nil {
 		return logging.ClientBuildFailed(os.Stderr, err)
 	}
-	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), DefaultZoneSpread: spread}
+	tlsr := &controllers.TLSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	if err := tlsr.SetupWithManager(mgr, log); err != nil {
+		opLog.Error("controller setup failed", logging.Err(err))
+		return 1
+	}
+	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), DefaultZoneSpread: spread, TLSSecretSeen: tlsr.SecretSeen}
 	if err := r.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
-	acl := &controllers.ACLReconciler{Client: mgr.GetClient()}
+	acl := &controllers.ACLReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	if err := acl.SetupWithManager(mgr, log); err != nil {
-		opLog.Error("controller setup failed", logging.Err(err))
-		return 1
-	}
-	tlsr := &controllers.TLSReconciler{Client: mgr.GetClient()}
-	if err := tlsr.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}

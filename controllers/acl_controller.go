@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -12,7 +11,6 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +61,8 @@ const (
 // ACLReconciler runs the ACL controller (see above) for every ValkeyCluster.
 type ACLReconciler struct {
 	client.Client
+	// APIReader reads the clusters' TLS Secrets, which no cache holds (CacheOptions).
+	APIReader client.Reader
 
 	ticks tickLog
 	// conns keeps each node's connection across passes, apart from the cluster controller's.
@@ -113,12 +113,13 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		// Not created yet, or the credential is missing (the cluster controller says so).
 		return ctrl.Result{RequeueAfter: TickInterval}, err
 	}
-	var list corev1.PodList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list pods: %w", err)
+	pods, err := listNodePods(ctx, r.Client, &vc)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
+	list := corev1.PodList{Items: pods}
 	if vc.Spec.TLS != nil {
-		tm, problem, err := readTLSSecret(ctx, r.Client, &vc)
+		tm, problem, _, err := readTLSSecret(ctx, r.APIReader, &vc)
 		if err != nil || problem != "" {
 			// The cluster controller says why the Secret cannot be used; the nodes keep their ACL.
 			return ctrl.Result{RequeueAfter: TickInterval}, err
@@ -181,19 +182,16 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 }
 
 // desired reads the cluster's ACL file and the operator's credentials from the cache. ok is
-// false while either does not exist.
+// false while either does not exist, or is not controlled by the cluster (ownership.go: the
+// cluster controller makes it Invalid; neither is used).
 func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file string, creds valkey.Credentials, ok bool, err error) {
-	var acl, cred corev1.Secret
-	for _, s := range []struct {
-		name string
-		into *corev1.Secret
-	}{{secretName(vc), &acl}, {credentialName(vc), &cred}} {
-		if err := r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: s.name}, s.into); err != nil {
-			if apierrors.IsNotFound(err) {
-				return "", creds, false, nil
-			}
-			return "", creds, false, fmt.Errorf("get secret %s: %w", s.name, err)
-		}
+	acl, ok, err := ownedSecret(ctx, r.Client, vc, secretName(vc))
+	if err != nil || !ok {
+		return "", creds, false, err
+	}
+	cred, ok, err := ownedSecret(ctx, r.Client, vc, credentialName(vc))
+	if err != nil || !ok {
+		return "", creds, false, err
 	}
 	pw := string(cred.Data[operatorPasswordKey])
 	file = string(acl.Data[aclFileName])

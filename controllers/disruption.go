@@ -126,8 +126,16 @@ func (r *ValkeyClusterReconciler) ensureDisruptionBudgets(ctx context.Context, l
 	for i := range list.Items {
 		b := &list.Items[i]
 		shard, err := strconv.Atoi(b.Labels[v1.LabelShard])
-		if err != nil || !metav1.IsControlledBy(b, vc) {
+		if !metav1.IsControlledBy(b, vc) {
+			if err == nil && b.Name == v1.ShardDisruptionBudgetName(vc.Name, shard) {
+				// One of the names the operator needs, not its own: never patched or deleted.
+				r.foreign.add(clusterKey(vc), objectRef{"PodDisruptionBudget", b.Name})
+				return notControlled("PodDisruptionBudget", b.Name, vc.Name)
+			}
 			continue // not one of ours
+		}
+		if err != nil {
+			continue
 		}
 		have[shard] = b
 	}
@@ -143,6 +151,10 @@ func (r *ValkeyClusterReconciler) ensureDisruptionBudgets(ctx context.Context, l
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			// Created meanwhile (by an operator that lost its lease, say): the next pass sees it.
+			// Or not the operator's at all (it would not be in the list without the label).
+			if err := r.checkBudget(ctx, vc, b.Name); err != nil {
+				return err
+			}
 		case err != nil:
 			return fmt.Errorf("create PodDisruptionBudget %s: %w", b.Name, err)
 		default:
@@ -177,4 +189,20 @@ func budgetFields(b *policyv1.PodDisruptionBudget, count bool) []zap.Field {
 		fields = append(fields, zap.Int(logging.FieldMinAvailable, b.Spec.MinAvailable.IntValue()))
 	}
 	return fields
+}
+
+// checkBudget reads the PodDisruptionBudget name of vc's namespace from the API server and
+// returns a *SpecProblem when it exists and vc does not control it, remembering it.
+func (r *ValkeyClusterReconciler) checkBudget(ctx context.Context, vc *v1.ValkeyCluster, name string) error {
+	var b policyv1.PodDisruptionBudget
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &b)
+	switch {
+	case apierrors.IsNotFound(err), err == nil && metav1.IsControlledBy(&b, vc):
+		r.foreign.drop(clusterKey(vc), objectRef{"PodDisruptionBudget", name})
+		return nil
+	case err != nil:
+		return fmt.Errorf("get PodDisruptionBudget %s: %w", name, err)
+	}
+	r.foreign.add(clusterKey(vc), objectRef{"PodDisruptionBudget", name})
+	return notControlled("PodDisruptionBudget", name, vc.Name)
 }

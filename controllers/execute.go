@@ -26,15 +26,30 @@ import (
 
 // execute carries out the plan in order: a thin switch over action types. It stops at the
 // first failing step; the next pass observes again and plans what is left.
+//
+// A pod the API server refuses ends the pass's creations (creates.go): the refusal is recorded,
+// said at WARN, and the rest of the plan goes on.
 func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, creds, migrate valkey.Credentials, obs *observation, pl plan.Plan) error {
 	node := func(pod string) (*valkey.Client, error) { return r.nodeClient(vc, obs, pod, creds) }
+	refused := false
 	for _, a := range pl.Actions {
 		var err error
 		// One exhaustive switch over the closed set of actions: gochecksumtype (.golangci.yml)
 		// fails the lint when a kind is missing, so default is only reached by a nil action.
 		switch a := a.(type) {
 		case plan.CreatePod:
-			err = r.createNode(ctx, log, vc, rc, obs, a.Shard)
+			if refused {
+				continue
+			}
+			var cr *createRefused
+			cr, err = r.createNode(ctx, log, vc, rc, obs, a.Shard)
+			switch {
+			case cr != nil:
+				refused = true
+				logRefused(log, cr, r.creates.failed(clusterKey(vc), vc.Generation, *cr, time.Now()))
+			case err == nil:
+				r.creates.succeeded(clusterKey(vc))
+			}
 		case plan.Meet:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
@@ -234,7 +249,6 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 		Watches(&corev1.Service{}, owned).
 		Watches(&corev1.ConfigMap{}, byNode).
 		Watches(&corev1.Secret{}, owned).
-		Watches(&corev1.Secret{}, t.Related(handler.EnqueueRequestsFromMapFunc(tlsSecretClusters(r.Client)))).
 		// Not on status: the disruption controller rewrites a budget's status at every pod change.
 		Watches(&policyv1.PodDisruptionBudget{}, owned, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

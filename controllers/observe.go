@@ -69,7 +69,11 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	for i := range list.Items {
 		pod := &list.Items[i]
 		vn, byNode := nodeOf(pod, nodes)
-		if !byNode {
+		if _, known := lastIDs[pod.Name]; !byNode || (vn == nil && !known) {
+			// Not a node's pod: the cluster label proves nothing. A pod whose ValkeyNode is gone
+			// is one the operator retired only if the last status listed it; any other pod
+			// naming a ValkeyNode it cannot show is nobody's, and is never asked (the operator's
+			// credentials would go to it).
 			continue
 		}
 		o.pods[pod.Name] = pod
@@ -110,8 +114,10 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 
 // podView is the part of a Pod the decision needs.
 func podView(pod *corev1.Pod) fsm.Pod {
+	// The label is anyone's to edit who may edit the pod: outside the shards a cluster can have,
+	// it is no shard (-1), never a number that wraps.
 	shard, err := strconv.Atoi(pod.Labels[v1.LabelShard])
-	if err != nil {
+	if err != nil || shard < 0 || shard > v1.MaxShardIndex {
 		shard = -1
 	}
 	p := fsm.Pod{

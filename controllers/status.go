@@ -27,6 +27,9 @@ const (
 	// rolling upgrade or a replica scaling runs.
 	ReasonOutdated    = "Upgrading"
 	ReasonReconciling = "Reconciling"
+	// ReasonCreateRefused: the API server refused a pod of the cluster (a quota, a LimitRange,
+	// Pod Security admission, a webhook); the operator retries with a back-off.
+	ReasonCreateRefused = "PodCreateRefused"
 	// ReasonShardDataLost is the DataLost condition's reason.
 	ReasonShardDataLost = "ShardDataLost"
 )
@@ -60,6 +63,9 @@ func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan)
 	}
 	if pl.Blocked != "" {
 		return health{Reason: ReasonFailingOnStart, Message: pl.Blocked, Outside: true}
+	}
+	if s.CreateRefused != "" {
+		return health{Reason: ReasonCreateRefused, Message: s.CreateRefused, Outside: true}
 	}
 	if !s.Formed() {
 		msg := pl.Waiting

@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/valkey"
@@ -318,20 +317,21 @@ func tlsDirectives() [][2]string {
 	}
 }
 
-// readTLSSecret reads and validates a TLS cluster's Secret (from the cache: Secrets are
-// watched). A problem is returned as the reason the cluster is Invalid; err is a transient API
-// error.
-func readTLSSecret(ctx context.Context, c client.Reader, vc *v1.ValkeyCluster) (*tlsMaterial, string, error) {
+// readTLSSecret reads and validates a TLS cluster's Secret, by name from the API server (c is an
+// APIReader): the team's own Secret, which the operator does not create, so no cache holds it
+// (CacheOptions). A problem is returned as the reason the cluster is Invalid; resourceVersion is
+// the Secret's ("" when it does not exist); err is a transient API error.
+func readTLSSecret(ctx context.Context, c client.Reader, vc *v1.ValkeyCluster) (m *tlsMaterial, problem, resourceVersion string, err error) {
 	var s corev1.Secret
-	err := c.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: vc.Spec.TLS.SecretRef}, &s)
+	err = c.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: vc.Spec.TLS.SecretRef}, &s)
 	if apierrors.IsNotFound(err) {
 		m, problem := validateTLSSecret(vc, nil)
-		return m, problem, nil
+		return m, problem, "", nil
 	} else if err != nil {
-		return nil, "", fmt.Errorf("get TLS secret: %w", err)
+		return nil, "", "", fmt.Errorf("get TLS secret: %w", err)
 	}
-	m, problem := validateTLSSecret(vc, &s)
-	return m, problem, nil
+	m, problem = validateTLSSecret(vc, &s)
+	return m, problem, s.ResourceVersion, nil
 }
 
 // withTLS returns creds for the nodes of a TLS cluster: the cluster's client configuration,
@@ -362,24 +362,6 @@ func podAddrs(pods []corev1.Pod) map[string]string {
 		}
 	}
 	return out
-}
-
-// tlsSecretClusters maps a change of a Secret to the TLS clusters of its namespace that name it,
-// so that a cluster made Invalid by its Secret recovers as soon as the Secret is fixed.
-func tlsSecretClusters(c client.Reader) func(context.Context, client.Object) []reconcile.Request {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list v1.ValkeyClusterList
-		if err := c.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-			return nil
-		}
-		var out []reconcile.Request
-		for _, vc := range list.Items {
-			if vc.Spec.TLS != nil && vc.Spec.TLS.SecretRef == o.GetName() {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vc)})
-			}
-		}
-		return out
-	}
 }
 
 // Reasons of the CertificateExpiring condition.

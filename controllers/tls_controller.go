@@ -16,8 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
@@ -55,6 +58,8 @@ const tlsHandshakeTimeout = 2 * time.Second
 // TLSReconciler runs the TLS controller (see above) for every TLS ValkeyCluster.
 type TLSReconciler struct {
 	client.Client
+	// APIReader reads the clusters' TLS Secrets, which no cache holds (CacheOptions).
+	APIReader client.Reader
 
 	ticks   tickLog
 	expires tickLog
@@ -63,6 +68,34 @@ type TLSReconciler struct {
 	tls   tlsConfigs
 
 	nodeRetries
+
+	// rotations carries a cluster whose TLS Secret changed (SecretSeen) to a pass of its own.
+	rotations chan event.GenericEvent
+	seenMu    sync.Mutex
+	seen      map[types.NamespacedName]string
+}
+
+// SecretSeen is told, by the cluster controller's passes (every few seconds per cluster), the
+// resourceVersion of a TLS cluster's Secret. A change from the one seen before starts a pass of
+// this controller at once: no watch follows a Secret the operator does not create (only the
+// operator's own objects are cached), and the rotation must not wait for the tick.
+func (r *TLSReconciler) SecretSeen(cluster types.NamespacedName, resourceVersion string) {
+	r.seenMu.Lock()
+	if r.seen == nil {
+		r.seen = map[types.NamespacedName]string{}
+	}
+	prev, known := r.seen[cluster]
+	r.seen[cluster] = resourceVersion
+	r.seenMu.Unlock()
+	if !known || prev == resourceVersion || r.rotations == nil {
+		return
+	}
+	vc := &v1.ValkeyCluster{}
+	vc.Namespace, vc.Name = cluster.Namespace, cluster.Name
+	select {
+	case r.rotations <- event.GenericEvent{Object: vc}:
+	default: // a burst of rotations: the tick catches up
+	}
 }
 
 // nodeTLS is what one node did in a pass.
@@ -92,7 +125,7 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if tick {
 		log.Info(logging.MsgTLSTick)
 	}
-	tm, problem, err := readTLSSecret(ctx, r.Client, &vc)
+	tm, problem, _, err := readTLSSecret(ctx, r.APIReader, &vc)
 	if err != nil || problem != "" {
 		return ctrl.Result{RequeueAfter: TickInterval}, err
 	}
@@ -106,10 +139,11 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil || !ok {
 		return ctrl.Result{RequeueAfter: TickInterval}, err
 	}
-	var list corev1.PodList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list pods: %w", err)
+	pods, err := listNodePods(ctx, r.Client, &vc)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
+	list := corev1.PodList{Items: pods}
 	creds = withTLS(&vc, creds, r.tls.get(req.String(), tm), podAddrs(list.Items))
 
 	var addrs []string
@@ -216,12 +250,9 @@ func servedFingerprint(ctx context.Context, addr, serverName string) (string, er
 // credentials reads the operator's credentials for vc from the cache; ok is false while the
 // Secret does not exist (the cluster controller creates it, or says it is missing).
 func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (valkey.Credentials, bool, error) {
-	var s corev1.Secret
-	if err := r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: credentialName(vc)}, &s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return valkey.Credentials{}, false, nil
-		}
-		return valkey.Credentials{}, false, fmt.Errorf("get secret %s: %w", credentialName(vc), err)
+	s, ok, err := ownedSecret(ctx, r.Client, vc, credentialName(vc))
+	if err != nil || !ok {
+		return valkey.Credentials{}, false, err
 	}
 	pw := string(s.Data[operatorPasswordKey])
 	return valkey.Credentials{Username: OperatorUser, Password: pw}, pw != "", nil
@@ -235,15 +266,19 @@ func (r *TLSReconciler) forget(key string) {
 }
 
 // SetupWithManager registers the TLS controller: a pass per cluster on its tick, when the
-// cluster or one of its pods changes, and when a Secret a cluster names as tls.secretRef
-// changes (the start of a rotation). log is the operator's root logger.
+// cluster or one of its pods changes, and when the Secret a cluster names as tls.secretRef
+// changes (SecretSeen: the start of a rotation). log is the operator's root logger.
 func (r *TLSReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) error {
 	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
+	r.rotations = make(chan event.GenericEvent, 1024)
+	itself := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster-tls").
 		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
 		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{}, t.Related(handler.EnqueueRequestsFromMapFunc(tlsSecretClusters(r.Client)))).
+		WatchesRawSource(source.Channel(r.rotations, t.Related(itself))).
 		Watches(&corev1.Pod{}, t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))).
 		Complete(t.Reconciler(logging.Target(log, logging.TargetTLS), r))
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,6 +63,15 @@ type ValkeyClusterReconciler struct {
 	conns valkey.Pool
 	// tls keeps each TLS cluster's client configuration while its Secret stays the same.
 	tls tlsConfigs
+	// foreign remembers the objects found under a cluster's names that it does not control
+	// (ownership.go).
+	foreign foreignObjects
+	// creates holds back the creation of pods after the API server refused one (creates.go).
+	creates createFailures
+	// TLSSecretSeen, when set, is told the resourceVersion of each TLS cluster's Secret as a pass
+	// reads it (the TLS controller starts a rotation from a change: no watch follows Secrets the
+	// operator does not create).
+	TLSSecretSeen func(cluster types.NamespacedName, resourceVersion string)
 }
 
 // Least privilege: exactly the calls the operator makes. It never writes a cluster's spec
@@ -94,14 +104,12 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	var vc v1.ValkeyCluster
 	if err := r.APIReader.Get(ctx, req.NamespacedName, &vc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.conns.Forget(req.String())
-			r.tls.forget(req.String())
+			r.forgetCluster(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if vc.DeletionTimestamp != nil {
-		r.conns.Forget(req.String())
-		r.tls.forget(req.String())
+		r.forgetCluster(req.String())
 		return ctrl.Result{}, nil // owner references and the garbage collector remove the rest
 	}
 	// A cluster whose namespace is being deleted is left alone: pods re-created there would be
@@ -128,12 +136,18 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	var sys systemUsers
 	var hash string
 	if problem == "" {
-		if sys, creds, migrate, err = r.ensureObjects(ctx, log, &vc, rc); err != nil {
-			if missing := (*credentialMissing)(nil); errors.As(err, &missing) {
-				return r.holdWithoutCredential(ctx, log, &vc, missing)
-			}
+		sys, creds, migrate, err = r.ensureObjects(ctx, log, &vc, rc)
+		var sp *SpecProblem
+		switch missing := (*credentialMissing)(nil); {
+		case errors.As(err, &missing):
+			return r.holdWithoutCredential(ctx, log, &vc, missing)
+		case errors.As(err, &sp):
+			problem, creds, migrate = sp.Reason, valkey.Credentials{}, valkey.Credentials{}
+		case err != nil:
 			return ctrl.Result{}, err
 		}
+	}
+	if problem == "" {
 		hash = desiredSpecHash(&vc, rc)
 		if tm != nil {
 			creds.TLS = r.tls.get(clusterKey(&vc), tm)
@@ -148,6 +162,8 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
 	obs.snapshot.AtomicMoves = rc != nil && valkey9OrLater(rc.Image.Version)
+	refusedWait := time.Duration(0)
+	obs.snapshot.CreateRefused, obs.snapshot.CreateHeld, refusedWait = r.creates.state(clusterKey(&vc), vc.Generation, obs.snapshot.Now)
 
 	state := vc.Status.State
 	decision := fsm.Decide(obs.snapshot)
@@ -184,7 +200,12 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	// The shards' disruption budgets go first: a pod this pass creates counts as not yet a full
 	// copy before it exists. They, like podAnnotations after the steps, are harmless and
 	// idempotent: a failure is returned with the pass's outcome and holds nothing back.
-	budgetErr := r.ensureDisruptionBudgets(ctx, log, &vc, obs, pass)
+	var budgetErr error
+	if len(r.foreign.list(clusterKey(&vc))) == 0 {
+		// Not while an object of one of the cluster's names is someone else's: nothing of the
+		// cluster's is changed until it is cleared up.
+		budgetErr = r.ensureDisruptionBudgets(ctx, log, &vc, obs, pass)
+	}
 	if problem == "" {
 		// The ACL Secret goes before the steps: a pod this pass creates mounts it. It is rendered
 		// from this pass's observation, which says whether a reshard is pending (SlotImport).
@@ -199,7 +220,11 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
-	return ctrl.Result{RequeueAfter: requeueAfter(h, pass)}, nil
+	after := requeueAfter(h, pass)
+	if obs.snapshot.CreateHeld && refusedWait < after && !h.Ready {
+		after = refusedWait // the next try of a refused pod
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // requeueAfter says when the next pass looks again. A pass that acted, or a cluster that is not
@@ -232,7 +257,10 @@ func (r *ValkeyClusterReconciler) validateTLS(ctx context.Context, log *zap.Logg
 	if vc.Spec.TLS == nil {
 		return nil, "", nil
 	}
-	tm, problem, err := readTLSSecret(ctx, r.Client, vc)
+	tm, problem, rv, err := readTLSSecret(ctx, r.APIReader, vc)
+	if err == nil && rv != "" && r.TLSSecretSeen != nil {
+		r.TLSSecretSeen(types.NamespacedName{Namespace: vc.Namespace, Name: vc.Name}, rv)
+	}
 	if err != nil || problem == "" {
 		return tm, "", err
 	}
@@ -247,6 +275,11 @@ func (r *ValkeyClusterReconciler) validateTLS(ctx context.Context, log *zap.Logg
 // (the cluster goes Invalid, and its nodes keep the ACL they have); err is a transient API
 // error.
 func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster) (*ResolvedConfig, *resolvedACL, string, error) {
+	// Admission refuses these; a cluster stored before a rule existed still must not put them
+	// on a pod (an annotation that loosens its confinement, or more than a pod can carry).
+	if err := v1.CheckPodAnnotations(vc.Spec.PodAnnotations); err != nil {
+		return nil, nil, err.Error(), nil
+	}
 	rc, err := resolveConfig(ctx, r.Client, vc.Spec.ConfigRef)
 	var sp *SpecProblem
 	if errors.As(err, &sp) {
@@ -274,7 +307,17 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 // Secret (once) and the headless Service. It returns the system users (the ACL Secret is
 // rendered from them later in the pass, once the observation says whether a reshard is pending)
 // and the operator's credentials.
+//
+// Each of them, and the ACL Secret, is used only when the cluster controls it (ownership.go): an
+// object of one of their names that it does not control is returned as a *SpecProblem, before
+// any pod could mount it.
 func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig) (sys systemUsers, creds, migrate valkey.Credentials, err error) {
+	if err = r.recheckForeign(ctx, vc); err != nil {
+		return sys, creds, migrate, err
+	}
+	if err = r.checkACLSecret(ctx, vc); err != nil {
+		return sys, creds, migrate, err
+	}
 	if sys, err = r.ensureCredential(ctx, vc); err != nil {
 		return sys, creds, migrate, err
 	}
@@ -289,15 +332,55 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 
 	var svc corev1.Service
 	err = r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: serviceName(vc)}, &svc)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case err == nil && !metav1.IsControlledBy(&svc, vc):
+		r.foreign.add(clusterKey(vc), objectRef{"Service", svc.Name})
+		return sys, creds, migrate, notControlled("Service", svc.Name, vc.Name)
+	case apierrors.IsNotFound(err):
+		// The cache holds only labelled Services: one of this name without the label is
+		// found by a read of the API server.
+		if exists, err := r.checkOwned(ctx, vc, &corev1.Service{}, "Service", serviceName(vc)); err != nil || exists {
+			return sys, creds, migrate, err
+		}
 		log.Info(logging.MsgCreatingService)
-		if err := r.Create(ctx, buildService(vc)); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Create(ctx, buildService(vc)); apierrors.IsAlreadyExists(err) {
+			_, err = r.checkOwned(ctx, vc, &corev1.Service{}, "Service", serviceName(vc))
+			return sys, creds, migrate, err
+		} else if err != nil {
 			return sys, creds, migrate, fmt.Errorf("create service: %w", err)
 		}
-	} else if err != nil {
+	case err != nil:
 		return sys, creds, migrate, fmt.Errorf("get service: %w", err)
 	}
 	return sys, creds, migrate, nil
+}
+
+// checkACLSecret returns a *SpecProblem when a Secret of the ACL Secret's name exists that vc
+// does not control: the pass renders and mounts that Secret into every pod. From the cache when
+// it is there (the operator's own is labelled), else from the API server.
+func (r *ValkeyClusterReconciler) checkACLSecret(ctx context.Context, vc *v1.ValkeyCluster) error {
+	var s corev1.Secret
+	err := r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: secretName(vc)}, &s)
+	switch {
+	case err == nil && metav1.IsControlledBy(&s, vc):
+		return nil
+	case err == nil:
+		r.foreign.add(clusterKey(vc), objectRef{"Secret", s.Name})
+		return notControlled("Secret", s.Name, vc.Name)
+	case apierrors.IsNotFound(err):
+		_, err = r.checkOwned(ctx, vc, &corev1.Secret{}, "Secret", secretName(vc))
+		return err
+	default:
+		return fmt.Errorf("get secret %s: %w", secretName(vc), err)
+	}
+}
+
+// forgetCluster drops what the reconciler keeps of a cluster that is gone or going.
+func (r *ValkeyClusterReconciler) forgetCluster(key string) {
+	r.conns.Forget(key)
+	r.tls.forget(key)
+	r.foreign.forget(key)
+	r.creates.forget(key)
 }
 
 // ensureCredential returns the system users' passwords for vc, generating its Secret once, for
@@ -333,6 +416,13 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 	} else if err != nil {
 		return systemUsers{}, fmt.Errorf("get credential secret: %w", err)
 	}
+	if !metav1.IsControlledBy(&s, vc) {
+		// Planted before the cluster existed, or an application's: whoever wrote it would choose
+		// the operator's password.
+		r.foreign.add(clusterKey(vc), objectRef{"Secret", s.Name})
+		return systemUsers{}, notControlled("Secret", s.Name, vc.Name)
+	}
+	r.foreign.drop(clusterKey(vc), objectRef{"Secret", s.Name})
 	pw := string(s.Data[operatorPasswordKey])
 	if pw == "" {
 		return systemUsers{}, fmt.Errorf("credential secret %s has no key %q", s.Name, operatorPasswordKey)
@@ -372,6 +462,9 @@ func (r *ValkeyClusterReconciler) replPassword(ctx context.Context, vc *v1.Valke
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: secretName(vc)}, &s)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("get acl secret: %w", err)
+	}
+	if err == nil && !metav1.IsControlledBy(&s, vc) {
+		s = corev1.Secret{} // not the cluster's: its masterauth is nobody's password to trust
 	}
 	var user, pw string
 	for _, line := range strings.Split(string(s.Data[authFileName]), "\n") {
@@ -413,12 +506,25 @@ func (r *ValkeyClusterReconciler) apply(ctx context.Context, obj client.Object) 
 	existing := obj.DeepCopyObject().(client.Object)
 	err := r.Get(ctx, client.ObjectKeyFromObject(obj), existing)
 	if apierrors.IsNotFound(err) {
-		if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Create(ctx, obj); apierrors.IsAlreadyExists(err) {
+			// Not in the cache, so not labelled as the operator's: whose is it?
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+				return fmt.Errorf("get %s: %w", obj.GetName(), err)
+			}
+			if owner := metav1.GetControllerOf(obj); owner != nil && !ownedBy(existing, *owner) {
+				return &SpecProblem{Reason: fmt.Sprintf("%s is not controlled by %s %s", obj.GetName(), owner.Kind, owner.Name)}
+			}
+			return nil
+		} else if err != nil {
 			return fmt.Errorf("create %s: %w", obj.GetName(), err)
 		}
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("get %s: %w", obj.GetName(), err)
+	}
+	if owner := metav1.GetControllerOf(obj); owner != nil && !ownedBy(existing, *owner) {
+		// ensureObjects checked it at the start of the pass; this is an object swapped since.
+		return &SpecProblem{Reason: fmt.Sprintf("%s is not controlled by %s %s", obj.GetName(), owner.Kind, owner.Name)}
 	}
 	switch want := obj.(type) {
 	case *corev1.ConfigMap:

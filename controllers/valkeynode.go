@@ -25,27 +25,51 @@ import (
 
 // createNode creates a new node for shard: its ValkeyNode (Joining), its ConfigMap, then its
 // pod. An interrupted creation leaves a ValkeyNode without a pod, which the next pass counts
-// as a lost node and replaces; it is never half-created twice under one name.
-func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, obs *observation, shard int) error {
+// as a lost node and replaces; it is never half-created twice under one name. An object the API
+// server refuses, or one of the node's names already taken by an object the node does not
+// control, is returned as refused: the ValkeyNode is deleted again at once (creates.go), and err
+// says only whether that deletion failed.
+func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, obs *observation, shard int) (refused *createRefused, err error) {
 	vn := buildValkeyNode(vc, rc, newPodName(vc), shard, fsm.JoinType(obs.snapshot, shard))
 	log.Info(logging.MsgCreatingPod, logging.Pod(vn.Name), zap.Int(logging.FieldShard, shard))
 	// The name is random: AlreadyExists here is a collision with another node, not a retry of
 	// this one, so it is an error and the next pass draws a new name.
 	if err := r.Create(ctx, vn); err != nil {
-		return fmt.Errorf("create ValkeyNode %s: %w", vn.Name, err)
+		if apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("create ValkeyNode %s: %w", vn.Name, err)
+		}
+		err = refusal(vn.Name, fmt.Errorf("ValkeyNode: %w", err))
+		if errors.As(err, &refused) {
+			return refused, nil // nothing was created
+		}
+		return nil, err
 	}
 	announce := ""
 	if vc.Spec.TLS != nil {
 		announce = podDNSName(vc, vn.Name)
 	}
-	if err := r.Create(ctx, buildNodeConfigMap(vc, vn, renderValkeyConf(rc, announce))); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create ConfigMap of %s: %w", vn.Name, err)
+	err = r.Create(ctx, buildNodeConfigMap(vc, vn, renderValkeyConf(rc, announce)))
+	if apierrors.IsAlreadyExists(err) {
+		err = r.checkCollision(ctx, vn, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: vn.Namespace, Name: v1.NodeConfigMapName(vn.Name)}}, "ConfigMap")
+	} else if err != nil {
+		err = refusal(vn.Name, fmt.Errorf("ConfigMap %s: %w", v1.NodeConfigMapName(vn.Name), err))
 	}
-	pod := buildPod(vc, rc, vn, obs.snapshot.SpecHash, r.DefaultZoneSpread)
-	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create pod %s: %w", vn.Name, err)
+	if err == nil {
+		pod := buildPod(vc, rc, vn, obs.snapshot.SpecHash, r.DefaultZoneSpread)
+		err = r.Create(ctx, pod)
+		if apierrors.IsAlreadyExists(err) {
+			err = r.checkCollision(ctx, vn, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: vn.Namespace, Name: vn.Name}}, "Pod")
+		} else {
+			err = refusal(vn.Name, err)
+		}
 	}
-	return nil
+	if errors.As(err, &refused) {
+		return refused, r.undoNode(ctx, vn)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create pod %s: %w", vn.Name, err)
+	}
+	return nil, nil
 }
 
 // retireNode removes the node named name: it first records the intent (lifecycle Leaving), so

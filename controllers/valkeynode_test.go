@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -60,15 +61,17 @@ func nodeRef(vn *v1.ValkeyNode) metav1.OwnerReference {
 }
 
 // observe joins ValkeyNodes and pods: a node's pod carries its lifecycle, a ValkeyNode without
-// a pod is a lost (Failed) node, a pod whose ValkeyNode is gone is on its way out, and a pod
-// not controlled by a ValkeyNode is not the cluster's.
+// a pod is a lost (Failed) node, a pod whose ValkeyNode is gone is on its way out when the last
+// status listed it (a node the operator retired), and a pod not controlled by one of the
+// cluster's ValkeyNodes is not the cluster's, whatever its labels: it is never asked anything.
 func TestObserveJoinsNodesAndPods(t *testing.T) {
 	vc := newTestCluster()
+	vc.Status.Nodes = []v1.NodeStatus{{Pod: "my-cluster-ccccc"}}
 	joining := testNode(vc, "my-cluster-aaaaa", 0, v1.LifecycleJoining)
 	lost := testNode(vc, "my-cluster-bbbbb", 1, v1.LifecycleActive)
 	gone := testNode(vc, "my-cluster-ccccc", 0, v1.LifecycleActive) // never stored
-	// A node of an earlier cluster of the same name (deleted, created again): not ours, and
-	// its pod, labelled with our name, is on its way out with it.
+	// A node of an earlier cluster of the same name (deleted, created again): not ours, nor its
+	// pod, labelled with our name; nor a pod that names a ValkeyNode nobody can show.
 	earlier := newTestCluster()
 	earlier.UID = "earlier"
 	foreign := testNode(earlier, "my-cluster-eeeee", 0, v1.LifecycleActive)
@@ -77,6 +80,8 @@ func TestObserveJoinsNodesAndPods(t *testing.T) {
 		testPod(vc, gone.Name, 0, nodeRef(gone)),
 		testPod(vc, "my-cluster-ddddd", 0, ownerRef(vc)),
 		testPod(vc, foreign.Name, 0, nodeRef(foreign)),
+		testPod(vc, "my-cluster-fffff", 0, metav1.OwnerReference{APIVersion: v1.GroupVersion.String(), Kind: "ValkeyNode",
+			Name: "my-cluster-fffff", UID: "made-up", Controller: ptr.To(true)}),
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
 	r := &ValkeyClusterReconciler{Client: c, APIReader: c}
@@ -89,7 +94,6 @@ func TestObserveJoinsNodesAndPods(t *testing.T) {
 		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: nodeSpecHash(&joining.Spec)},
 		{Name: lost.Name, Shard: 1, Phase: fsm.PodFailed, Failure: "pod missing", Lifecycle: "Active", SpecHash: nodeSpecHash(&lost.Spec)},
 		{Name: gone.Name, Shard: 0, Phase: fsm.PodPending, Deleting: true},
-		{Name: foreign.Name, Shard: 0, Phase: fsm.PodPending, Deleting: true},
 	}
 	if len(obs.snapshot.Pods) != len(want) {
 		t.Fatalf("snapshot pods %+v, want %+v", obs.snapshot.Pods, want)

@@ -34,6 +34,13 @@ type Snapshot struct {
 	Failover *FailoverIntent
 	// Now is when the snapshot was taken: the clock the planners judge an intent's age by.
 	Now time.Time
+	// CreateRefused says why the API server refused the last pod the operator tried to create
+	// for the cluster (the pod's name and the server's reason: a quota, a LimitRange, Pod
+	// Security admission, a webhook), "" when none was refused since the last one created or
+	// the last change of the spec. CreateHeld is true while the back-off before the next try
+	// runs: no pod is created then.
+	CreateRefused string
+	CreateHeld    bool
 	// AtomicMoves: the cluster's image is Valkey 9 or later, so slot moves between its nodes
 	// are atomic CLUSTER MIGRATESLOTS (the executor still checks each pair), and a batch may be
 	// larger (plan.MaxAtomicSlotsPerBatch).

@@ -15,6 +15,10 @@ package plan
 //     hash) or the shard is whole again. Never more than MaxFailedPerShard pods of one spec
 //     are tried in a shard, even when more are missing.
 //
+//  4. While the back-off after a refused pod creation runs (fsm.Snapshot.CreateHeld), nothing
+//     is created: the refusal is reported (a hold), and the later planners go on, so a shard
+//     still fails over while its replacement cannot be created.
+//
 // It needs no node to answer: its gate is always open.
 
 import (
@@ -36,6 +40,9 @@ var pods = Planner{Name: "pods", Plan: planPods}
 
 func planPods(in Input) Step {
 	s := in.Snapshot
+	if s.CreateHeld {
+		return Step{Hold: s.CreateRefused}
+	}
 	var st Step
 	gradual := formedOnce(in)
 	grow, growLive := -1, 0

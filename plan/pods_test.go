@@ -84,3 +84,23 @@ func TestCrashingPodsStopReplacement(t *testing.T) {
 		t.Fatalf("blocked pass: %q %q", p.Blocked, p.Waiting)
 	}
 }
+
+// While the back-off after a refused pod runs, the pods planner creates nothing and says why; the
+// later planners go on (a shard whose primary died still fails over).
+func TestPodsHeldAfterARefusal(t *testing.T) {
+	s := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p1-0"), withOffsets(map[string]int64{"p1-1": 500}))
+	s.CreateRefused, s.CreateHeld = "pod vc-1 could not be created: exceeded quota; retrying in 4s", true
+	p := Pass(fsm.Active, s)
+	for _, a := range p.Actions {
+		if _, ok := a.(CreatePod); ok {
+			t.Fatalf("created a pod while held: %v", p.Actions)
+		}
+	}
+	if _, ok := p.Disruptive().(FailoverForce); !ok {
+		t.Fatalf("the failover of shard 1 waited on the held creation: %v (waiting %q)", p.Actions, p.Waiting)
+	}
+	s.CreateHeld = false
+	if p := run(pods, fsm.Active, s); len(p.Actions) != 1 {
+		t.Fatalf("back-off over: planned %v, want the replacement", p.Actions)
+	}
+}
