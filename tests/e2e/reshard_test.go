@@ -400,6 +400,27 @@ func clusterClient(t *testing.T, vc *v1.ValkeyCluster, u dataUser) valkeygo.Clie
 
 // checkEvenSpread: Valkey's own view (CLUSTER NODES of a running pod) gives every one of n
 // primaries within one slot of 16384/n.
+// waitServingPrimaries waits until, by the first pod's CLUSTER NODES, n primaries serve slots.
+func waitServingPrimaries(t *testing.T, vc *v1.ValkeyCluster, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		serving := 0
+		for _, p := range clusterPods(t, vc) {
+			if me, ok := valkey.Observe(context.Background(), []string{addr(p)}, operatorCreds(t, vc))[0].Myself(); ok && me.Role == valkey.RolePrimary && me.Slots.Count() > 0 {
+				serving++
+			}
+		}
+		if serving == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d primaries serve slots after %s, want %d", serving, timeout, n)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 func checkEvenSpread(t *testing.T, vc *v1.ValkeyCluster, n int) {
 	t.Helper()
 	pods := clusterPods(t, vc)
@@ -847,6 +868,9 @@ func drainedShardWantedAgain(t *testing.T, ns string, migration bool) {
 	before := countLines(t, logging.MsgRetiringNode, ns, "")
 	restartOperator(t)
 
+	// The status still says what the stopped operator last saw (Ready): wait for Valkey to
+	// serve the drained shard again, then for the status.
+	waitServingPrimaries(t, vc, 3, rollTimeout)
 	waitScaled(t, vc, 3, 1, rollTimeout)
 	checkEvenSpread(t, vc, 3)
 	checkShardsAgree(t, vc)
