@@ -74,24 +74,27 @@ type ValkeyClusterReconciler struct {
 	TLSSecretSeen func(cluster types.NamespacedName, resourceVersion string)
 }
 
-// Least privilege: exactly the calls the operator makes. It never writes a cluster's spec
+// Least privilege: exactly the calls the operator makes (tests/install compares these grants with
+// the API server's audit log of an install). What it reads from its caches needs list and watch,
+// not get: ValkeyNodes, configs, images and roles are never read one by one from the API server. It never writes a cluster's spec
 // (status only, by merge patch); of a ValkeyNode it writes only spec.lifecycle (and the
 // join-type label), and it deletes ValkeyNodes, never what owner references delete (their pods
 // and ConfigMaps, the cluster's Service and Secrets). It creates per-node ConfigMaps once,
-// updates only the Secrets it renders, competes for one Lease (get / create / update), and gets
+// updates only the Secrets it renders, competes for one Lease (get / create / update, in its own
+// namespace only: a Role, not the ClusterRole; the chart binds it in the release namespace), and gets
 // a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
 // namespace informer). It keeps one PodDisruptionBudget per shard (list / watch; create, patch
 // its spec to the built one, delete a removed shard's), and patches pods only to bring
 // spec.podAnnotations onto them (metadata.annotations, by merge patch).
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=valkey-operator
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
 

@@ -108,7 +108,9 @@ func TestKubectlApplyInstall(t *testing.T) {
 		}
 	}
 
+	exerciseDay2(t, c, k8s)
 	checkLeastPrivilege(t, c, k8s)
+	checkGrantsAreCalled(t, c)
 }
 
 // TestHelmInstallUpgrade installs the chart, forms a cluster at the default log level (no
@@ -175,7 +177,8 @@ func TestHelmInstallUpgrade(t *testing.T) {
 // grant is one (API group, resource) and its verbs, as `kubectl describe clusterrole` lists it.
 type grant struct{ group, resource, verbs string }
 
-// wantGrants is everything the operator may do, cluster-wide. Nothing else: no Events (it
+// wantGrants is everything the operator may do, cluster-wide (the ClusterRole; the Lease is in
+// wantLease). Nothing else: no Events (it
 // writes none), no Nodes, no deletion of Pods, Services, ConfigMaps or Secrets, nor of its
 // users' kinds (owner references and the garbage collector remove them; the kinds it deletes
 // are its own ValkeyNode, whose pod and ConfigMap go with it, and the PodDisruptionBudget of a
@@ -187,14 +190,13 @@ var wantGrants = []grant{
 	{"", "pods", "create,get,list,patch,watch"},
 	{"", "secrets", "create,get,list,update,watch"},
 	{"", "services", "create,get,list,watch"},
-	{"coordination.k8s.io", "leases", "create,get,update"},
 	{"policy", "poddisruptionbudgets", "create,delete,list,patch,watch"},
 	{"valkey.gomomento.com", "valkeyclusters", "get,list,watch"},
 	{"valkey.gomomento.com", "valkeyclusters/status", "patch"},
-	{"valkey.gomomento.com", "valkeyconfigs", "get,list,watch"},
-	{"valkey.gomomento.com", "valkeyimages", "get,list,watch"},
-	{"valkey.gomomento.com", "valkeynodes", "create,delete,get,list,update,watch"},
-	{"valkey.gomomento.com", "valkeyroles", "get,list,watch"},
+	{"valkey.gomomento.com", "valkeyconfigs", "list,watch"},
+	{"valkey.gomomento.com", "valkeyimages", "list,watch"},
+	{"valkey.gomomento.com", "valkeynodes", "create,delete,list,update,watch"},
+	{"valkey.gomomento.com", "valkeyroles", "list,watch"},
 }
 
 // checkLeastPrivilege lists what the installed ClusterRole grants and checks it is wantGrants,
@@ -252,7 +254,15 @@ func checkLeastPrivilege(t *testing.T, c *localcluster.Cluster, k8s client.Clien
 			bindings = append(bindings, "RoleBinding/"+b.Namespace+"/"+b.Name+"->"+b.RoleRef.Kind+"/"+b.RoleRef.Name)
 		}
 	}
-	if want := []string{"ClusterRoleBinding/valkey-operator->ClusterRole/valkey-operator"}; !slices.Equal(bindings, want) {
+	var lease rbacv1.Role
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: "valkey-operator", Name: "valkey-operator"}, &lease); err != nil {
+		t.Fatal(err)
+	}
+	if len(lease.Rules) != 1 || !slices.Equal(lease.Rules[0].APIGroups, []string{"coordination.k8s.io"}) ||
+		!slices.Equal(lease.Rules[0].Resources, []string{"leases"}) || strings.Join(slices.Sorted(slices.Values(lease.Rules[0].Verbs)), ",") != "create,get,update" {
+		t.Fatalf("the Role valkey-operator/valkey-operator grants %+v, want create, get and update of leases", lease.Rules)
+	}
+	if want := []string{"ClusterRoleBinding/valkey-operator->ClusterRole/valkey-operator", "RoleBinding/valkey-operator/valkey-operator->Role/valkey-operator"}; !slices.Equal(bindings, want) {
 		t.Fatalf("bindings of the operator's ServiceAccount: %v, want %v", bindings, want)
 	}
 
@@ -270,6 +280,9 @@ func checkLeastPrivilege(t *testing.T, c *localcluster.Cluster, k8s client.Clien
 		{"delete pods -n my-app", "no"},
 		{"delete valkeynodes.valkey.gomomento.com -n my-app", "yes"},
 		{"create leases.coordination.k8s.io -n valkey-operator", "yes"},
+		{"update leases.coordination.k8s.io -n kube-system", "no"},
+		{"update leases.coordination.k8s.io -n kube-node-lease", "no"},
+		{"create leases.coordination.k8s.io -n my-app", "no"},
 		{"create events -n valkey-operator", "no"},
 		{"create events.events.k8s.io -n my-app", "no"},
 		{"get nodes", "no"},

@@ -40,11 +40,13 @@ func TestChartLintClean(t *testing.T) {
 
 // TestChartRendersTheManifests: with the default values, `helm template` in namespace
 // valkey-operator renders the same ServiceAccount, ClusterRoles (the operator's and the
-// tenants'), ClusterRoleBinding, ConfigMap and Deployment as manifests/operator.yaml (the Namespace is helm's --create-namespace).
+// tenants'), ClusterRoleBinding, the Role and RoleBinding of the leader-election Lease,
+// ConfigMap and Deployment as manifests/operator.yaml (the Namespace is helm's --create-namespace).
 func TestChartRendersTheManifests(t *testing.T) {
 	chart := renderChart(t)
 	manifest := manifestObjects(t)
-	for _, key := range []string{"ServiceAccount/valkey-operator", "ClusterRole/valkey-operator", "ClusterRoleBinding/valkey-operator", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator",
+	for _, key := range []string{"ServiceAccount/valkey-operator", "ClusterRole/valkey-operator", "ClusterRoleBinding/valkey-operator",
+		"Role/valkey-operator", "RoleBinding/valkey-operator", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator",
 		"ClusterRole/valkey-menu-reader", "ClusterRole/valkey-operator-view", "ClusterRole/valkey-operator-edit"} {
 		m, ok := manifest[key]
 		if !ok {
@@ -77,7 +79,7 @@ func TestChartRendersTheManifests(t *testing.T) {
 	}
 }
 
-// TestClusterRoleIsTheGeneratedOne: the ClusterRole shipped in operator.yaml is
+// TestClusterRoleIsTheGeneratedOne: the ClusterRole and the Role shipped in operator.yaml are
 // manifests/rbac/role.yaml, and that file is what controller-gen makes of the markers in
 // controllers/ today.
 func TestClusterRoleIsTheGeneratedOne(t *testing.T) {
@@ -93,11 +95,13 @@ func TestClusterRoleIsTheGeneratedOne(t *testing.T) {
 		t.Fatalf("manifests/rbac/role.yaml is stale: run `make manifests`\n--- generated\n%s", fresh)
 	}
 	objs := splitYAML(t, committed)
-	if len(objs) != 1 {
-		t.Fatalf("role.yaml holds %d objects, want one ClusterRole", len(objs))
+	if len(objs) != 2 {
+		t.Fatalf("role.yaml holds %d objects, want the ClusterRole and the Role of the Lease", len(objs))
 	}
-	if !equalYAML(t, objs[0], manifestObjects(t)["ClusterRole/valkey-operator"]) {
-		t.Fatal("the ClusterRole in manifests/operator.yaml is not manifests/rbac/role.yaml: run `make manifests`")
+	for i, key := range []string{"ClusterRole/valkey-operator", "Role/valkey-operator"} {
+		if !equalYAML(t, objs[i], manifestObjects(t)[key]) {
+			t.Fatalf("the %s in manifests/operator.yaml is not manifests/rbac/role.yaml: run `make manifests`", key)
+		}
 	}
 }
 

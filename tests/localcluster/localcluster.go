@@ -133,6 +133,10 @@ type Cluster struct {
 	Kubelet *kubelet.Kubelet
 	// Network is the pod network (bridge, CIDR, gateway) of this cluster's slot.
 	Network kubelet.NetworkConfig
+	// AuditLog is the API server's audit log (JSON lines, one event per request at Metadata
+	// level) of the requests made by AuditedUser: what the operator, run as its Deployment's
+	// pod, really asks of the API server (tests/install compares it with what RBAC grants).
+	AuditLog string
 
 	env       *envtest.Environment
 	procs     []*exec.Cmd
@@ -146,6 +150,20 @@ type Cluster struct {
 	resolvConf string
 	stopped    bool
 }
+
+// AuditedUser is the user whose requests the API server records in Cluster.AuditLog: the
+// operator's ServiceAccount, as manifests/operator.yaml and the chart install it.
+const AuditedUser = "system:serviceaccount:valkey-operator:valkey-operator"
+
+// auditPolicy records AuditedUser's requests, without their bodies (Metadata), and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["` + AuditedUser + `"]
+- level: None
+`
 
 // DefaultBinDir is where hack/build-control-plane.sh puts the control-plane binaries.
 func DefaultBinDir() string {
@@ -262,6 +280,14 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		args.Set(flag, v)
 	}
 	args.Set("endpoint-reconciler-type", "none")
+	c.AuditLog = filepath.Join(c.Dir, "logs", "audit.log")
+	policy := filepath.Join(c.Dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		return nil, err
+	}
+	args.Set("audit-policy-file", policy)
+	args.Set("audit-log-path", c.AuditLog)
+	args.Set("audit-log-format", "json")
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: opts.BinDir,
 		ControlPlane: envtest.ControlPlane{
