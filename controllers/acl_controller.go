@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -63,6 +64,8 @@ type ACLReconciler struct {
 	client.Client
 	// APIReader reads the clusters' TLS Secrets, which no cache holds (CacheOptions).
 	APIReader client.Reader
+	// Metrics, when set, counts the nodes that could not be given the ACL.
+	Metrics *metrics.Registry
 
 	ticks tickLog
 	// conns keeps each node's connection across passes, apart from the cluster controller's.
@@ -166,6 +169,7 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			// file that the volume has not caught up with (a 9.x node waited for the tick, 30 s,
 			// after a bad file was fixed). The WARN is said once per tick per node and error.
 			behind = true
+			r.Metrics.ACLReloadFailed(vc.Namespace, vc.Name)
 			if !r.warnDue(req.String()+"/"+n.pod, n.err.Error(), time.Now()) {
 				continue
 			}

@@ -46,7 +46,9 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			switch {
 			case cr != nil:
 				refused = true
-				logRefused(log, cr, r.creates.failed(clusterKey(vc), vc.Generation, *cr, time.Now()))
+				wait := r.creates.failed(clusterKey(vc), vc.Generation, *cr, time.Now())
+				logRefused(log, cr, wait)
+				recordEvent(r.Events, vc, true, EventPodCreateRefused, "Create", "%s; retrying in %s", cr, wait.Round(time.Second))
 			case err == nil:
 				r.creates.succeeded(clusterKey(vc))
 			}
@@ -120,7 +122,9 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				}
 			}
 		case plan.MoveSlots:
-			err = moveSlots(ctx, log, node, migrator(obs, migrate, creds), func(pod string) string { return obs.pods[pod].Status.PodIP }, a)
+			var tally moveTally
+			err = moveSlots(ctx, log, node, migrator(obs, migrate, creds), func(pod string) string { return obs.pods[pod].Status.PodIP }, a, &tally)
+			r.Metrics.SlotsMoved(vc.Namespace, vc.Name, int(tally.slots.Load()), int(tally.keys.Load()))
 		case plan.CloseSlots:
 			for _, cl := range a.Closes {
 				var c *valkey.Client
@@ -145,6 +149,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		if err != nil {
 			return fmt.Errorf("%s: %w", a, err)
 		}
+		r.recordAction(vc, a)
 	}
 	return nil
 }
@@ -187,10 +192,12 @@ func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyClu
 	for _, p := range obs.snapshot.Pods {
 		if p.Unschedulable != "" && !p.Deleting && r.ticks.due("blocked/"+vc.Namespace+"/"+p.Name, time.Now()) {
 			log.Info(logging.MsgBootstrapBlocked, logging.Pod(p.Name), zap.String(logging.FieldReason, p.Unschedulable))
+			recordEvent(r.Events, vc, true, EventUnschedulable, "Schedule", "pod %s cannot be scheduled: %s", p.Name, p.Unschedulable)
 		}
 	}
 	if pl.Blocked != "" && r.ticks.due("blocked-start/"+vc.Namespace+"/"+vc.Name, time.Now()) {
 		log.Warn(logging.MsgPodsFailingOnStart, zap.String(logging.FieldReason, pl.Blocked))
+		recordEvent(r.Events, vc, true, EventRollStalled, "Create", "%s", pl.Blocked)
 	}
 	// A formed cluster keeps its heartbeat and its failover signal through an upgrade: alerts key
 	// on both, and a rolling upgrade is no reason for them to fire.

@@ -27,6 +27,8 @@ type observation struct {
 	addrs map[string]string
 	// tls is the TLS Secret's material when the cluster runs TLS and it passed validation.
 	tls *tlsMaterial
+	// stats are the figures of each answering node's INFO that only the metrics use, by pod.
+	stats map[string]valkey.NodeStats
 }
 
 // observe lists the cluster's ValkeyNodes and their pods and asks every running pod's node for
@@ -104,8 +106,12 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	}
 	if len(addrs) > 0 {
 		views := r.conns.Observe(ctx, clusterKey(vc), addrs, creds)
+		o.stats = map[string]valkey.NodeStats{}
 		for i, v := range views {
 			o.snapshot.Pods[queried[i]].Node = nodeView(v)
+			if v.Reachable {
+				o.stats[o.snapshot.Pods[queried[i]].Name] = v.Stats()
+			}
 		}
 	}
 	sort.Slice(o.snapshot.Pods, func(i, j int) bool { return o.snapshot.Pods[i].Name < o.snapshot.Pods[j].Name })

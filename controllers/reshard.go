@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -38,7 +39,7 @@ const (
 // slots one after the other. A slot is opened only while the pass has more than moveReserve
 // left and no move of the batch failed; one cut short stays open and the next pass settles it.
 // node gives a node's client by pod; ipOf its IP.
-func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.Client, error), mig *migrators, ipOf func(string) string, a plan.MoveSlots) error {
+func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.Client, error), mig *migrators, ipOf func(string) string, a plan.MoveSlots, tally *moveTally) error {
 	defer mig.close()
 	byPair := map[[2]string][]plan.SlotMove{}
 	var order [][2]string
@@ -92,7 +93,8 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 			go func() {
 				defer pair.Done()
 				for m := range next {
-					err := moveSlot(ctx, mig, ipOf, m)
+					keys, err := moveSlot(ctx, mig, ipOf, m)
+					tally.add(0, keys)
 					mu.Lock()
 					if err != nil {
 						stopOnce.Do(func() { close(stop) })
@@ -151,6 +153,7 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 	}
 	wg.Wait()
 	for i, k := range order {
+		tally.add(moved[i], 0)
 		if moved[i] > 0 {
 			log.Info(logging.MsgMovingSlots, logging.Pod(k[0]), zap.String(logging.FieldTarget, k[1]), zap.Int(logging.FieldSlots, moved[i]), zap.String(logging.FieldMethod, method[i]))
 		}
@@ -297,27 +300,38 @@ func migrateAtomic(ctx context.Context, node func(string) (*valkey.Client, error
 
 // moveSlot moves one slot with the classic protocol. Every step can be repeated, so a move
 // resumed after a crash runs them all again.
-func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, m plan.SlotMove) error {
+// moveTally counts what a batch moved, for the metrics (valkey_cluster_slots_moved_total,
+// valkey_cluster_keys_moved_total); a nil *moveTally counts nothing.
+type moveTally struct{ slots, keys atomic.Int64 }
+
+func (t *moveTally) add(slots, keys int) {
+	if t != nil {
+		t.slots.Add(int64(slots))
+		t.keys.Add(int64(keys))
+	}
+}
+
+func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, m plan.SlotMove) (moved int, err error) {
 	src, err := mig.control(m.Source)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	mover, err := mig.get(m.Source)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	dst, err := mig.control(m.Target)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// A move resumed after an interruption may find either half done: the target already owning
 	// the slot (its SETSLOT NODE ran), or the source no longer owning it. Neither is an error:
 	// whatever keys the source still holds are moved, then both are told the owner.
 	if err := dst.SetSlotImporting(ctx, m.Slot, m.SourceID); err != nil && !strings.Contains(err.Error(), "already the owner") {
-		return err
+		return 0, err
 	}
 	if err := src.SetSlotMigrating(ctx, m.Slot, m.TargetID); err != nil && !strings.Contains(err.Error(), "not the owner") {
-		return err
+		return 0, err
 	}
 	ip := ipOf(m.Target)
 	// The keys are drained until GETKEYSINSLOT finds none. Stopping at the first short batch
@@ -328,7 +342,7 @@ func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, m p
 	for {
 		keys, err := src.GetKeysInSlot(ctx, m.Slot, migrateBatchKeys)
 		if err != nil {
-			return err
+			return moved, err
 		}
 		if len(keys) == 0 {
 			break
@@ -336,13 +350,14 @@ func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, m p
 		// REPLACE: the source is authoritative for every key it still holds (a key written on
 		// the target during the move was absent from the source, by ASK's rule).
 		if err := mover.MigrateKeys(ctx, ip, ClientPort, keys, migrateTimeout, true); err != nil {
-			return err
+			return moved, err
 		}
+		moved += len(keys)
 	}
 	// The target first: once it owns the slot, the source's SETSLOT NODE cannot leave the slot
 	// without an owner.
 	if err := dst.SetSlotNode(ctx, m.Slot, m.TargetID); err != nil {
-		return err
+		return moved, err
 	}
 	err = src.SetSlotNode(ctx, m.Slot, m.TargetID)
 	if err != nil && turnedReplica(err) {
@@ -356,7 +371,7 @@ func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, m p
 	// its config epoch and broadcasts a PONG to every node at once, so they learn the owner
 	// within a round trip anyway, and on Valkey 8 each SETSLOT on a primary waits for its
 	// replicas: two more waits per slot on every other source of a batch.
-	return err
+	return moved, err
 }
 
 // turnedReplica reports whether err is a SETSLOT that failed because the node is no longer a

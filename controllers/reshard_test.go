@@ -28,7 +28,7 @@ func TestMoveSlotsStopsAtTheFirstFailure(t *testing.T) {
 	node := func(string) (*valkey.Client, error) { return nil, gone }
 	mig := migrator(nil, valkey.Credentials{}, valkey.Credentials{})
 	mig.addrOf = func(string) (string, error) { calls.Add(1); return "", gone }
-	err := moveSlots(context.Background(), zap.NewNop(), node, mig, func(string) string { return "" }, a)
+	err := moveSlots(context.Background(), zap.NewNop(), node, mig, func(string) string { return "" }, a, nil)
 	if !errors.Is(err, gone) {
 		t.Fatalf("want the failure returned, got %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -60,6 +62,10 @@ type TLSReconciler struct {
 	client.Client
 	// APIReader reads the clusters' TLS Secrets, which no cache holds (CacheOptions).
 	APIReader client.Reader
+	// Metrics, when set, counts the nodes that could not reload; Events, when set, records a
+	// certificate about to expire on the cluster.
+	Metrics *metrics.Registry
+	Events  events.EventRecorder
 
 	ticks   tickLog
 	expires tickLog
@@ -131,6 +137,8 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	if r.expires.due(req.String(), now) {
 		for _, e := range tlsExpiring(tm, now) {
+			recordEvent(r.Events, &vc, true, EventCertExpiring, "Observe", "TLS Secret %q: %s (%s) expires at %s", vc.Spec.TLS.SecretRef, e.Key, e.Subject,
+				e.NotAfter.UTC().Format(time.RFC3339))
 			log.Warn(logging.MsgTLSExpiring, zap.String(logging.FieldSecret, vc.Spec.TLS.SecretRef), zap.String(logging.FieldKey, e.Key),
 				zap.String(logging.FieldNotAfter, e.NotAfter.UTC().Format(time.RFC3339)))
 		}
@@ -172,6 +180,7 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		switch {
 		case n.err != nil:
 			behind = true
+			r.Metrics.TLSReloadFailed(vc.Namespace, vc.Name)
 			if r.warnDue(req.String()+"/"+n.pod, n.err.Error(), now) {
 				log.Warn(logging.MsgTLSReloadFailed, logging.Pod(n.pod), logging.Err(n.err))
 			}

@@ -17,12 +17,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/valkey"
 )
@@ -68,6 +70,10 @@ type ValkeyClusterReconciler struct {
 	foreign foreignObjects
 	// creates holds back the creation of pods after the API server refused one (creates.go).
 	creates createFailures
+	// Metrics, when set, is given every pass's observation and actions (package metrics);
+	// Events, when set, records Kubernetes Events on the cluster (observability.go).
+	Metrics *metrics.Registry
+	Events  events.EventRecorder
 	// TLSSecretSeen, when set, is told the resourceVersion of each TLS cluster's Secret as a pass
 	// reads it (the TLS controller starts a rotation from a change: no watch follows Secrets the
 	// operator does not create).
@@ -85,7 +91,9 @@ type ValkeyClusterReconciler struct {
 // a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
 // namespace informer). It keeps one PodDisruptionBudget per shard (list / watch; create, patch
 // its spec to the built one, delete a removed shard's), and patches pods only to bring
-// spec.podAnnotations onto them (metadata.annotations, by merge patch).
+// spec.podAnnotations onto them (metadata.annotations, by merge patch). It records Events
+// (events.k8s.io: create, and patch for a series), and checks each scrape of its metrics endpoint
+// with a TokenReview and a SubjectAccessReview.
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=list;watch;create;update;delete
@@ -97,6 +105,9 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=valkey-operator
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // reconcilePass is one level-triggered pass: load → observe → decide → transition → plan →
 // one status write → execute. Reconcile (pass.go) runs it under the pass budget.
@@ -182,6 +193,11 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 				msg = logging.MsgClusterFormed
 			}
 			logging.Target(log, logging.TargetFSM).Info(msg, zap.String(logging.FieldReason, decision.Reason))
+			if next == fsm.Invalid {
+				recordEvent(r.Events, &vc, true, EventInvalid, "Validate", "%s: %s", msg, decision.Reason)
+			} else {
+				recordEvent(r.Events, &vc, false, EventTransition, "Reconcile", "%s: %s", msg, decision.Reason)
+			}
 			state = next
 		}
 	}
@@ -220,6 +236,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	execErr := errors.Join(budgetErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
 	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs, pass), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
+	r.recordPass(&vc, state, obs, h, obs.snapshot.Now)
 	if execErr != nil {
 		return ctrl.Result{}, execErr
 	}
@@ -384,6 +401,9 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.tls.forget(key)
 	r.foreign.forget(key)
 	r.creates.forget(key)
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		r.Metrics.Forget(ns, name)
+	}
 }
 
 // ensureCredential returns the system users' passwords for vc, generating its Secret once, for

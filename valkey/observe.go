@@ -27,8 +27,8 @@ type NodeView struct {
 	Nodes []NodeEntry
 	// ClusterInfo is the node's CLUSTER INFO, parsed.
 	ClusterInfo map[string]string
-	// Replication is the node's INFO replication, parsed (asked together with INFO server, whose
-	// fields it also holds).
+	// Replication is the node's INFO replication, parsed (asked together with INFO server,
+	// memory, clients and stats, whose fields it also holds: see Stats).
 	Replication map[string]string
 	// Version is the node's valkey_version (INFO server): what a slot move between two nodes
 	// depends on (a server refuses the DUMP payloads of a newer major).
@@ -53,6 +53,26 @@ func (v NodeView) ReplicaLinkUp() bool { return v.Replication["master_link_statu
 func (v NodeView) ReplicationOffset() (offset int64, ok bool) {
 	n, err := strconv.ParseInt(v.Replication["master_repl_offset"], 10, 64)
 	return n, err == nil
+}
+
+// NodeStats are the figures of INFO memory, clients and stats that the operator's metrics report
+// (package metrics, valkey_node_*). A field the node did not print is 0.
+type NodeStats struct {
+	UsedMemory, MaxMemory, ConnectedClients                                   int64
+	CommandsProcessed, KeyspaceHits, KeyspaceMisses, EvictedKeys, ExpiredKeys int64
+}
+
+// Stats reads NodeStats from the node's INFO.
+func (v NodeView) Stats() NodeStats {
+	n := func(k string) int64 {
+		x, _ := strconv.ParseInt(v.Replication[k], 10, 64)
+		return x
+	}
+	return NodeStats{
+		UsedMemory: n("used_memory"), MaxMemory: n("maxmemory"), ConnectedClients: n("connected_clients"),
+		CommandsProcessed: n("total_commands_processed"), KeyspaceHits: n("keyspace_hits"), KeyspaceMisses: n("keyspace_misses"),
+		EvictedKeys: n("evicted_keys"), ExpiredKeys: n("expired_keys"),
+	}
 }
 
 // Observe queries every address concurrently, each over its own short-lived
@@ -107,7 +127,9 @@ func observeWith(ctx context.Context, c *Client, v NodeView) NodeView {
 		v.Err = err
 		return v
 	}
-	if v.Replication, err = c.Info(ctx, "server", "replication"); err != nil {
+	// One INFO for every section the operator reads: replication for its decisions, the rest for
+	// its metrics (Stats), so the metrics cost no round trip of their own.
+	if v.Replication, err = c.Info(ctx, "server", "replication", "memory", "clients", "stats"); err != nil {
 		v.Err = err
 		return v
 	}

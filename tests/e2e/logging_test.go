@@ -269,7 +269,7 @@ func runOperator(t *testing.T, timeout time.Duration, env []string) (stdout, std
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "--leader-elect=false")
+	cmd := exec.CommandContext(ctx, binary, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	cmd.Env = env
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	var o, e bytes.Buffer
@@ -309,7 +309,7 @@ func TestStartupFailures(t *testing.T) {
 		// Merge the two streams to check the order: the warnings come first.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, binary, "--leader-elect=false")
+		cmd := exec.CommandContext(ctx, binary, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
 		cmd.Env = append(baseEnv(), "KUBECONFIG="+cluster.Kubeconfig, "RUST_LOG=debug,operator=loud,=info")
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 		var merged bytes.Buffer

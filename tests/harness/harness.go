@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,13 +71,24 @@ type Operator struct {
 	cmd    *exec.Cmd
 	Stdout string // file with the JSON log stream
 	Stderr string
-	done   chan struct{}
+	// MetricsAddr and HealthAddr are where it serves its metrics (HTTPS, Kubernetes
+	// authentication) and /healthz, /readyz: free ports of 127.0.0.1, so that several operators
+	// (the test packages' and a demo's) run side by side on one host.
+	MetricsAddr, HealthAddr string
+	done                    chan struct{}
 }
 
 // StartOperator runs binary against c with env (e.g. RUST_LOG=info), its stdout and stderr
 // appended to files under dir named after name.
 func StartOperator(binary string, c *localcluster.Cluster, dir, name string, env ...string) (*Operator, error) {
 	o := &Operator{Stdout: filepath.Join(dir, name+".stdout"), Stderr: filepath.Join(dir, name+".stderr"), done: make(chan struct{})}
+	var err error
+	if o.MetricsAddr, err = freeLoopback(); err != nil {
+		return nil, err
+	}
+	if o.HealthAddr, err = freeLoopback(); err != nil {
+		return nil, err
+	}
 	stdout, err := os.OpenFile(o.Stdout, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -85,7 +97,7 @@ func StartOperator(binary string, c *localcluster.Cluster, dir, name string, env
 	if err != nil {
 		return nil, err
 	}
-	o.cmd = exec.Command(binary)
+	o.cmd = exec.Command(binary, "--metrics-bind-address="+o.MetricsAddr, "--health-probe-bind-address="+o.HealthAddr)
 	o.cmd.Env = append(os.Environ(), append([]string{"KUBECONFIG=" + c.Kubeconfig}, env...)...)
 	o.cmd.Stdout, o.cmd.Stderr = stdout, stderr
 	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -99,6 +111,16 @@ func StartOperator(binary string, c *localcluster.Cluster, dir, name string, env
 		close(o.done)
 	}()
 	return o, nil
+}
+
+// freeLoopback is an address of 127.0.0.1 with a port free a moment ago.
+func freeLoopback() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
 }
 
 // Kill stops the operator with sig and waits for it to exit.

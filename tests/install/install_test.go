@@ -109,6 +109,7 @@ func TestKubectlApplyInstall(t *testing.T) {
 	}
 
 	exerciseDay2(t, c, k8s)
+	checkMetricsEndpoint(t, c, k8s)
 	checkLeastPrivilege(t, c, k8s)
 	checkGrantsAreCalled(t, c)
 }
@@ -178,9 +179,9 @@ func TestHelmInstallUpgrade(t *testing.T) {
 type grant struct{ group, resource, verbs string }
 
 // wantGrants is everything the operator may do, cluster-wide (the ClusterRole; the Lease is in
-// wantLease). Nothing else: no Events (it
-// writes none), no Nodes, no deletion of Pods, Services, ConfigMaps or Secrets, nor of its
-// users' kinds (owner references and the garbage collector remove them; the kinds it deletes
+// its own Role). Events: create and patch (a series) of events.k8s.io, never the core ones;
+// tokenreviews and subjectaccessreviews: create, to let a scrape of its metrics in. No Nodes, no
+// deletion of Pods, Services, ConfigMaps or Secrets, nor of its users' kinds (owner references and the garbage collector remove them; the kinds it deletes
 // are its own ValkeyNode, whose pod and ConfigMap go with it, and the PodDisruptionBudget of a
 // removed shard), no Deployments or StatefulSets. Pods: patch, for spec.podAnnotations only.
 // Namespaces: get only, to leave alone the clusters of a namespace being deleted.
@@ -190,6 +191,9 @@ var wantGrants = []grant{
 	{"", "pods", "create,get,list,patch,watch"},
 	{"", "secrets", "create,get,list,update,watch"},
 	{"", "services", "create,get,list,watch"},
+	{"authentication.k8s.io", "tokenreviews", "create"},
+	{"authorization.k8s.io", "subjectaccessreviews", "create"},
+	{"events.k8s.io", "events", "create,patch"},
 	{"policy", "poddisruptionbudgets", "create,delete,list,patch,watch"},
 	{"valkey.gomomento.com", "valkeyclusters", "get,list,watch"},
 	{"valkey.gomomento.com", "valkeyclusters/status", "patch"},
@@ -284,7 +288,8 @@ func checkLeastPrivilege(t *testing.T, c *localcluster.Cluster, k8s client.Clien
 		{"update leases.coordination.k8s.io -n kube-node-lease", "no"},
 		{"create leases.coordination.k8s.io -n my-app", "no"},
 		{"create events -n valkey-operator", "no"},
-		{"create events.events.k8s.io -n my-app", "no"},
+		{"create events.events.k8s.io -n my-app", "yes"},
+		{"delete events.events.k8s.io -n my-app", "no"},
 		{"get nodes", "no"},
 		{"get namespaces", "yes"},
 		{"list namespaces", "no"},

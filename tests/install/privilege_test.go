@@ -3,15 +3,19 @@ package install
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,6 +40,8 @@ var rareCalls = map[string]string{
 	// checkCollision (controllers/creates.go): the name of a node's ConfigMap or pod was taken.
 	"get configmaps": "a node's {node}-config ConfigMap already exists (createNode, checkCollision)",
 	"get pods":       "a node's pod already exists (createNode, checkCollision)",
+	// client-go's events broadcaster: the same Event again within 6 minutes becomes a series.
+	"patch events.events.k8s.io": "an Event repeated within 6 minutes (client-go's events broadcaster patches its series)",
 }
 
 // defaultGrants are what every authenticated user may do (the system:basic-user and
@@ -208,4 +214,56 @@ func checkGrantsAreCalled(t *testing.T, c *localcluster.Cluster) {
 			t.Errorf("the operator may %s %s in namespace %s, but never does (seen in %v): remove the grant", g.verb, g.resource, ns, slices.Sorted(maps.Keys(nss)))
 		}
 	}
+}
+
+// checkMetricsEndpoint scrapes the installed operator's metrics as a Prometheus would: over HTTPS
+// at its pod's port https, with the token of a ServiceAccount bound to the shipped
+// valkey-operator-metrics-reader. Without a token the endpoint answers 401, with one of a subject
+// not bound 403; bound, 200 with the sample's series.
+func checkMetricsEndpoint(t *testing.T, c *localcluster.Cluster, k8s client.Client) {
+	t.Helper()
+	user(t, c, `kubectl -n valkey-operator create serviceaccount prometheus`)
+	user(t, c, `kubectl -n valkey-operator create serviceaccount nobody`)
+	user(t, c, `kubectl create clusterrolebinding prometheus-valkey-metrics --clusterrole=valkey-operator-metrics-reader --serviceaccount=valkey-operator:prometheus`)
+	pod := operatorPod(t, k8s)
+	url := "https://" + pod.Status.PodIP + ":8443/metrics"
+	get := func(token string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		// The operator serves a self-signed certificate unless one is mounted.
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get(""); code != http.StatusUnauthorized {
+		t.Errorf("metrics without a token: %d, want 401", code)
+	}
+	if code, _ := get(strings.TrimSpace(user(t, c, `kubectl -n valkey-operator create token nobody`))); code != http.StatusForbidden {
+		t.Errorf("metrics with the token of a ServiceAccount not bound to the reader role: %d, want 403", code)
+	}
+	code, body := get(strings.TrimSpace(user(t, c, `kubectl -n valkey-operator create token prometheus`)))
+	if code != http.StatusOK {
+		t.Fatalf("metrics with the reader's token: %d\n%s", code, body)
+	}
+	for _, want := range []string{
+		`valkey_cluster_state{cluster="my-cluster",namespace="my-app",state="Active"} 1`,
+		`valkey_cluster_ready{cluster="my-cluster",namespace="my-app"} 1`,
+		`valkey_node_up{cluster="my-cluster",namespace="my-app"`,
+		`controller_runtime_reconcile_total{controller="valkeycluster"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the scrape has no %s", want)
+		}
+	}
+	t.Logf("a scrape of the operator's metrics: %d bytes", len(body))
 }

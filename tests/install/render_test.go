@@ -46,7 +46,7 @@ func TestChartRendersTheManifests(t *testing.T) {
 	chart := renderChart(t)
 	manifest := manifestObjects(t)
 	for _, key := range []string{"ServiceAccount/valkey-operator", "ClusterRole/valkey-operator", "ClusterRoleBinding/valkey-operator",
-		"Role/valkey-operator", "RoleBinding/valkey-operator", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator",
+		"Role/valkey-operator", "RoleBinding/valkey-operator", "Service/valkey-operator-metrics", "ClusterRole/valkey-operator-metrics-reader", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator",
 		"ClusterRole/valkey-menu-reader", "ClusterRole/valkey-operator-view", "ClusterRole/valkey-operator-edit"} {
 		m, ok := manifest[key]
 		if !ok {
@@ -176,8 +176,8 @@ func TestManifestDeploymentContract(t *testing.T) {
 	if ref := env["POD_NAMESPACE"].ValueFrom; ref == nil || ref.FieldRef == nil || ref.FieldRef.FieldPath != "metadata.namespace" {
 		t.Errorf("POD_NAMESPACE %+v: want the downward API's metadata.namespace", env["POD_NAMESPACE"])
 	}
-	if !reflect.DeepEqual(c.Args, []string{"--leader-elect=true"}) {
-		t.Errorf("args %v: want leader election on", c.Args)
+	if want := []string{"--leader-elect=true", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081"}; !reflect.DeepEqual(c.Args, want) {
+		t.Errorf("args %v: want %v (leader election on, metrics and probes served)", c.Args, want)
 	}
 	cm := decode[corev1.ConfigMap](t, objs["ConfigMap/valkey-operator-config"])
 	if cm.Namespace != "valkey-operator" || cm.Data["defaultZoneSpread"] != "bestEffort" {

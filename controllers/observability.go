@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/metrics"
+	"github.com/gomomento/valkey-operator/plan"
+)
+
+// Kubernetes Events and Prometheus metrics say, in addition to the log stream (whose contract
+// they do not change), what a platform team looks for with `kubectl describe` and its monitoring.
+// Both come from what a pass already observed and did: no Valkey or API round trip of their own.
+// An Event is recorded where the log says the same thing (a transition, a failover, a data loss,
+// a refused or unschedulable pod, a stalled roll, a certificate about to expire), at the log's
+// own cadence (once per change, or once per 30 s tick for a standing condition), and client-go's
+// events broadcaster folds repeats into a series: rate-limited twice. Their text is the log's and
+// the status's, which never carry a secret.
+
+// Event reasons, by what happened (the Event's reason field).
+const (
+	EventTransition       = "Transition"
+	EventInvalid          = "Invalid"
+	EventFailover         = "Failover"
+	EventTakeover         = "Takeover"
+	EventDataLost         = "DataLost"
+	EventPodCreateRefused = "PodCreateRefused"
+	EventUnschedulable    = "Unschedulable"
+	EventRollStalled      = "RollStalled"
+	EventCertExpiring     = "CertificateExpiring"
+	// eventController is the reportingController of every Event (events.k8s.io/v1).
+	eventController = "valkey-operator"
+)
+
+// EventRecorderName is the name the manager's event recorder is made with (the Events'
+// reportingController).
+const EventRecorderName = eventController
+
+// recordEvent records an Event about vc when a recorder is set. action is what the operator did (or
+// "Observe" when it only reports).
+func recordEvent(rec events.EventRecorder, vc *v1.ValkeyCluster, warning bool, reason, action, note string, args ...any) {
+	if rec == nil {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if warning {
+		typ = corev1.EventTypeWarning
+	}
+	msg := fmt.Sprintf(note, args...)
+	if len(msg) > 1024 { // the API server refuses a note over 1 kB
+		msg = msg[:1021] + "..."
+	}
+	rec.Eventf(vc, nil, typ, reason, action, "%s", msg)
+}
+
+// recordPass gives the metrics registry what this pass observed of vc.
+func (r *ValkeyClusterReconciler) recordPass(vc *v1.ValkeyCluster, state fsm.State, obs *observation, h health, now time.Time) {
+	if r.Metrics == nil {
+		return
+	}
+	s := obs.snapshot
+	o := metrics.Cluster{
+		Namespace: vc.Namespace, Name: vc.Name, State: string(state), Ready: h.Ready,
+		NodesWanted: s.DesiredNodes(), NodesOutdated: len(s.Outdated()), Shards: s.Shards, ShardsServing: map[int]bool{},
+	}
+	served := map[int]bool{}
+	offsets := map[string]int64{}
+	for _, p := range s.LivePods() {
+		if n := p.Node; n != nil && n.Reachable && n.Primary {
+			offsets[n.ID] = n.ReplOffset
+			for _, rg := range n.MySlots {
+				for sl := rg.Start; sl <= rg.End; sl++ {
+					served[sl] = true
+				}
+			}
+			o.SlotsInFlight += len(n.Migrating) + len(n.Importing)
+		}
+	}
+	o.SlotsServed = len(served)
+	for shard, pods := range s.ShardPods() {
+		if p := fsm.ShardPrimary(pods); p != nil && p.Node.Primary && len(p.Node.MySlots) > 0 {
+			o.ShardsServing[shard] = true
+		}
+	}
+	for _, p := range s.LivePods() {
+		if fsm.NodeReady(p) {
+			o.NodesReady++
+		}
+		n := metrics.Node{Pod: p.Name, Shard: p.Shard}
+		if v := p.Node; v != nil && v.Reachable {
+			st := obs.stats[p.Name]
+			n.Up, n.Primary, n.LinkUp = true, v.Primary, v.LinkUp
+			if off, ok := offsets[v.PrimaryID]; ok && !v.Primary {
+				n.LagBytes = max(off-v.ReplOffset, 0)
+			}
+			n.UsedMemory, n.MaxMemory, n.ConnectedClients = st.UsedMemory, st.MaxMemory, st.ConnectedClients
+			n.CommandsProcessed, n.KeyspaceHits, n.KeyspaceMisses = st.CommandsProcessed, st.KeyspaceHits, st.KeyspaceMisses
+			n.EvictedKeys, n.ExpiredKeys = st.EvictedKeys, st.ExpiredKeys
+		}
+		o.Nodes = append(o.Nodes, n)
+	}
+	if tm := obs.tls; tm != nil {
+		o.Certificates = map[string]time.Time{tlsCertKey: tm.Leaf.NotAfter}
+		for _, ca := range tm.CAs {
+			if t, ok := o.Certificates[tlsCAKey]; !ok || ca.NotAfter.Before(t) {
+				o.Certificates[tlsCAKey] = ca.NotAfter
+			}
+		}
+	}
+	r.Metrics.Observe(o)
+}
+
+// recordAction counts and reports an action of the pass that succeeded.
+func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Action) {
+	ns, name := vc.Namespace, vc.Name
+	switch a := a.(type) {
+	case plan.Failover:
+		r.Metrics.Failover(ns, name, metrics.KindGraceful)
+		why := "its pod is being deleted"
+		switch {
+		case a.Roll:
+			why = "rolling upgrade"
+		case a.Realign:
+			why = "the shard's slots were served by a node of another shard"
+		}
+		recordEvent(r.Events, vc, false, EventFailover, "Failover", "shard %d: graceful failover to %s (%s)", a.Shard, a.Pod, why)
+	case plan.FailoverForce:
+		r.Metrics.Failover(ns, name, metrics.KindForced)
+		recordEvent(r.Events, vc, true, EventFailover, "Failover", "shard %d: primary pod gone, forced failover to synced replica %s", a.Shard, a.Pod)
+	case plan.Takeover:
+		r.Metrics.Failover(ns, name, metrics.KindTakeover)
+		recordEvent(r.Events, vc, true, EventTakeover, "Takeover", "shard %d: no quorum, replica %s took over", a.Shard, a.Pod)
+	case plan.AddSlots:
+		if a.Lost {
+			r.Metrics.ShardLost(ns, name, a.Shard)
+			recordEvent(r.Events, vc, true, EventDataLost, "Recover", "shard %d lost every copy of its data; its slots %s are served again, empty", a.Shard, a.Slots)
+		}
+	case plan.DeletePod:
+		if a.Reason == "" {
+			r.Metrics.PodFailed(ns, name)
+		}
+	case plan.CreatePod, plan.Meet, plan.Replicate, plan.Forget, plan.MoveSlots, plan.CloseSlots:
+		// Nothing to count or say: slot moves are counted as they land (moveTally).
+	}
+}
