@@ -65,3 +65,14 @@ func TestRefusal(t *testing.T) {
 		t.Fatal("a deadline is a refusal")
 	}
 }
+
+// CLUSTER FAILOVER sent to a node that is already a primary (Valkey 9 handed a drained primary's
+// slots over on SIGTERM first) is a handover done, not an error to say at WARN.
+func TestAlreadyPrimary(t *testing.T) {
+	if !alreadyPrimary(errors.New("cluster failover on 10.244.0.24:6379: ERR You should send CLUSTER FAILOVER to a replica")) {
+		t.Fatal("the refusal of a primary is not recognised")
+	}
+	if alreadyPrimary(nil) || alreadyPrimary(errors.New("ERR Master is down or failed, please use CLUSTER FAILOVER FORCE")) {
+		t.Fatal("another error taken for a primary's refusal")
+	}
+}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 	refused := false
 	for _, a := range pl.Actions {
 		var err error
+		unrecorded := false // the action turned out done by someone else: nothing to count
 		// One exhaustive switch over the closed set of actions: gochecksumtype (.golangci.yml)
 		// fails the lint when a kind is missing, so default is only reached by a nil action.
 		switch a := a.(type) {
@@ -97,7 +99,13 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		case plan.Failover:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
-				if err = c.Failover(ctx, valkey.FailoverCoordinated); err == nil {
+				err = c.Failover(ctx, valkey.FailoverCoordinated)
+				if alreadyPrimary(err) {
+					// Promoted since the pass observed it: by Valkey 9's own failover on
+					// SIGTERM (shutdown-on-sigterm failover, a drained primary) or by Valkey's
+					// failure detection. The handover this action asked for is done.
+					err, unrecorded = nil, true
+				} else if err == nil {
 					msg := logging.MsgPrimaryLeavingHandover
 					switch {
 					case a.Roll:
@@ -149,7 +157,9 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		if err != nil {
 			return fmt.Errorf("%s: %w", a, err)
 		}
-		r.recordAction(vc, a)
+		if !unrecorded {
+			r.recordAction(vc, a)
+		}
 	}
 	return nil
 }
@@ -276,4 +286,10 @@ func (r *ValkeyClusterReconciler) allClusters(ctx context.Context, _ client.Obje
 		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vc)}
 	}
 	return out
+}
+
+// alreadyPrimary reports whether err is CLUSTER FAILOVER refused because the node is a primary
+// ("You should send CLUSTER FAILOVER to a replica").
+func alreadyPrimary(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "send CLUSTER FAILOVER to a replica")
 }
