@@ -16,11 +16,11 @@ export PATH := $(K8S_BIN):$(PATH)
 COREDNS_VERSION ?= v1.15.0
 export COREDNS := $(CACHE_DIR)/bin/coredns-$(COREDNS_VERSION)
 
-.PHONY: all deps packages control-plane coredns helm chart-lint install-test build generate manifests lint verify test unit-test demo bench chaos clean
+.PHONY: all deps packages control-plane coredns helm prometheus chart-lint install-test build generate manifests lint verify test unit-test demo bench chaos clean
 
 all: build
 
-deps: packages control-plane coredns helm
+deps: packages control-plane coredns helm prometheus
 
 # Valkey 8.0.1 from bookworm-backports as the system's valkey-server; Valkey 9.1.2 from sid,
 # unpacked into $(CACHE_DIR)/valkey-9.1.2 (never installed), for the local cluster's 9.x images.
@@ -41,6 +41,14 @@ coredns:
 HELM := $(CACHE_DIR)/bin/helm
 helm:
 	@CACHE_DIR=$(CACHE_DIR) bash hack/install-helm.sh >/dev/null
+
+# promtool and the Prometheus server, pinned in hack/prometheus/go.mod (its own module: its
+# dependencies are not ours), built from the Go module proxy into $(CACHE_DIR)/bin once per
+# version. tests/monitoring runs $(PROMTOOL) on the alert rules; e2e tests run $(PROMETHEUS).
+export PROMTOOL := $(CACHE_DIR)/bin/promtool
+export PROMETHEUS := $(CACHE_DIR)/bin/prometheus
+prometheus:
+	@CACHE_DIR=$(CACHE_DIR) bash hack/build-prometheus.sh >/dev/null
 
 build:
 	go build -o bin/valkey-operator .
