@@ -283,9 +283,15 @@ func (c *cluster) collect(ch chan<- prometheus.Metric) {
 	for _, kind := range []string{KindGraceful, KindForced, KindTakeover} {
 		counter(descFailovers, c.failovers[kind], kind)
 	}
-	shards := make([]int, 0, len(c.lost))
-	for s := range c.lost {
+	// Every shard of the spec has its series from the start, at 0: increase() sees a first loss.
+	shards := make([]int, 0, len(c.lost)+o.Shards)
+	for s := range o.Shards {
 		shards = append(shards, s)
+	}
+	for s := range c.lost {
+		if s >= o.Shards {
+			shards = append(shards, s)
+		}
 	}
 	sort.Ints(shards)
 	for _, s := range shards {

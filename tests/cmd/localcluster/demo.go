@@ -69,6 +69,19 @@ func demo(ctx context.Context, c *localcluster.Cluster) error {
 			break
 		}
 	}
+	promLine := "  (no Prometheus: make prometheus builds it)\n"
+	if token, err := harness.MetricsReaderToken(ctx, k8s); err != nil {
+		fmt.Fprintln(os.Stderr, "prometheus:", err)
+	} else if prom, err := harness.StartPrometheus(ctx, filepath.Join(c.Dir, "prometheus"), op.MetricsAddr, token, 5*time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, "prometheus:", err)
+	} else {
+		go func() {
+			<-ctx.Done()
+			prom.Stop()
+		}()
+		promLine = fmt.Sprintf("  %[1]s (its API; the UI is not built in)\n"+
+			"  curl -s %[1]s/api/v1/query --data-urlencode 'query=valkey_node_used_memory_bytes{cluster=\"my-cluster\"}' | jq -r '.data.result[] | \"\\(.metric.pod) \\(.value[1])\"'\n", prom.URL)
+	}
 	fmt.Printf(`reach it:
   export KUBECONFIG=%[1]s PATH=%[4]s:$PATH
   kubectl get valkeycluster -A
@@ -81,6 +94,8 @@ the operator's log (JSON lines, as in the log contract):
   %[3]s
   jq 'select(.fields.cluster_name == "my-cluster")' %[3]s
 
-`, c.Kubeconfig, ip, op.Stdout, localcluster.DefaultBinDir())
+a Prometheus scraping the operator's metrics (https://%[5]s/metrics, with a ServiceAccount token):
+%[6]s
+`, c.Kubeconfig, ip, op.Stdout, localcluster.DefaultBinDir(), op.MetricsAddr, promLine)
 	return nil
 }
