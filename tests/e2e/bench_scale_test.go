@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -21,6 +24,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/controllers"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/tests/harness"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -202,16 +206,30 @@ func measureSteady(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
 	writes := countOperatorWrites(ctx, b)
+	// A Prometheus's scrape every 15 s is part of the steady state: its cost is in the figures.
+	token, err := harness.MetricsReaderToken(ctx, k8s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var scrapeBytes, scrapeSeries int
+	nextScrape := time.Now()
 	pid := operator.Pid()
 	cpu0, start := procCPU(b, pid), time.Now()
 	var rssMax float64
 	for ctx.Err() == nil {
 		rssMax = max(rssMax, procRSS(b, pid))
+		if time.Now().After(nextScrape) {
+			scrapeBytes, scrapeSeries = scrapeSize(b, operator.MetricsAddr, token)
+			nextScrape = nextScrape.Add(15 * time.Second)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
 	}
+	b.Logf("a scrape of the operator's metrics: %d bytes, %d series", scrapeBytes, scrapeSeries)
+	scaleSetup.steady["bytes/scrape"] = float64(scrapeBytes)
+	scaleSetup.steady["series/scrape"] = float64(scrapeSeries)
 	elapsed := time.Since(start)
 	cpu := procCPU(b, pid) - cpu0
 	n := writes()
@@ -395,4 +413,31 @@ func tickIntervals(b *testing.B, from, to time.Time) (mean, worst float64, n int
 		mean = sum / float64(n)
 	}
 	return mean, worst, n
+}
+
+// scrapeSize GETs the operator's metrics as a Prometheus would and returns the size of the
+// exposition and its number of series (lines that are not comments).
+func scrapeSize(b *testing.B, addr, token string) (size, series int) {
+	b.Helper()
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the operator's self-signed certificate
+	resp, err := hc.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("scrape: %d %v", resp.StatusCode, err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			series++
+		}
+	}
+	return len(body), series
 }
