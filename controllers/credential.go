@@ -52,9 +52,20 @@ func (r *ValkeyClusterReconciler) hasPods(ctx context.Context, vc *v1.ValkeyClus
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
 		return false, fmt.Errorf("list pods: %w", err)
 	}
+	nodes, err := r.observeNodes(ctx, vc)
+	if err != nil {
+		return false, err
+	}
 	for i := range list.Items {
-		// A node's pod is controlled by its ValkeyNode (pods from before ValkeyNodes by the cluster).
-		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && (ref.UID == vc.UID || ref.Kind == "ValkeyNode") {
+		// A node's pod is controlled by its ValkeyNode, one of this cluster's, of the pod's name
+		// (pods from before ValkeyNodes by the cluster): another team's pod with the label and a
+		// borrowed owner reference must not hold a new cluster back.
+		p := &list.Items[i]
+		ref := metav1.GetControllerOf(p)
+		if ref == nil {
+			continue
+		}
+		if vn, ok := nodes[ref.Name]; ref.UID == vc.UID || (ref.Kind == "ValkeyNode" && ok && vn.UID == ref.UID && ref.Name == p.Name) {
 			return true, nil
 		}
 	}

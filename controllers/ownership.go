@@ -146,7 +146,8 @@ func ownedNodePods(pods []corev1.Pod, nodes []v1.ValkeyNode, vc *v1.ValkeyCluste
 	}
 	var out []corev1.Pod
 	for _, p := range pods {
-		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "ValkeyNode" && ref.APIVersion == v1.GroupVersion.String() && uids[ref.UID] {
+		// A node's pod has its ValkeyNode's name (see nodeOf).
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "ValkeyNode" && ref.APIVersion == v1.GroupVersion.String() && uids[ref.UID] && ref.Name == p.Name {
 			out = append(out, p)
 		}
 	}

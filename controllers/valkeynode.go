@@ -149,10 +149,12 @@ func (r *ValkeyClusterReconciler) observeNodes(ctx context.Context, vc *v1.Valke
 }
 
 // nodeOf returns the ValkeyNode that controls pod among nodes, and whether pod is controlled
-// by a ValkeyNode at all (one that may be gone).
+// by a ValkeyNode at all (one that may be gone). A node's pod has its ValkeyNode's name: a pod
+// of another name that names a ValkeyNode as its controller is anybody's (its owner reference
+// is the creator's to write, and a ValkeyNode's UID is readable by every team), and no node's.
 func nodeOf(pod *corev1.Pod, nodes map[string]*v1.ValkeyNode) (vn *v1.ValkeyNode, byNode bool) {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "ValkeyNode" || ref.APIVersion != v1.GroupVersion.String() {
+	if ref == nil || ref.Kind != "ValkeyNode" || ref.APIVersion != v1.GroupVersion.String() || ref.Name != pod.Name {
 		return nil, false
 	}
 	if vn, ok := nodes[ref.Name]; ok && vn.UID == ref.UID {

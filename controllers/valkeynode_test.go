@@ -82,6 +82,10 @@ func TestObserveJoinsNodesAndPods(t *testing.T) {
 		testPod(vc, foreign.Name, 0, nodeRef(foreign)),
 		testPod(vc, "my-cluster-fffff", 0, metav1.OwnerReference{APIVersion: v1.GroupVersion.String(), Kind: "ValkeyNode",
 			Name: "my-cluster-fffff", UID: "made-up", Controller: ptr.To(true)}),
+		// A pod of another name borrowing a real node's owner reference (name and UID are
+		// readable by every team): not that node's pod (break test: its fake replies crashed the
+		// operator, and it received the operator's password).
+		testPod(vc, "evil", 0, nodeRef(joining)),
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
 	r := &ValkeyClusterReconciler{Client: c, APIReader: c}

@@ -84,7 +84,14 @@ func Observe(ctx context.Context, addrs []string, creds Credentials) []NodeView 
 	views := make([]NodeView, len(addrs))
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
-		wg.Go(func() { views[i] = observeNode(ctx, addr, creds) })
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil { // see Pool.Observe
+					views[i] = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: unreadable reply: %v", addr, r)}
+				}
+			}()
+			views[i] = observeNode(ctx, addr, creds)
+		})
 	}
 	wg.Wait()
 	return views

@@ -2,6 +2,7 @@ package valkey
 
 import (
 	"context"
+	"fmt"
 	"crypto/tls"
 	"slices"
 	"sync"
@@ -108,6 +109,16 @@ func (p *Pool) Observe(ctx context.Context, cluster string, addrs []string, cred
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
 		wg.Go(func() {
+			defer func() {
+				// A reply the client cannot read (a pod that only claims to be a node, a broken
+				// server) must cost that node's view, not the process: the panic of a goroutine
+				// the operator starts is not recovered by controller-runtime, and one bad node
+				// would stop the operator for every cluster.
+				if r := recover(); r != nil {
+					views[i] = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: unreadable reply: %v", addr, r)}
+					p.dropAddr(cluster, addr)
+				}
+			}()
 			v := NodeView{Addr: addr}
 			if err := ctx.Err(); err != nil {
 				v.Err = err
@@ -128,6 +139,16 @@ func (p *Pool) Observe(ctx context.Context, cluster string, addrs []string, cred
 	}
 	wg.Wait()
 	return views
+}
+
+// dropAddr closes and removes the pool's Client for addr, whichever it is.
+func (p *Pool) dropAddr(cluster, addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.clusters[cluster][addr]; ok {
+		delete(p.clusters[cluster], addr)
+		e.c.Close()
+	}
 }
 
 // drop closes c and removes it, if it is still the pool's Client for addr.
