@@ -98,6 +98,7 @@ func run() int {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                              scheme,
 		Cache:                               controllers.CacheOptions(),
+		Client:                              controllers.ClientOptions(),
 		LeaderElection:                      *leaderElect,
 		LeaderElectionID:                    leaderElectionID,
 		LeaderElectionNamespace:             namespace,

@@ -321,7 +321,7 @@ func (r *ACLReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) erro
 		Named("valkeycluster-acl").
 		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
 		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Secret{}, t.Owned(&v1.ValkeyCluster{}, mgr.GetRESTMapper())).
+		WatchesMetadata(&corev1.Secret{}, t.Owned(&v1.ValkeyCluster{}, mgr.GetRESTMapper())).
 		Watches(&corev1.Pod{}, t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))).
 		Complete(t.Reconciler(logging.Target(log, logging.TargetACL), r))
 }

@@ -264,8 +264,9 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 		Watches(&v1.ValkeyNode{}, owned).
 		Watches(&corev1.Pod{}, byNode).
 		Watches(&corev1.Service{}, owned).
-		Watches(&corev1.ConfigMap{}, byNode).
-		Watches(&corev1.Secret{}, owned).
+		// Metadata only: the operator caches neither Secrets nor ConfigMaps (CacheOptions).
+		WatchesMetadata(&corev1.ConfigMap{}, byNode).
+		WatchesMetadata(&corev1.Secret{}, owned).
 		// Not on status: the disruption controller rewrites a budget's status at every pod change.
 		Watches(&policyv1.PodDisruptionBudget{}, owned, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
