@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/slot"
 )
 
 // The misplaced planner brings the cluster's shards, as Valkey sees them, back in line with the
@@ -38,6 +39,13 @@ import (
 //     planner gives its shard a new node.
 //  4. Hold: otherwise X stays, and the hold is reported while the later planners go on: a
 //     replacement replica joins P, or X catches up, and rule 2 or 3 applies then.
+//  5. Adopt: a shard a whose every node is gone (its replacements are empty primaries) while a
+//     primary P of another shard b, which has another primary serving slots, serves slots of a's
+//     even share: P is a's only copy, and no node of a follows it for rule 2 to hand the slots
+//     back to. The first empty node of a, by name, replicates P (harmless: it holds nothing);
+//     once caught up, rule 2 fails over to it. Without this the cluster sat for good with a's
+//     data on a single node, which a routine eviction then took (break test: 2004 of 3000 keys
+//     left).
 var misplaced = Planner{Name: "misplaced", Plan: planMisplaced}
 
 // RetireMisplaced is why a misplaced replica is retired.
@@ -91,7 +99,63 @@ func planMisplaced(in Input) Step {
 			hold = fmt.Sprintf("shard %d: %s replicates %s of shard %d, which has too few other caught-up replicas to let it go", x.Shard, x.Name, p.Name, p.Shard)
 		}
 	}
+	if hold == "" {
+		if a, ok := planAdopt(s, live, serving); ok {
+			return Step{Actions: []Action{a}, Wait: fmt.Sprintf("waiting for %s to replicate the node that serves its shard's slots", a.Pod)}
+		}
+	}
 	return Step{Hold: hold}
+}
+
+// planAdopt applies rule 5.
+func planAdopt(s fsm.Snapshot, live []fsm.Pod, serving map[int]int) (Replicate, bool) {
+	spread := slot.EvenSpread(s.Shards)
+	for shard := range s.Shards {
+		if serving[shard] > 0 {
+			continue
+		}
+		var empty *fsm.Pod
+		for i, p := range live { // by name
+			if p.Shard != shard {
+				continue
+			}
+			if !p.Node.Primary || len(p.Node.MySlots) > 0 {
+				// A node of the shard that follows someone, or serves: not a lost shard.
+				if !p.Node.Primary && p.Node.PrimaryID != "" && !emptyPrimary(live, p.Node.PrimaryID) {
+					empty = nil
+					break
+				}
+				continue
+			}
+			if empty == nil {
+				empty = &live[i]
+			}
+		}
+		if empty == nil {
+			continue
+		}
+		share := slot.Set{spread[shard]}
+		for _, p := range live {
+			n := p.Node
+			if p.Shard == shard || !n.Primary || len(n.MySlots) == 0 || serving[p.Shard] < 2 {
+				continue
+			}
+			if len(slot.Subtract(share, slot.Subtract(share, n.MySlots))) > 0 {
+				return Replicate{Pod: empty.Name, PrimaryID: n.ID}, true
+			}
+		}
+	}
+	return Replicate{}, false
+}
+
+// emptyPrimary reports whether id is a live primary serving no slot.
+func emptyPrimary(live []fsm.Pod, id string) bool {
+	for _, p := range live {
+		if p.Node.ID == id {
+			return p.Node.Primary && len(p.Node.MySlots) == 0
+		}
+	}
+	return false
 }
 
 // bestOfShard is the replica of primary labelled shard that is caught up with it, with the

@@ -240,3 +240,46 @@ func TestMisplacedMigratedReplica(t *testing.T) {
 		t.Fatalf("a node silent: planned %v", p.Actions)
 	}
 }
+
+// Break test: a replica of shard 1 promoted over shard 0's slots, then both nodes of shard 0
+// killed. Shard 0's replacements are empty; p1-1 (shard 1) serves shard 0's slots alone, and
+// nothing of shard 0 follows it. The first empty node of shard 0 replicates it (rule 5), then
+// takes the slots back (rule 2).
+func TestMisplacedAdoptsAShardWhoseNodesAreGone(t *testing.T) {
+	s := newSnapshot(fsm.Active, 3, 1, formed, func(s *fsm.Snapshot) {
+		spread := slot.EvenSpread(3)
+		for i := range s.Pods {
+			p := &s.Pods[i]
+			switch p.Name {
+			case "p1-1": // promoted over shard 0's slots
+				p.Node.Primary, p.Node.PrimaryID, p.Node.MySlots, p.Node.LinkUp = true, "", slot.Set{spread[0]}, false
+			case "p0-0", "p0-1": // replacements: empty, the second attached to the first
+				p.Node.MySlots, p.Lifecycle = nil, string(v1.LifecycleJoining)
+				p.Node.Primary, p.Node.PrimaryID = p.Name == "p0-0", map[bool]string{true: "", false: "id-p0-0"}[p.Name == "p0-0"]
+			}
+		}
+		for i := range s.Pods {
+			for j := range s.Pods {
+				s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+			}
+		}
+	})
+	want := Replicate{Pod: "p0-0", PrimaryID: "id-p1-1"}
+	if p := run(misplaced, fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != want {
+		t.Fatalf("planned %v (waiting %q), want %v", p.Actions, p.Waiting, want)
+	}
+	// Attached and caught up: the graceful failover gives the slots back.
+	for i := range s.Pods {
+		if s.Pods[i].Name == "p0-0" {
+			s.Pods[i].Node.Primary, s.Pods[i].Node.PrimaryID, s.Pods[i].Node.LinkUp, s.Pods[i].Node.ReplOffset = false, "id-p1-1", true, 500
+		}
+	}
+	if p := run(misplaced, fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != (Failover{Pod: "p0-0", PrimaryID: "id-p1-1", Shard: 0, Realign: true}) {
+		t.Fatalf("planned %v (waiting %q), want the failover to p0-0", p.Actions, p.Waiting)
+	}
+	// A new shard (scale-out) whose slots nobody else serves twice is left to the reshard
+	// planner.
+	if p := run(misplaced, fsm.Active, newSnapshot(fsm.Active, 3, 1, formed)); len(p.Actions) != 0 {
+		t.Fatalf("planned %v on a formed cluster", p.Actions)
+	}
+}
