@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/tests/harness"
 )
 
 // TestForeignObjectsAreNeitherChangedNorTrusted: an object already in the namespace under a name
@@ -207,3 +208,70 @@ func countConfigMaps(t *testing.T, ns string) int {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// impostorServer answers every connection with an array header no client can allocate (what
+// crashed the operator in the break test) and logs who connected.
+const impostorServer = `import socket, sys, threading
+def handle(c, addr):
+    data = c.recv(65536)
+    sys.stdout.write("connection from %s: %r\n" % (addr, data[:40])); sys.stdout.flush()
+    c.sendall(b"*4611686018427387904\r\n")
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 6379)); s.listen(100)
+while True:
+    c, a = s.accept(); threading.Thread(target=handle, args=(c, a), daemon=True).start()
+`
+
+// TestImpostorPodIsNoNode: a pod a team creates with the cluster's labels and a controller owner
+// reference to one of the cluster's real ValkeyNodes (its name and UID are readable by every
+// team) is not that node's pod: the operator never connects to it (so never sends it its
+// password) and goes on managing the cluster. Before: it observed the pod as a node, sent it
+// HELLO with its credentials, and the impostor's reply crashed the operator, again and again.
+func TestImpostorPodIsNoNode(t *testing.T) {
+	const ns = "tenant-impostor"
+	vc := activeCluster(t, ns, 1, 0)
+	waitReady(t, vc, 1, 0, nil, formTimeout)
+	var nodes v1.ValkeyNodeList
+	if err := k8s.List(context.Background(), &nodes, client.InNamespace(ns)); err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("ValkeyNodes %v %v", nodes.Items, err)
+	}
+	node := nodes.Items[0]
+	impostor := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "impostor", Namespace: ns,
+			Labels: map[string]string{v1.LabelCluster: vc.Name, v1.LabelShard: "0"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.GroupVersion.String(), Kind: "ValkeyNode", Name: node.Name, UID: node.UID,
+				Controller: ptrTo(true)}}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "valkey", Image: "python:3", Command: []string{"python3", "-u", "-c", impostorServer}}}},
+	}
+	create(t, impostor)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var p corev1.Pod
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(impostor), &p); err == nil && p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the impostor pod never ran")
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	// Passes run every 5 s on a Ready cluster: three of them, at least.
+	time.Sleep(15 * time.Second)
+	if exited, code := operator.Exited(); exited {
+		t.Fatalf("the operator exited (%d)", code)
+	}
+	logs, err := harness.Kubectl(cluster, nil, "-n", ns, "logs", "impostor")
+	if err != nil {
+		t.Fatalf("kubectl logs: %v %s", err, logs)
+	}
+	if strings.Contains(string(logs), "connection from") {
+		t.Errorf("the operator connected to the impostor:\n%s", logs)
+	}
+	cur := currentCluster(t, vc)
+	for _, n := range cur.Status.Nodes {
+		if n.Pod == impostor.Name {
+			t.Errorf("the impostor is in status.nodes: %+v", n)
+		}
+	}
+	waitReady(t, vc, 1, 0, map[string]bool{impostor.Name: true}, formTimeout) // the test's own Valkey check lists pods by label
+}
