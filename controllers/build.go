@@ -153,7 +153,7 @@ func confDirectives(rc *ResolvedConfig, withTLS bool) [][2]string {
 	}
 	// Tunables with an operator default that a ValkeyConfig may override: a replaced pod is a
 	// new node that resyncs from its primary, so nothing needs to be on disk by default.
-	defaults := [][2]string{{"appendonly", "no"}, {"save", `""`}, noReplicaMigration}
+	defaults := [][2]string{{"appendonly", "no"}, {"save", `""`}}
 	if handsOverOnSIGTERM(rc.Image) {
 		defaults = append(defaults, shutdownFailover)
 	}
@@ -168,17 +168,14 @@ func confDirectives(rc *ResolvedConfig, withTLS bool) [][2]string {
 	return out
 }
 
-// noReplicaMigration keeps every replica in the shard the operator made it for. With Valkey's
-// default (yes), a replica of a primary that has two moves by itself to a primary left without a
-// working replica, and if that primary then dies, the replica promoted serves the slots of a
-// shard whose label it does not carry: the operator's shards (placement, budgets, replacements,
-// the chaos suite's own rule of one copy at a time) and Valkey's no longer agree. The operator
-// replaces a lost replica in its own shard within seconds anyway. It also keeps a primary drained
-// by a scale-in a primary (with no slot) instead of a replica of the node that took its last
-// slot; a primary whose slots a failover took still becomes a replica, whatever the setting. A
-// ValkeyConfig may turn it back on: the misplaced planner then realigns (plan/misplaced.go). Not
-// in the spec hash when "no" (nodeSpecHash): an operator upgrade that adds it rolls no pod.
-var noReplicaMigration = [2]string{"cluster-allow-replica-migration", "no"}
+// Replica migration (cluster-allow-replica-migration) keeps Valkey's default, yes, as the
+// original does, though a replica Valkey moves to another shard's primary strays from the
+// operator's shards: the misplaced planner (plan/misplaced.go) brings it back without ever
+// retiring a needed copy. With no, tried as a default, a graceful failover sometimes left the
+// old primary a primary without slots but with its keys, which can then be neither replicated
+// nor reset: rolling upgrades stalled (TestUpgrade8To9, TestRollingConfigChangeTwoClusters).
+// A ValkeyConfig may set it either way.
+
 
 // shutdownFailover makes a 9.x primary that receives SIGTERM (its pod deleted) hand its slots
 // to a synced replica before it exits, so that a drain refuses no write. Valkey 8 rejects the
@@ -286,16 +283,13 @@ func newPassword() (string, error) {
 // and the name of the TLS Secret (a pod's volumes cannot change, so a node mounting another
 // Secret than tls.secretRef names is replaced; the Secret's content is reloaded in place).
 // Nothing else: not the config chain's names, not key order, not zoneSpread (future pods only),
-// and not the operator's shutdownFailover and noReplicaMigration defaults, which only make a node
-// leave more gracefully or stay in its shard: an operator upgrade that adds them must not roll
-// every pod. The same function hashes a live node's recorded spec and the spec a node created now
+// and not the operator's shutdownFailover default, which only makes a node leave more gracefully:
+// an operator upgrade that adds it must not roll every pod. The same function hashes a live node's recorded spec and the spec a node created now
 // would get, so "outdated" is exactly "built from something else".
 func nodeSpecHash(spec *v1.ValkeyNodeSpec) string {
 	settings := maps.Clone(spec.ValkeySettings)
-	for _, kv := range [][2]string{shutdownFailover, noReplicaMigration} {
-		if settings[kv[0]] == kv[1] {
-			delete(settings, kv[0])
-		}
+	if settings[shutdownFailover[0]] == shutdownFailover[1] {
+		delete(settings, shutdownFailover[0])
 	}
 	var zones []string
 	var selector map[string]string

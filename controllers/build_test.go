@@ -444,31 +444,3 @@ func TestMaxclientsProblem(t *testing.T) {
 		t.Errorf("message %q, want %q", p, want)
 	}
 }
-
-// Replica migration is off on every node the operator builds (the operator keeps each replica in
-// its shard), and a ValkeyConfig may turn it back on. The default is not in the spec hash: the
-// nodes an earlier operator built without it are not rolled by an operator upgrade.
-func TestNoReplicaMigration(t *testing.T) {
-	vc := newTestCluster()
-	rc := newResolved()
-	line := "cluster-allow-replica-migration no\n"
-	if conf := renderValkeyConf(rc, ""); strings.Count(conf, "cluster-allow-replica-migration") != 1 || !strings.Contains(conf, line) {
-		t.Fatalf("valkey.conf without %q:\n%s", line, conf)
-	}
-	vn := buildValkeyNode(vc, rc, "my-cluster-8c04d", 0, "")
-	before := vn.Spec.DeepCopy() // a node built before the default
-	delete(before.ValkeySettings, "cluster-allow-replica-migration")
-	if nodeSpecHash(&vn.Spec) != nodeSpecHash(before) {
-		t.Error("the replica-migration default changed the spec hash: an operator upgrade would roll every pod")
-	}
-	base := desiredSpecHash(vc, rc)
-	rc.Valkey["cluster-allow-replica-migration"] = "no"
-	if conf := renderValkeyConf(rc, ""); strings.Count(conf, "cluster-allow-replica-migration") != 1 || desiredSpecHash(vc, rc) != base {
-		t.Error("set to the operator's own default, the directive is rendered once and builds the same node")
-	}
-	rc.Valkey["cluster-allow-replica-migration"] = "yes"
-	conf := renderValkeyConf(rc, "")
-	if !strings.Contains(conf, "cluster-allow-replica-migration yes\n") || strings.Contains(conf, line) || desiredSpecHash(vc, rc) == base {
-		t.Errorf("a ValkeyConfig that turns replica migration on is rendered and hashed:\n%s", conf)
-	}
-}

@@ -787,16 +787,16 @@ func waitShardPrimaryOpen(t *testing.T, vc *v1.ValkeyCluster, shard int, timeout
 // throughout. Found by a break test: a 4 → 2 → 4 with the revert after the drain sat at
 // "waiting for the cluster to agree" for good.
 //
-//   - On the nodes the operator builds (cluster-allow-replica-migration no), the drained primary
-//     stays a primary with no slot, its replica with it: the operator moves the shard's share
-//     back into it, and retires nothing.
-//   - On nodes that allow replica migration (an earlier operator's, or a ValkeyConfig that turns
-//     it on), Valkey turns the drained primary and its replica into replicas of the primary that
-//     took the slots: the operator retires them (`retiring node`, RetireMisplaced: that primary
-//     keeps its own replica), creates the shard afresh and moves its share back.
+//   - With replica migration on (Valkey's default, which the operator keeps), Valkey turns the
+//     drained primary and its replica into replicas of the primary that took the slots: the
+//     operator retires them (`retiring node`, RetireMisplaced: that primary keeps its own
+//     replica), creates the shard afresh and moves its share back.
+//   - With a ValkeyConfig that sets cluster-allow-replica-migration no, the drained primary stays
+//     a primary with no slot, its replica with it: the operator moves the shard's share back into
+//     it, and retires nothing.
 func TestDrainedShardWantedAgain(t *testing.T) {
-	t.Run("replica migration off", func(t *testing.T) { drainedShardWantedAgain(t, "reshard-drained", false) })
-	t.Run("replica migration on", func(t *testing.T) { drainedShardWantedAgain(t, "reshard-drained-mig", true) })
+	t.Run("replica migration on", func(t *testing.T) { drainedShardWantedAgain(t, "reshard-drained", true) })
+	t.Run("replica migration off", func(t *testing.T) { drainedShardWantedAgain(t, "reshard-drained-nomig", false) })
 }
 
 func drainedShardWantedAgain(t *testing.T, ns string, migration bool) {
@@ -804,8 +804,8 @@ func drainedShardWantedAgain(t *testing.T, ns string, migration bool) {
 	img := newImage(ns + "-image")
 	img.Spec.Tag, img.Spec.Version = localcluster.Valkey9Version, localcluster.Valkey9Version
 	cfg := newConfig(ns+"-config", ns+"-image")
-	if migration {
-		cfg.Spec.Valkey["cluster-allow-replica-migration"] = "yes"
+	if !migration {
+		cfg.Spec.Valkey["cluster-allow-replica-migration"] = "no"
 	}
 	create(t, img, cfg)
 	vc := newCluster(ns, "vc", ns+"-config", withShards(3), withReplicas(1))
