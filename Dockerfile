@@ -11,6 +11,7 @@ COPY apis/ apis/
 COPY controllers/ controllers/
 COPY fsm/ fsm/
 COPY logging/ logging/
+COPY metrics/ metrics/
 COPY plan/ plan/
 COPY slot/ slot/
 COPY valkey/ valkey/

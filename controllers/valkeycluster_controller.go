@@ -440,10 +440,23 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 		return systemUsers{}, fmt.Errorf("get credential secret: %w", err)
 	}
 	if !metav1.IsControlledBy(&s, vc) {
-		// Planted before the cluster existed, or an application's: whoever wrote it would choose
-		// the operator's password.
-		r.foreign.add(clusterKey(vc), objectRef{"Secret", s.Name})
-		return systemUsers{}, notControlled("Secret", s.Name, vc.Name)
+		// A Secret the user restored by hand (from a backup, after it was deleted: see
+		// credentialMissing) under a cluster that has nodes holds the password those nodes
+		// already accept, and nobody else's: it is adopted. Before the cluster has a node, it
+		// was planted, or is an application's: whoever wrote it would choose the operator's
+		// password.
+		live, err := r.hasPods(ctx, vc)
+		if err != nil {
+			return systemUsers{}, err
+		}
+		if !live || metav1.GetControllerOf(&s) != nil {
+			r.foreign.add(clusterKey(vc), objectRef{"Secret", s.Name})
+			return systemUsers{}, notControlled("Secret", s.Name, vc.Name)
+		}
+		s.OwnerReferences = append(s.OwnerReferences, ownerRef(vc))
+		if err := r.Update(ctx, &s); err != nil {
+			return systemUsers{}, fmt.Errorf("adopt restored credential secret: %w", err)
+		}
 	}
 	r.foreign.drop(clusterKey(vc), objectRef{"Secret", s.Name})
 	pw := string(s.Data[operatorPasswordKey])
