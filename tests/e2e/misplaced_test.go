@@ -24,8 +24,8 @@ import (
 // the node of shard 1 serving shard 0's slots was their only copy, and the next fault took it.
 //
 // Here, on a 2×1 under a writer (WAIT 1), with the operator stopped: CLUSTER REPLICATE moves
-// shard 1's replica to shard 0's primary (as replica migration does; the operator now builds
-// its nodes with it off) and CLUSTER FAILOVER promotes it, so a node labelled shard 1 serves
+// shard 1's replica to shard 0's primary (as Valkey's replica migration does, deterministically)
+// and CLUSTER FAILOVER promotes it, so a node labelled shard 1 serves
 // shard 0's slots with shard 0's two nodes as its replicas. A new operator must give shard 0 its
 // slots back (a graceful failover to one of its nodes) and then retire the node of shard 1 that
 // shard 0 no longer needs; it never retires a node of shard 0 (the earlier operator retired
