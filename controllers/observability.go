@@ -11,6 +11,7 @@ import (
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/slot"
 )
 
 // Kubernetes Events and Prometheus metrics say, in addition to the log stream (whose contract
@@ -68,20 +69,16 @@ func (r *ValkeyClusterReconciler) recordPass(vc *v1.ValkeyCluster, state fsm.Sta
 		Namespace: vc.Namespace, Name: vc.Name, State: string(state), Ready: h.Ready,
 		NodesWanted: s.DesiredNodes(), NodesOutdated: len(s.Outdated()), Shards: s.Shards, ShardsServing: map[int]bool{},
 	}
-	served := map[int]bool{}
+	var served []slot.Set
 	offsets := map[string]int64{}
 	for _, p := range s.LivePods() {
 		if n := p.Node; n != nil && n.Reachable && n.Primary {
 			offsets[n.ID] = n.ReplOffset
-			for _, rg := range n.MySlots {
-				for sl := rg.Start; sl <= rg.End; sl++ {
-					served[sl] = true
-				}
-			}
+			served = append(served, n.MySlots)
 			o.SlotsInFlight += len(n.Migrating) + len(n.Importing)
 		}
 	}
-	o.SlotsServed = len(served)
+	o.SlotsServed = slot.Union(served...).Count()
 	for shard, pods := range s.ShardPods() {
 		if p := fsm.ShardPrimary(pods); p != nil && p.Node.Primary && len(p.Node.MySlots) > 0 {
 			o.ShardsServing[shard] = true
