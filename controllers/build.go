@@ -442,7 +442,7 @@ var arm64Toleration = corev1.Toleration{
 // across zones (hard or soft by zoneSpread) and across hosts (always soft); in required mode
 // also a soft cluster-wide zone spread (Kubernetes allows one hard zone constraint per pod).
 func applyPlacement(pod *corev1.Pod, vc *v1.ValkeyCluster, shard int, defaultSpread v1.ZoneSpread) {
-	spread := defaultSpread
+	spread := spreadMode(vc, defaultSpread)
 	if p := vc.Spec.Placement; p != nil {
 		if len(p.Zones) > 0 {
 			pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
@@ -455,9 +455,6 @@ func applyPlacement(pod *corev1.Pod, vc *v1.ValkeyCluster, shard int, defaultSpr
 		if len(p.NodeSelector) > 0 {
 			pod.Spec.NodeSelector = maps.Clone(p.NodeSelector)
 		}
-		if p.ZoneSpread != "" {
-			spread = p.ZoneSpread
-		}
 	}
 	shardSel := &metav1.LabelSelector{MatchLabels: map[string]string{v1.LabelCluster: vc.Name, v1.LabelShard: strconv.Itoa(shard)}}
 	when := corev1.ScheduleAnyway
@@ -468,10 +465,70 @@ func applyPlacement(pod *corev1.Pod, vc *v1.ValkeyCluster, shard int, defaultSpr
 		{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: when, LabelSelector: shardSel},
 		{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: shardSel},
 	}
+	clusterSel := &metav1.LabelSelector{MatchLabels: map[string]string{v1.LabelCluster: vc.Name}}
 	if spread == v1.ZoneSpreadRequired {
 		pod.Spec.TopologySpreadConstraints = append(pod.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
 			MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1.LabelCluster: vc.Name}},
+			LabelSelector: clusterSel,
 		})
+	} else {
+		// The cluster-wide zone preference of bestEffort: Kubernetes refuses a second spread
+		// constraint on one key with the same whenUnsatisfiable, so it is a preferred
+		// anti-affinity to the cluster's pods by zone, which scores a zone lower for each one
+		// it holds (a fresh 3x1 on three zones had put its six pods in two).
+		if pod.Spec.Affinity == nil {
+			pod.Spec.Affinity = &corev1.Affinity{}
+		}
+		pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 50, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelTopologyZone, LabelSelector: clusterSel},
+		}}}
+	}
+}
+
+// spreadMode is the cluster's zoneSpread, else the operator's default.
+func spreadMode(vc *v1.ValkeyCluster, defaultSpread v1.ZoneSpread) v1.ZoneSpread {
+	if p := vc.Spec.Placement; p != nil && p.ZoneSpread != "" {
+		return p.ZoneSpread
+	}
+	return defaultSpread
+}
+
+// placeInZones adds what the planner asked of a new pod's zone (plan.CreatePod): pinned to zone
+// when set (a copy moved to spread the cluster: required in every mode, the move is only worth
+// it there); else kept out of the zones in avoid, those of its shard's live copies, as a
+// requirement under zoneSpread required (the scheduler's per-shard spread still counts a copy
+// lost with its Kubernetes node, and would let a replacement join a surviving copy's zone) and
+// as a strong preference otherwise. The pod's spec hash does not change: where a pod runs is
+// not what it is built from.
+func placeInZones(pod *corev1.Pod, vc *v1.ValkeyCluster, defaultSpread v1.ZoneSpread, zone, avoid string) {
+	var req *corev1.NodeSelectorRequirement
+	switch {
+	case zone != "":
+		req = &corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}
+	case avoid != "":
+		req = &corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpNotIn, Values: strings.Split(avoid, ",")}
+	default:
+		return
+	}
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.NodeAffinity == nil {
+		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := pod.Spec.Affinity.NodeAffinity
+	if zone == "" && spreadMode(vc, defaultSpread) != v1.ZoneSpreadRequired {
+		na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.PreferredSchedulingTerm{Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{*req}}})
+		return
+	}
+	// Terms are ORed, expressions within a term ANDed: the requirement joins every term
+	// (placement.zones' one), or is the only one.
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		terms[i].MatchExpressions = append(terms[i].MatchExpressions, *req)
 	}
 }

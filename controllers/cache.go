@@ -34,6 +34,8 @@ func CacheOptions() cache.Options {
 		&corev1.Secret{}:                {Label: sel},
 		&corev1.Service{}:               {Label: sel},
 		&policyv1.PodDisruptionBudget{}: {Label: sel},
+		// Every node of the Kubernetes cluster, but only what zones.go reads of it.
+		&corev1.Node{}: {Transform: stripNode},
 	}}
 }
 

@@ -44,7 +44,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				continue
 			}
 			var cr *createRefused
-			cr, err = r.createNode(ctx, log, vc, rc, obs, a.Shard)
+			cr, err = r.createNode(ctx, log, vc, rc, obs, a)
 			switch {
 			case cr != nil:
 				refused = true
@@ -113,7 +113,11 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					case a.Realign:
 						msg = logging.MsgRealigningShard
 					}
-					log.Info(msg, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+					if a.Spread {
+						log.Info(logging.MsgSpreadingPrimaries, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard), zap.String(logging.FieldZone, a.Zone))
+					} else {
+						log.Info(msg, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+					}
 				}
 			}
 		case plan.Forget:
@@ -151,6 +155,15 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			}
 		case plan.DeletePod:
 			err = r.retireNode(ctx, log, obs, a.Pod, a.Reason)
+			if err == nil && a.Reason == plan.RetireNoRoom {
+				why := fmt.Sprintf("pod %s could not be scheduled in the zone it was to move to", a.Pod)
+				for _, p := range obs.snapshot.Pods {
+					if p.Name == a.Pod && p.Unschedulable != "" {
+						why += ": " + p.Unschedulable
+					}
+				}
+				r.moves.hold(clusterKey(vc), why, time.Now())
+			}
 		default:
 			err = fmt.Errorf("broken invariant: no executor for action %T", a)
 		}

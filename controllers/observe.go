@@ -86,6 +86,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		} else {
 			p.Lifecycle = string(vn.Spec.Lifecycle)
 			p.SpecHash = nodeSpecHash(&vn.Spec)
+			p.MovedFrom = vn.Annotations[v1.AnnotationMovedFrom]
 		}
 		// A deleting pod whose process still runs is asked too: a primary on its way out (a
 		// drain) says which node id it is and whether it still serves, so that its slots are
@@ -115,6 +116,11 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		}
 	}
 	sort.Slice(o.snapshot.Pods, func(i, j int) bool { return o.snapshot.Pods[i].Name < o.snapshot.Pods[j].Name })
+	zones, err := r.observeZones(ctx, vc)
+	if err != nil {
+		return nil, err
+	}
+	applyZones(&o.snapshot, zones, o.pods)
 	return o, nil
 }
 

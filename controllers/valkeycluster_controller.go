@@ -70,6 +70,8 @@ type ValkeyClusterReconciler struct {
 	foreign foreignObjects
 	// creates holds back the creation of pods after the API server refused one (creates.go).
 	creates createFailures
+	// moves holds back zone moves after one found no room (zones.go).
+	moves zoneMoveHolds
 	// Metrics, when set, is given every pass's observation and actions (package metrics);
 	// Events, when set, records Kubernetes Events on the cluster (observability.go).
 	Metrics *metrics.Registry
@@ -104,6 +106,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=valkey-operator
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -178,6 +181,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	obs.snapshot.AtomicMoves = rc != nil && valkey9OrLater(rc.Image.Version)
 	refusedWait := time.Duration(0)
 	obs.snapshot.CreateRefused, obs.snapshot.CreateHeld, refusedWait = r.creates.state(clusterKey(&vc), vc.Generation, obs.snapshot.Now)
+	obs.snapshot.ZoneMoveHeld = r.moves.state(clusterKey(&vc), obs.snapshot.Now)
 
 	state := vc.Status.State
 	decision := fsm.Decide(obs.snapshot)
@@ -234,7 +238,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		}
 	}
 	execErr := errors.Join(budgetErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
-	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs, pass), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
+	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs, pass), r.settleMoves(ctx, obs), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
 	r.logHeartbeat(log, &vc, state, obs, pass)
 	r.recordPass(&vc, state, obs, h, obs.snapshot.Now)
 	if execErr != nil {

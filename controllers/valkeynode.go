@@ -29,8 +29,16 @@ import (
 // server refuses, or one of the node's names already taken by an object the node does not
 // control, is returned as refused: the ValkeyNode is deleted again at once (creates.go), and err
 // says only whether that deletion failed.
-func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, obs *observation, shard int) (refused *createRefused, err error) {
+func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, obs *observation, a plan.CreatePod) (refused *createRefused, err error) {
+	shard := a.Shard
 	vn := buildValkeyNode(vc, rc, newPodName(vc), shard, fsm.JoinType(obs.snapshot, shard))
+	if a.MovedFrom != "" {
+		if vn.Annotations == nil {
+			vn.Annotations = map[string]string{}
+		}
+		vn.Annotations[v1.AnnotationMovedFrom] = a.MovedFrom
+		log.Info(logging.MsgMovingCopy, logging.Pod(vn.Name), zap.Int(logging.FieldShard, shard), zap.String(logging.FieldZone, a.Zone), zap.String(logging.FieldFrom, a.MovedFrom))
+	}
 	log.Info(logging.MsgCreatingPod, logging.Pod(vn.Name), zap.Int(logging.FieldShard, shard))
 	// The name is random: AlreadyExists here is a collision with another node, not a retry of
 	// this one, so it is an error and the next pass draws a new name.
@@ -56,6 +64,7 @@ func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logge
 	}
 	if err == nil {
 		pod := buildPod(vc, rc, vn, obs.snapshot.SpecHash, r.DefaultZoneSpread)
+		placeInZones(pod, vc, r.DefaultZoneSpread, a.Zone, a.Avoid)
 		err = r.Create(ctx, pod)
 		if apierrors.IsAlreadyExists(err) {
 			err = r.checkCollision(ctx, vn, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: vn.Namespace, Name: vn.Name}}, "Pod")
@@ -128,6 +137,31 @@ func (r *ValkeyClusterReconciler) completeJoins(ctx context.Context, log *zap.Lo
 			continue
 		}
 		log.Info(logging.MsgCompletedJoin, logging.Pod(name))
+	}
+	return errors.Join(errs...)
+}
+
+// settleMoves removes the moved-from annotation (v1.AnnotationMovedFrom) of a node whose shard
+// has no more live nodes than wanted: the copy it replaced is retired (or gone), so the node is
+// an ordinary copy again, and a later surplus (a scale-down) is not taken for the same move.
+func (r *ValkeyClusterReconciler) settleMoves(ctx context.Context, obs *observation) error {
+	s := obs.snapshot
+	var errs []error
+	for shard, pods := range s.ShardPods() {
+		if len(pods) > s.ReplicasPerShard+1 {
+			continue
+		}
+		for _, p := range pods {
+			vn, ok := obs.nodes[p.Name]
+			if p.MovedFrom == "" || !ok {
+				continue
+			}
+			vn = vn.DeepCopy()
+			delete(vn.Annotations, v1.AnnotationMovedFrom)
+			if err := r.Update(ctx, vn); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("shard %d: settle the move of ValkeyNode %s: %w", shard, p.Name, err))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

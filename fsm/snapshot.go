@@ -45,6 +45,14 @@ type Snapshot struct {
 	// are atomic CLUSTER MIGRATESLOTS (the executor still checks each pair), and a batch may be
 	// larger (plan.MaxAtomicSlotsPerBatch).
 	AtomicMoves bool
+	// Zones are the zones the cluster's pods may run in: the zone label of every Kubernetes
+	// node its placement allows (nodeSelector and placement.zones), sorted. ZonesUp are those
+	// of them with a node that takes new pods now (Ready, not cordoned, no taint the pods do
+	// not tolerate). Both are nil when no node carries a zone label.
+	Zones, ZonesUp []string
+	// ZoneMoveHeld says why no replica is moved to another zone now (a move found no room in
+	// its zone a short while ago), "" when one may be.
+	ZoneMoveHeld string
 }
 
 // FailoverIntent is a failover the operator issued: Pod, a replica of PrimaryID (the lost
@@ -109,6 +117,12 @@ type Pod struct {
 	// Lifecycle is the spec.lifecycle of the pod's ValkeyNode (Joining, Active, Leaving). A
 	// ValkeyNode whose pod is missing is listed as a Failed pod of that name.
 	Lifecycle string
+	// Zone is the zone of the Kubernetes node the pod is bound to, "" while it is not bound or
+	// the node has no zone label.
+	Zone string
+	// MovedFrom is set on a replica created to move one of its shard's copies to another zone
+	// (plan's spread planner) until it completes its join: the zone of the copy it replaces.
+	MovedFrom string
 }
 
 // Node is what one Valkey node said about the cluster (CLUSTER NODES, CLUSTER INFO, INFO
@@ -511,6 +525,11 @@ func (s Snapshot) Changing() string {
 	for shard, pods := range s.ShardPods() {
 		switch {
 		case len(pods) > want:
+			for _, p := range pods {
+				if p.MovedFrom != "" {
+					return fmt.Sprintf("shard %d: moving a copy out of zone %s", shard, p.MovedFrom)
+				}
+			}
 			return fmt.Sprintf("shard %d has %d nodes, %d wanted", shard, len(pods), want)
 		case records[shard] < want:
 			return fmt.Sprintf("shard %d has %d nodes, %d wanted", shard, records[shard], want)

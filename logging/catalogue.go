@@ -58,6 +58,8 @@ const (
 	FieldTarget       = "target"
 	FieldSlot         = "slot"
 	FieldNotAfter     = "not_after"
+	FieldZone         = "zone"
+	FieldFrom         = "from"
 	FieldMethod       = "method"
 )
 
@@ -155,6 +157,15 @@ const (
 	// shard. Ours: Valkey's view of the shards strayed from the operator's labels (replica
 	// migration) and a graceful failover gives the slots back to the shard's own node.
 	MsgRealigningShard = "failover to give a shard's slots back to its own node"
+	// MsgSpreadingPrimaries (INFO, TargetCluster): cluster_name, pod (the replica promoted with
+	// a graceful CLUSTER FAILOVER), node (the primary's id), shard, zone (the zone the primary
+	// leaves, which held more of the cluster's primaries than it must). Ours: primaries are
+	// spread over zones so a lost zone leaves a majority of them (plan/spread.go).
+	MsgSpreadingPrimaries = "failover to spread primaries over zones"
+	// MsgMovingCopy (INFO, TargetCluster): cluster_name, pod (the new node), shard, zone (the
+	// zone it is created in), from (the zone of the copy it replaces, retired once it caught
+	// up). Ours: a copy of a shard moved to spread the cluster over its zones.
+	MsgMovingCopy = "creating a copy of the shard in another zone"
 	// MsgForgettingNode (INFO, TargetCluster): cluster_name, node (the id forgotten), nodes (how
 	// many nodes are told to forget it; one line per id, not per node told).
 	MsgForgettingNode = "forgetting node"
@@ -273,6 +284,8 @@ var Catalogue = []Entry{
 	{MsgPrimaryGonePromoting, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgPrimaryLeavingHandover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgRealigningShard, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
+	{MsgSpreadingPrimaries, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard, FieldZone}},
+	{MsgMovingCopy, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldShard, FieldZone, FieldFrom}},
 	{MsgForgettingNode, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldNode, FieldNodes}},
 	{MsgDeletingFailedPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod}},
 	{MsgMovingSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldTarget, FieldSlots, FieldMethod}},

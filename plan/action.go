@@ -23,8 +23,18 @@ type Action interface {
 	action()
 }
 
-// CreatePod creates one new pod for Shard.
-type CreatePod struct{ Shard int }
+// CreatePod creates one new pod for Shard. Avoid are zones the pod should not share, sorted and
+// comma-separated (a zone label holds no comma; a string keeps actions comparable): those of
+// its shard's live copies, set only when one of the cluster's zones holds none (avoidZones);
+// a hard rule under zoneSpread required, a preference otherwise. Zone, when set, is the only
+// zone the pod may run in: a copy created to spread the cluster over zones, replacing its
+// shard's copy in zone MovedFrom (the spread planner).
+type CreatePod struct {
+	Shard     int
+	Avoid     string
+	Zone      string
+	MovedFrom string
+}
 
 // Meet sends CLUSTER MEET IP from Pod's node; NodeID is the id of the node met. Mesh is true for
 // the meets between nodes that the seed has already introduced: they only speed up gossip, so the
@@ -88,6 +98,10 @@ type Failover struct {
 	Shard          int
 	Roll           bool
 	Realign        bool
+	// Spread is true for a failover that moves Shard's primary out of a zone holding more of
+	// the cluster's primaries than it must (the spread planner); Zone is the zone it leaves.
+	Spread bool
+	Zone   string
 }
 
 // SlotMove is one slot to move, keys included, from the primary in pod Source (node SourceID)
@@ -169,7 +183,12 @@ func (FailoverForce) Disruptive() bool { return true }
 func (Failover) Disruptive() bool { return true }
 
 // String describes the action.
-func (a CreatePod) String() string { return fmt.Sprintf("create pod for shard %d", a.Shard) }
+func (a CreatePod) String() string {
+	if a.Zone != "" {
+		return fmt.Sprintf("create pod for shard %d in zone %s (from %s)", a.Shard, a.Zone, a.MovedFrom)
+	}
+	return fmt.Sprintf("create pod for shard %d", a.Shard)
+}
 
 // String describes the action.
 func (a Meet) String() string {

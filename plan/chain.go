@@ -123,7 +123,8 @@ func (c Chain) Run(in Input) Plan {
 // slots), then save a shard whose primaries lost their majority. Then topology: form the cluster
 // (meet, slots, replicas) and reshard it (slot moves to an even spread, removed shards retired).
 // Then updates: replace nodes of an older spec and remove surplus
-// replicas, one shard at a time. Cleanup last: forget departed nodes, delete failed pods. A new
+// replicas, one shard at a time. Cleanup: forget departed nodes, delete failed pods. Placement
+// last, on a cluster with nothing else to do: spread primaries and copies over the zones. A new
 // concern is one new file and one line here.
 func Default() Chain {
 	return Chain{
@@ -135,6 +136,7 @@ func Default() Chain {
 		reshard,
 		upgrade,
 		cleanup,
+		spread,
 	}
 }
 

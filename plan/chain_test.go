@@ -72,7 +72,7 @@ func TestPass(t *testing.T) {
 			t.Fatalf("%s: a formed cluster plans nothing: %+v", st, p)
 		}
 	}
-	if p := Pass(fsm.Bootstrapping, newSnapshot(fsm.Bootstrapping, 1, 0, withoutPods)); !reflect.DeepEqual(p.Actions, []Action{CreatePod{0}}) || p.Waiting != "waiting for pods" {
+	if p := Pass(fsm.Bootstrapping, newSnapshot(fsm.Bootstrapping, 1, 0, withoutPods)); !reflect.DeepEqual(p.Actions, []Action{CreatePod{Shard: 0}}) || p.Waiting != "waiting for pods" {
 		t.Fatalf("bootstrap: %+v", p)
 	}
 }

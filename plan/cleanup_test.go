@@ -12,7 +12,7 @@ import (
 func TestCleanupHealsInOrder(t *testing.T) {
 	// A dead replica is replaced; until the nodes agree it failed it is not forgotten.
 	s := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p1-1"))
-	if p := Pass(fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{1}}) {
+	if p := Pass(fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{Shard: 1}}) {
 		t.Fatal(p.Actions)
 	}
 	// The replacement runs and has joined as a replica of p1-0; the dead id is still known and
@@ -132,7 +132,7 @@ func TestPodLostWithItsNodeIsReplacedThenRetired(t *testing.T) {
 		p.NodeLost, p.Ready, p.Node = true, false, &fsm.Node{Reachable: false, Err: "i/o timeout"}
 	}
 	s := newSnapshot(fsm.Active, 3, 1, formed, withPod("p1-1", lost))
-	if p := Pass(fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{1}}) {
+	if p := Pass(fsm.Active, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{Shard: 1}}) {
 		t.Fatalf("actions %v, waiting %q", p.Actions, p.Waiting)
 	}
 	// Only the control plane lost it: it answers, so it is alive and nothing is planned.

@@ -109,14 +109,16 @@ func planSlots(lost bool, s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.Pod)
 	}
 	taken := slot.Union(claimed...)
 	spread := slot.EvenSpread(s.Shards)
+	primaries := servingZones(shardPods)
 	var out []Action
 	for shard, pods := range shardPods {
-		primary := fsm.ShardPrimary(pods)
+		primary := formationPrimary(pods, primaries)
 		if primary == nil || len(primary.Node.MySlots) > 0 || primary.Node.PrimaryID != "" {
 			continue
 		}
 		if free := slot.Subtract(slot.Set{spread[shard]}, taken); len(free) > 0 {
 			out = append(out, AddSlots{Pod: primary.Name, Shard: shard, Slots: free, Lost: lost})
+			primaries[primary.Zone]++
 		}
 	}
 	if len(out) > 0 || !lost {
@@ -142,8 +144,12 @@ func planSlots(lost bool, s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.Pod)
 // planReplicas attaches every non-primary pod of a shard whose primary serves slots.
 func planReplicas(shardPods [][]fsm.Pod) []Action {
 	var out []Action
+	primaries := servingZones(shardPods)
 	for _, pods := range shardPods {
-		primary := fsm.ShardPrimary(pods)
+		primary := formationPrimary(pods, primaries)
+		if primary != nil && len(primary.Node.MySlots) == 0 {
+			primaries[primary.Zone]++
+		}
 		if primary == nil || (len(primary.Node.MySlots) == 0 && !freshShard(pods)) {
 			continue
 		}
@@ -158,6 +164,46 @@ func planReplicas(shardPods [][]fsm.Pod) []Action {
 		}
 	}
 	return out
+}
+
+// servingZones counts, by zone, the shards' primaries that serve slots.
+func servingZones(shardPods [][]fsm.Pod) map[string]int {
+	m := map[string]int{}
+	for _, pods := range shardPods {
+		if p := fsm.ShardPrimary(pods); p != nil && len(p.Node.MySlots) > 0 {
+			m[p.Zone]++
+		}
+	}
+	return m
+}
+
+// formationPrimary is the node that is, or is to become, the shard's primary: fsm.ShardPrimary,
+// except in a shard whose every node is an empty primary that nobody follows (a new cluster, a
+// shard being added), where it is the node in the zone holding fewest primaries so far (then the
+// first by name), so that a cluster starts with its primaries spread over zones rather than
+// moving them there by failovers once Active (plan/spread.go). primaries counts by zone.
+func formationPrimary(pods []fsm.Pod, primaries map[string]int) *fsm.Pod {
+	p := fsm.ShardPrimary(pods)
+	if p == nil || len(p.Node.MySlots) > 0 {
+		return p
+	}
+	for _, q := range pods {
+		if n := q.Node; n == nil || !n.Reachable || !n.Primary || n.PrimaryID != "" || len(n.MySlots) > 0 {
+			return p
+		}
+		for _, r := range pods {
+			if r.Node.PrimaryID == q.Node.ID {
+				return p
+			}
+		}
+	}
+	best := p
+	for i := range pods {
+		if primaries[pods[i].Zone] < primaries[best.Zone] {
+			best = &pods[i]
+		}
+	}
+	return best
 }
 
 // freshShard reports whether a shard is being added and holds no data yet: every pod's node

@@ -15,7 +15,11 @@ package plan
 //     hash) or the shard is whole again. Never more than MaxFailedPerShard pods of one spec
 //     are tried in a shard, even when more are missing.
 //
-//  4. While the back-off after a refused pod creation runs (fsm.Snapshot.CreateHeld), nothing
+//  4. A new pod avoids the zones of its shard's live copies when a zone of the cluster holds none
+//     (CreatePod.Avoid): required under zoneSpread required, preferred otherwise. The scheduler's
+//     own per-shard spread still counts a copy lost with its Kubernetes node, which would let the
+//     replacement join the surviving copy's zone.
+//  5. While the back-off after a refused pod creation runs (fsm.Snapshot.CreateHeld), nothing
 //     is created: the refusal is reported (a hold), and the later planners go on, so a shard
 //     still fails over while its replacement cannot be created.
 //
@@ -67,11 +71,11 @@ func planPods(in Input) Step {
 			}
 		}
 		for range n {
-			st.Actions = append(st.Actions, CreatePod{Shard: shard})
+			st.Actions = append(st.Actions, CreatePod{Shard: shard, Avoid: avoidZones(s, shard)})
 		}
 	}
 	if grow >= 0 && len(st.Actions) == 0 && !anyJoining(s) {
-		st.Actions = append(st.Actions, CreatePod{Shard: grow})
+		st.Actions = append(st.Actions, CreatePod{Shard: grow, Avoid: avoidZones(s, grow)})
 	}
 	return st
 }

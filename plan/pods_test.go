@@ -17,21 +17,21 @@ func TestPods(t *testing.T) {
 		blocked string
 	}{
 		{"bootstrap creates every pod", fsm.Bootstrapping, newSnapshot(fsm.Bootstrapping, 3, 1, withoutPods),
-			[]Action{CreatePod{0}, CreatePod{0}, CreatePod{1}, CreatePod{1}, CreatePod{2}, CreatePod{2}}, ""},
+			[]Action{CreatePod{Shard: 0}, CreatePod{Shard: 0}, CreatePod{Shard: 1}, CreatePod{Shard: 1}, CreatePod{Shard: 2}, CreatePod{Shard: 2}}, ""},
 		{"whole cluster creates nothing", fsm.Active, newSnapshot(fsm.Active, 3, 1, formed), nil, ""},
 		{"a failed pod is replaced", fsm.Active, newSnapshot(fsm.Active, 3, 1, formed, withFailed("p1-1")),
-			[]Action{CreatePod{1}}, ""},
+			[]Action{CreatePod{Shard: 1}}, ""},
 		{"a deleting pod is replaced", fsm.Active, newSnapshot(fsm.Active, 2, 1, formed, withPod("p0-0", func(p *fsm.Pod) { p.Deleting = true })),
-			[]Action{CreatePod{0}}, ""},
+			[]Action{CreatePod{Shard: 0}}, ""},
 		{"a cut pod still runs: nothing to create", fsm.Active, newSnapshot(fsm.Active, 3, 1, formed, withCut("p0-0")), nil, ""},
 		{"replicas scaled up: one node at a time, in the first shard", fsm.Active, grown(newSnapshot(fsm.Active, 3, 1, formed), 2),
-			[]Action{CreatePod{0}}, ""},
+			[]Action{CreatePod{Shard: 0}}, ""},
 		{"replicas scaled up: the shard with the fewest nodes next", fsm.Active,
-			grown(newSnapshot(fsm.Active, 3, 1, formed, withReplica("p0-7", 0, true)), 2), []Action{CreatePod{1}}, ""},
+			grown(newSnapshot(fsm.Active, 3, 1, formed, withReplica("p0-7", 0, true)), 2), []Action{CreatePod{Shard: 1}}, ""},
 		{"replicas scaled up: nothing while a node is joining", fsm.Active,
 			grown(newSnapshot(fsm.Active, 3, 1, formed, withReplica("p0-7", 0, false)), 2), nil, ""},
 		{"replicas scaled up while a pod died: the dead one is replaced at once", fsm.Active,
-			grown(newSnapshot(fsm.Active, 3, 1, formed, withReplica("p0-7", 0, false), withFailed("p2-1")), 2), []Action{CreatePod{2}}, ""},
+			grown(newSnapshot(fsm.Active, 3, 1, formed, withReplica("p0-7", 0, false), withFailed("p2-1")), 2), []Action{CreatePod{Shard: 2}}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,18 +61,18 @@ func TestCrashingPodsStopReplacement(t *testing.T) {
 		t.Fatalf("%v %q", p.Actions, p.Blocked)
 	}
 	s.SpecHash = "h2" // the config was fixed
-	if p := Pass(fsm.Bootstrapping, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{0}}) || p.Blocked != "" {
+	if p := Pass(fsm.Bootstrapping, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{Shard: 0}}) || p.Blocked != "" {
 		t.Fatalf("after a spec change: %v %q", p.Actions, p.Blocked)
 	}
 	// Nodes killed by a signal (a lost shard) are not start failures: replace them.
 	killed := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p1-0"), withFailed("p1-1"))
-	if p := Pass(fsm.Active, killed); p.Blocked != "" || !reflect.DeepEqual(p.Actions, []Action{CreatePod{1}, CreatePod{1}}) {
+	if p := Pass(fsm.Active, killed); p.Blocked != "" || !reflect.DeepEqual(p.Actions, []Action{CreatePod{Shard: 1}, CreatePod{Shard: 1}}) {
 		t.Fatalf("lost shard: %v %q", p.Actions, p.Blocked)
 	}
 	// At most MaxFailedPerShard pods of one spec are tried in a shard, even when more are missing.
 	two := newSnapshot(fsm.Bootstrapping, 1, 4, withoutPods)
 	two.Pods = append(two.Pods, fsm.Pod{Name: "x", Shard: 0, Phase: fsm.PodFailed, StartFailure: true})
-	if p := Pass(fsm.Bootstrapping, two); !reflect.DeepEqual(p.Actions, []Action{CreatePod{0}}) {
+	if p := Pass(fsm.Bootstrapping, two); !reflect.DeepEqual(p.Actions, []Action{CreatePod{Shard: 0}}) {
 		t.Fatalf("want %d creations, got %v", MaxFailedPerShard-1, p.Actions)
 	}
 	// The block names the pods and stops the pass: nothing else moves until the spec is fixed.

@@ -20,20 +20,20 @@ func TestQuorum(t *testing.T) {
 	}{
 		{"1x2 lost its primary: the most up-to-date replica takes over",
 			newSnapshot(fsm.Active, 1, 2, formed, withFailed("p0-0"), withFailFlag("id-p0-0"), withOffsets(map[string]int64{"p0-1": 10, "p0-2": 30})),
-			[]Action{CreatePod{0}, Takeover{Pod: "p0-2", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the takeover of shard 0"},
+			[]Action{CreatePod{Shard: 0}, Takeover{Pod: "p0-2", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the takeover of shard 0"},
 		{"2x1: one of two primaries is no majority",
 			newSnapshot(fsm.Active, 2, 1, formed, withFailed("p0-0")),
-			[]Action{CreatePod{0}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the takeover of shard 0"},
+			[]Action{CreatePod{Shard: 0}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the takeover of shard 0"},
 		// Two of three primaries alive: they can vote, so the failover planner forces the
 		// promotion of p0-1 at once; no TAKEOVER.
 		{"3x1 with two primaries alive: FORCE, not TAKEOVER",
 			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0")),
-			[]Action{CreatePod{0}, FailoverForce{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the failover of shard 0"},
+			[]Action{CreatePod{Shard: 0}, FailoverForce{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the failover of shard 0"},
 		// The same with a replica still Joining: no FORCE, no TAKEOVER; Valkey's own failover
 		// decides, and the pass replaces the dead pod and waits for the cluster to agree again.
 		{"3x1 with two primaries alive and a Joining replica waits for Valkey's failover",
 			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withLifecycle("p0-1", v1.LifecycleJoining)),
-			[]Action{CreatePod{0}}, "waiting for the cluster to agree"},
+			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree"},
 		// The measured outage: the network of two of three primaries cut, pods still Running.
 		// Their replicas flag them `fail?` (too few primaries to agree on `fail`).
 		{"2 of 3 primaries cut, pods Running: takeover",
@@ -46,7 +46,7 @@ func TestQuorum(t *testing.T) {
 			nil, "waiting for node p0-0 to answer: i/o timeout"},
 		{"a replica that never synced is never promoted",
 			newSnapshot(fsm.Active, 1, 1, formed, withFailed("p0-0"), withOffsets(map[string]int64{"p0-1": 0})),
-			[]Action{CreatePod{0}}, "waiting for the cluster to agree"},
+			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

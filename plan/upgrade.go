@@ -12,7 +12,9 @@ package plan
 //     serves no slot is retired first when it was built from an older spec, or when its shard
 //     has more live nodes than wanted and none of an older spec: a replacement stuck on a spec
 //     the user since reverted or fixed, or a replica added and then scaled away. It holds no
-//     data. One per pass; the first by name.
+//     data. One per pass; the first by name. A copy moving to another zone (fsm.Pod.MovedFrom,
+//     the spread planner) is surplus by design until it has joined: it is retired here only
+//     when the scheduler cannot place it (RetireNoRoom), and not counted as a stalled roll.
 //  3. The shard in motion is the first, by index, holding nodes of both the current and an older
 //     spec (a roll under way); else the one with the most surplus live nodes (then the first by
 //     index); else the first holding a node of an older spec. Only it is acted on.
@@ -28,11 +30,12 @@ package plan
 //     When the cluster is not formed nothing is planned, so cleanup can forget a retired node.
 //  6. In the shard, with R replicas wanted and L live nodes:
 //     a. a replica of an older spec while L > R+1: retire it (the first by name);
-//     b. no node of an older spec while L > R+1: retire the replica with the smallest
+//     b. no node of an older spec while L > R+1: retire the replica a moved copy replaces (in
+//     the zone it moved from, fsm.Pod.MovedFrom), else the replica with the smallest
 //     replication offset (then the last by name), never the primary;
 //     c. the primary of an older spec, every replica of the current spec, L > R+1: exactly one
-//     graceful CLUSTER FAILOVER onto the caught-up Active replica with the largest offset (then
-//     the first by name); its intent is persisted in status.failover first, and while it is
+//     graceful CLUSTER FAILOVER onto the caught-up Active replica in the zone holding fewest of
+//     the other shards' primaries, then with the largest offset (then the first by name); its intent is persisted in status.failover first, and while it is
 //     younger than FailoverRetry the pass waits for it to land. Once it has, the new primary
 //     serves the slots (preflight) and the old primary is a replica of an older spec (rule a);
 //     d. a node of an older spec while L <= R+1: create one node of the current spec (it joins
@@ -56,6 +59,10 @@ const (
 	RetireSurplus  = "replica beyond replicasPerShard"
 	// RetireInterrupted: the node was marked Leaving and the operator stopped before deleting it.
 	RetireInterrupted = "finishing an interrupted retirement"
+	// RetireMoved: a copy of the shard created in another zone has caught up (the spread planner).
+	RetireMoved = "its shard's copy moved to another zone"
+	// RetireNoRoom: a copy created to move its shard to another zone cannot be scheduled there.
+	RetireNoRoom = "no room in the zone its copy was moving to"
 )
 
 func planUpgrade(in Input) Step {
@@ -101,20 +108,23 @@ func planUpgrade(in Input) Step {
 		d := DeletePod{Pod: outdatedReplicas[0].Name, Reason: RetireOutdated}
 		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
 	case surplus && !outdatedPrimary:
+		if d, ok := retireMoved(pods, primary.Name); ok {
+			return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
+		}
 		d := DeletePod{Pod: leastCaughtUp(pods, primary.Name).Name, Reason: RetireSurplus}
 		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
 	case surplus && outdatedPrimary:
 		if f := s.Failover; f != nil && f.PrimaryID == primary.Node.ID && s.Now.Sub(f.StartedAt) < FailoverRetry {
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, f.Pod)}
 		}
-		best := bestCaughtUp(pods, *primary)
+		best := bestCaughtUp(pods, *primary, otherPrimaries(shardPods, shard))
 		if best == nil {
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to catch up", shard)}
 		}
 		a := Failover{Pod: best.Name, PrimaryID: primary.Node.ID, Shard: shard, Roll: true}
 		return Step{Actions: []Action{a}, Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, best.Name)}
 	case outdatedPrimary || len(outdatedReplicas) > 0:
-		return Step{Actions: []Action{CreatePod{Shard: shard}}, Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to join", shard)}
+		return Step{Actions: []Action{CreatePod{Shard: shard, Avoid: avoidZones(s, shard)}}, Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to join", shard)}
 	}
 	return Step{}
 }
@@ -148,6 +158,12 @@ func planRetireStuck(s fsm.Snapshot, shardPods [][]fsm.Pod) (DeletePod, bool) {
 			continue
 		}
 		outdated := p.SpecHash != s.SpecHash
+		if p.MovedFrom != "" && !outdated {
+			if p.Unschedulable != "" {
+				return DeletePod{Pod: p.Name, Reason: RetireNoRoom}, true
+			}
+			continue // a copy moving to another zone: surplus until it has joined
+		}
 		pods := shardPods[p.Shard]
 		if outdated || (len(pods) > s.ReplicasPerShard+1 && !anyOutdated(s, pods)) {
 			return DeletePod{Pod: p.Name, Reason: RetireStuck}, true
@@ -199,7 +215,7 @@ func shardInMotion(s fsm.Snapshot, shardPods [][]fsm.Pod) (int, bool) {
 // reason); it is not a start failure.
 func unschedulable(s fsm.Snapshot, shard int, pods []fsm.Pod) string {
 	for _, p := range pods {
-		if p.SpecHash == s.SpecHash && p.Unschedulable != "" {
+		if p.SpecHash == s.SpecHash && p.Unschedulable != "" && p.MovedFrom == "" {
 			return fmt.Sprintf("shard %d: rolling upgrade stalled: pod %s cannot be scheduled: %s", shard, p.Name, p.Unschedulable)
 		}
 	}
@@ -239,19 +255,56 @@ func preflight(s fsm.Snapshot, shard int, shardPods [][]fsm.Pod, primary fsm.Pod
 	return ""
 }
 
-// bestCaughtUp is the caught-up Active replica of the current spec with the largest offset, then
-// the first by name; nil when none.
-func bestCaughtUp(pods []fsm.Pod, primary fsm.Pod) *fsm.Pod {
+// bestCaughtUp is the caught-up Active replica of the current spec in the zone holding fewest of
+// the other shards' primaries (primaries, by zone), then with the largest offset, then the first
+// by name; nil when none. A roll thus leaves the primaries spread over zones, rather than the
+// spread planner handing them over once more when it ends.
+func bestCaughtUp(pods []fsm.Pod, primary fsm.Pod, primaries map[string]int) *fsm.Pod {
 	var best *fsm.Pod
 	for i, p := range pods {
 		if p.Name == primary.Name || p.Lifecycle != string(v1.LifecycleActive) || !fsm.CaughtUp(p, primary) {
 			continue
 		}
-		if best == nil || p.Node.ReplOffset > best.Node.ReplOffset {
+		if best == nil || primaries[p.Zone] < primaries[best.Zone] ||
+			(primaries[p.Zone] == primaries[best.Zone] && p.Node.ReplOffset > best.Node.ReplOffset) {
 			best = &pods[i]
 		}
 	}
 	return best
+}
+
+// otherPrimaries counts, by zone, the primaries of every shard but shard.
+func otherPrimaries(shardPods [][]fsm.Pod, shard int) map[string]int {
+	m := map[string]int{}
+	for i, pods := range shardPods {
+		if p := fsm.ShardPrimary(pods); i != shard && p != nil {
+			m[p.Zone]++
+		}
+	}
+	return m
+}
+
+// retireMoved applies rule 6b to a shard with a copy moved to another zone (CreatePod.MovedFrom)
+// that has joined and caught up (preflight): the replica it replaces, in the zone it moved from
+// (the least caught up there, then the last by name), never the primary nor a moved copy.
+func retireMoved(pods []fsm.Pod, primary string) (DeletePod, bool) {
+	from := map[string]bool{}
+	for _, p := range pods {
+		if p.MovedFrom != "" && joined(p) {
+			from[p.MovedFrom] = true
+		}
+	}
+	var in []fsm.Pod
+	for _, p := range pods {
+		if p.Name != primary && p.MovedFrom == "" && from[p.Zone] {
+			in = append(in, p)
+		}
+	}
+	if len(in) == 0 {
+		return DeletePod{}, false
+	}
+	// The primary is not among them: leastCaughtUp's primary "" excludes none.
+	return DeletePod{Pod: leastCaughtUp(in, "").Name, Reason: RetireMoved}, true
 }
 
 // leastCaughtUp is the replica with the smallest replication offset, then the last by name.

@@ -37,6 +37,10 @@ const (
 	// primary with (masteruser, read once when the node starts). A pod without it predates the
 	// replication user and replicates as the operator's user.
 	AnnotationReplicationUser = KeyPrefix + "replication-user"
+	// AnnotationMovedFrom is on a ValkeyNode created to move a copy of its shard to another
+	// zone (the spread of the cluster over zones): the zone of the copy it replaces, which is
+	// retired once the new node has caught up. Removed when the node completes its join.
+	AnnotationMovedFrom = KeyPrefix + "moved-from"
 )
 
 // JoinType is the value of LabelJoinType.
