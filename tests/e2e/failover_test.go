@@ -48,7 +48,9 @@ const (
 // (FORCE, graceful or TAKEOVER), as opposed to waiting for Valkey's own.
 func failoverLine(msg string) bool {
 	m := strings.ToLower(msg)
-	if msg == logging.MsgPrimaryUnhealthyWaiting || strings.Contains(m, "waiting") {
+	// A failover that spreads primaries over zones is a graceful handover of a healthy cluster
+	// once the fault is healed (plan/spread.go), not an answer to the fault.
+	if msg == logging.MsgPrimaryUnhealthyWaiting || msg == logging.MsgSpreadingPrimaries || strings.Contains(m, "waiting") {
 		return false
 	}
 	return strings.Contains(m, "failover") || strings.Contains(m, "takeover")
