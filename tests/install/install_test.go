@@ -180,14 +180,15 @@ type grant struct{ group, resource, verbs string }
 
 // wantGrants is everything the operator may do, cluster-wide (the ClusterRole; the Lease is in
 // its own Role). Events: create and patch (a series) of events.k8s.io, never the core ones;
-// tokenreviews and subjectaccessreviews: create, to let a scrape of its metrics in. No Nodes, no
-// deletion of Pods, Services, ConfigMaps or Secrets, nor of its users' kinds (owner references and the garbage collector remove them; the kinds it deletes
+// tokenreviews and subjectaccessreviews: create, to let a scrape of its metrics in. Nodes: list
+// and watch only, for their zones (the spread of a cluster over zones). No deletion of Pods, Services, ConfigMaps or Secrets, nor of its users' kinds (owner references and the garbage collector remove them; the kinds it deletes
 // are its own ValkeyNode, whose pod and ConfigMap go with it, and the PodDisruptionBudget of a
 // removed shard), no Deployments or StatefulSets. Pods: patch, for spec.podAnnotations only.
 // Namespaces: get only, to leave alone the clusters of a namespace being deleted.
 var wantGrants = []grant{
 	{"", "configmaps", "create,get,list,watch"},
 	{"", "namespaces", "get"},
+	{"", "nodes", "list,watch"},
 	{"", "pods", "create,get,list,patch,watch"},
 	{"", "secrets", "create,get,list,update,watch"},
 	{"", "services", "create,get,list,watch"},
