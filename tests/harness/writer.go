@@ -392,10 +392,20 @@ func (r Report) String() string {
 func (w *Writer) Report(ctx context.Context, opts WriterOptions) (Report, error) {
 	w.Stop()
 	r := Report{Duration: w.stop.Sub(w.start)}
-	c, err := valkeygo.NewClient(valkeygo.ClientOption{
-		InitAddress: opts.Addrs, Username: opts.Username, Password: opts.Password,
-		DisableCache: true, Dialer: opts.dialer(), TLSConfig: opts.TLS,
-	})
+	// A seed address may be a pod that just went (a copy moved to another zone, a lost pod still
+	// in the Service's DNS answer, whose addresses share the dialer's 5 s): the client is made
+	// again, resolving afresh, for up to a minute before the read-back counts as failed.
+	var c valkeygo.Client
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		c, err = valkeygo.NewClient(valkeygo.ClientOption{
+			InitAddress: opts.Addrs, Username: opts.Username, Password: opts.Password,
+			DisableCache: true, Dialer: opts.dialer(), TLSConfig: opts.TLS,
+		})
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return r, fmt.Errorf("writer: read-back client: %w", err)
 	}
