@@ -117,11 +117,15 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		}
 	}
 	sort.Slice(o.snapshot.Pods, func(i, j int) bool { return o.snapshot.Pods[i].Name < o.snapshot.Pods[j].Name })
-	zones, err := r.observeZones(ctx, vc)
-	if err != nil {
-		return nil, err
+	// Zones are for placement, which can wait: a node list that fails (an informer not synced, a
+	// ClusterRole from before this version) leaves them unknown rather than stall the pass and
+	// the failovers it may carry.
+	zctx, cancel := context.WithTimeout(ctx, zonesTimeout)
+	zones, err := r.observeZones(zctx, vc)
+	cancel()
+	if err == nil {
+		applyZones(&o.snapshot, zones, o.pods)
 	}
-	applyZones(&o.snapshot, zones, o.pods)
 	return o, nil
 }
 

@@ -141,9 +141,12 @@ func (r *ValkeyClusterReconciler) completeJoins(ctx context.Context, log *zap.Lo
 	return errors.Join(errs...)
 }
 
-// settleMoves removes the moved-from annotation (v1.AnnotationMovedFrom) of a node whose shard
-// has no more live nodes than wanted: the copy it replaced is retired (or gone), so the node is
-// an ordinary copy again, and a later surplus (a scale-down) is not taken for the same move.
+// settleMoves removes the moved-from annotation (v1.AnnotationMovedFrom) of a node that has
+// joined (Active) and whose shard has no more live nodes than wanted: the copy it replaced is
+// retired (or gone), so the node is an ordinary copy again, and a later surplus (a scale-down)
+// is not taken for the same move. Not before its join: a copy pinned to a zone that cannot take
+// it is retired (plan.RetireNoRoom) only while marked, even once the copy it was to replace
+// died; unmarked, it would sit Pending for good and its shard stay a copy short.
 func (r *ValkeyClusterReconciler) settleMoves(ctx context.Context, obs *observation) error {
 	s := obs.snapshot
 	var errs []error
@@ -153,7 +156,7 @@ func (r *ValkeyClusterReconciler) settleMoves(ctx context.Context, obs *observat
 		}
 		for _, p := range pods {
 			vn, ok := obs.nodes[p.Name]
-			if p.MovedFrom == "" || !ok {
+			if p.MovedFrom == "" || !ok || vn.Spec.Lifecycle != v1.LifecycleActive {
 				continue
 			}
 			vn = vn.DeepCopy()

@@ -21,6 +21,9 @@ import (
 // which zones can take a new pod, for the spread planner (plan/spread.go) and for placing a
 // replacement away from its shard's surviving copies.
 
+// zonesTimeout bounds the wait for the Node cache within a pass.
+const zonesTimeout = 2 * time.Second
+
 // stripNode is the cache transform for Nodes: a node's images and most of its status are
 // kilobytes the operator never reads, times every node of the Kubernetes cluster.
 func stripNode(obj any) (any, error) {

@@ -124,7 +124,8 @@ type Pod struct {
 	// the node has no zone label.
 	Zone string
 	// MovedFrom is set on a replica created to move one of its shard's copies to another zone
-	// (plan's spread planner) until it completes its join: the zone of the copy it replaces.
+	// (plan's spread planner) until it has joined and its shard is back to its count: the zone of
+	// the copy it replaces.
 	MovedFrom string
 }
 

@@ -28,7 +28,8 @@ package plan
 //     upgrade planner waits for it to catch up and then retires the shard's replica in that zone,
 //     as a roll replaces a node: the shard never has fewer caught-up copies than wanted. A new
 //     copy that the scheduler cannot place is retired (no room in that zone), and no copy is
-//     moved for a while (Snapshot.ZoneMoveHeld). In order:
+//     moved for a while (Snapshot.ZoneMoveHeld); nor while the back-off after a refused pod
+//     creation runs (Snapshot.CreateHeld: a full quota would refuse every move). In order:
 //     a. a shard with two copies in one zone: to the zone up without one of its copies holding
 //     fewest of the cluster's pods (then by name), from the shared zone;
 //     b. the zone above the primaries' cap: for its primaries by shard, to the zone below the
@@ -99,6 +100,9 @@ func planSpread(in Input) Step {
 	if s.ZoneMoveHeld != "" {
 		return Step{Hold: s.ZoneMoveHeld}
 	}
+	if s.CreateHeld {
+		return Step{Hold: s.CreateRefused} // the pods planner's rule 5: no pod is created
+	}
 	if c, ok := z.moveShared(); ok {
 		return Step{Actions: []Action{c}, Wait: fmt.Sprintf("shard %d: waiting for its copy in zone %s to join", c.Shard, c.Zone)}
 	}
@@ -140,13 +144,15 @@ func newZoneCount(s fsm.Snapshot, shardPods [][]fsm.Pod) zoneCount {
 func (z zoneCount) isUp(zone string) bool { return slices.Contains(z.up, zone) }
 
 // overCap returns the zone holding most primaries above ceil(shards / zones up) (then the first
-// by name), "" when none, and the cap. A primary in a zone that is not up counts as above it.
+// by name), "" when none, and the cap. A zone that merely takes no new pods now (a cordon, a
+// node under memory pressure) is not emptied of its primaries: its running nodes are healthy,
+// and a taint that comes and goes would hand primaries back and forth.
 func (z zoneCount) overCap() (string, int) {
 	cap := (len(z.shardPods) + len(z.up) - 1) / len(z.up)
 	over, most := "", 0
 	for _, zone := range sortedKeys(z.primaries) {
 		n := z.primaries[zone]
-		if (n > cap || !z.isUp(zone)) && n > most {
+		if n > cap && n > most {
 			over, most = zone, n
 		}
 	}

@@ -223,7 +223,7 @@ func TestSpreadMoveRetiresTheCopyItReplaces(t *testing.T) {
 		{name: "b0", shard: 0, zone: "zone-b", movedFrom: "zone-c"},
 	}
 	s := layoutSnapshot(1, 1, zones, zones, copies)
-	b0 := &s.Pods[1] // by name: a0, b0, c0
+	b0 := &s.Pods[1]         // by name: a0, b0, c0
 	b0.Node.ReplOffset = 900 // the new copy trails a little (still caught up)
 	p := Pass(fsm.Active, s)
 	want := DeletePod{Pod: "c0", Reason: RetireMoved}

@@ -29,7 +29,9 @@ package plan
 //     for: a demoted 8.x primary may never sync from a 9.x one, and it is retired next anyway.
 //     When the cluster is not formed nothing is planned, so cleanup can forget a retired node.
 //  6. In the shard, with R replicas wanted and L live nodes:
-//     a. a replica of an older spec while L > R+1: retire it (the first by name);
+//     a. a replica of an older spec while L > R+1: retire it (the first by name that is not
+//     caught up with the primary, else the first by name: never a caught-up copy while a
+//     trailing one stays);
 //     b. no node of an older spec while L > R+1: retire the replica a moved copy replaces (in
 //     the zone it moved from, fsm.Pod.MovedFrom), else the replica with the smallest
 //     replication offset (then the last by name), never the primary;
@@ -105,7 +107,7 @@ func planUpgrade(in Input) Step {
 	surplus := len(pods) > s.ReplicasPerShard+1
 	switch {
 	case surplus && len(outdatedReplicas) > 0:
-		d := DeletePod{Pod: outdatedReplicas[0].Name, Reason: RetireOutdated}
+		d := DeletePod{Pod: outdatedToRetire(outdatedReplicas, *primary).Name, Reason: RetireOutdated}
 		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
 	case surplus && !outdatedPrimary:
 		if d, ok := retireMoved(pods, primary.Name); ok {
@@ -305,6 +307,19 @@ func retireMoved(pods []fsm.Pod, primary string) (DeletePod, bool) {
 	}
 	// The primary is not among them: leastCaughtUp's primary "" excludes none.
 	return DeletePod{Pod: leastCaughtUp(in, "").Name, Reason: RetireMoved}, true
+}
+
+// outdatedToRetire applies rule 6a: the first outdated replica by name that is not caught up
+// with the primary, else the first by name. Outdated replicas are not waited for (preflight),
+// so one of them may trail (a moved copy that joined just before the spec changed, under
+// writes): retiring the first by name could take the one caught-up copy and keep it.
+func outdatedToRetire(outdated []fsm.Pod, primary fsm.Pod) fsm.Pod {
+	for _, p := range outdated {
+		if !fsm.CaughtUp(p, primary) {
+			return p
+		}
+	}
+	return outdated[0]
 }
 
 // leastCaughtUp is the replica with the smallest replication offset, then the last by name.
