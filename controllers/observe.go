@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -59,6 +61,9 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		Failover:         failoverIntent(vc.Status.Failover),
 		Hostnames:        vc.Spec.TLS != nil,
 		Now:              time.Now(),
+	}
+	if c := meta.FindStatusCondition(vc.Status.Conditions, v1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+		o.snapshot.ReadySince = c.LastTransitionTime.Time
 	}
 	if f := vc.Status.FormedAt; f != nil {
 		o.snapshot.FormedAt = f.Time

@@ -50,6 +50,9 @@ type Snapshot struct {
 	// of them with a node that takes new pods now (Ready, not cordoned, no taint the pods do
 	// not tolerate). Both are nil when no node carries a zone label.
 	Zones, ZonesUp []string
+	// ReadySince is when the cluster's Ready condition last turned True (status.conditions),
+	// zero when it is not True.
+	ReadySince time.Time
 	// Hostnames: the nodes announce hostnames (a TLS cluster, whose clients verify them), so
 	// the cluster is formed only once every node knows every peer's (Node.Unnamed).
 	Hostnames bool

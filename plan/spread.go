@@ -9,7 +9,9 @@ package plan
 // failovers gathered in one zone). Its rules, in order:
 //
 //  1. Gate: nothing is done unless every concern before it is content: the cluster was formed
-//     once and is formed and in agreement now, every replica is synced and every node answers,
+//     once and is formed and in agreement now, Ready for SpreadSettle at least (a cluster just
+//     healed is left to settle: a second fault often follows the first, and a move right after
+//     a heal would meet it half done), every replica is synced and every node answers,
 //     every shard has exactly its pods, all of the current spec, Active and bound to a node of
 //     a known zone, no failover is awaited, and at least two of the cluster's zones take pods
 //     (Snapshot.ZonesUp). A cluster that is not healthy is healed first; a zone that is down is
@@ -47,6 +49,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
@@ -78,9 +81,12 @@ func healthyForSpread(s fsm.Snapshot) ([][]fsm.Pod, bool) {
 	return shardPods, true
 }
 
+// SpreadSettle is how long a cluster stays Ready before the spread planner acts on it.
+const SpreadSettle = 30 * time.Second
+
 func planSpread(in Input) Step {
 	s := in.Snapshot
-	if !formedOnce(in) {
+	if !formedOnce(in) || s.ReadySince.IsZero() || s.Now.Sub(s.ReadySince) < SpreadSettle {
 		return Step{}
 	}
 	shardPods, ok := healthyForSpread(s)

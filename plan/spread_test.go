@@ -26,7 +26,7 @@ type copyAt struct {
 // current spec, meshed, replicas caught up.
 func layoutSnapshot(shards, replicas int, zones, up []string, copies []copyAt) fsm.Snapshot {
 	s := fsm.Snapshot{State: fsm.Active, Shards: shards, ReplicasPerShard: replicas, SpecHash: "h", Zones: zones, ZonesUp: up,
-		FormedAt: time.Unix(1, 0), Now: time.Unix(1000, 0)}
+		FormedAt: time.Unix(1, 0), ReadySince: time.Unix(1, 0), Now: time.Unix(1000, 0)}
 	even := slot.EvenSpread(shards)
 	primaryID := map[int]string{}
 	for _, c := range copies {
@@ -301,5 +301,26 @@ func TestFormedWaitsForHostnames(t *testing.T) {
 	s.Hostnames = true
 	if s.Formed() {
 		t.Fatalf("formed while %s does not know %s's hostname", s.Pods[2].Name, s.Pods[5].Name)
+	}
+}
+
+// A cluster Ready for less than SpreadSettle is left alone: nothing moves right after a heal.
+func TestSpreadWaitsForTheClusterToSettle(t *testing.T) {
+	zones := []string{"zone-a", "zone-b", "zone-c"}
+	copies := []copyAt{
+		{name: "a0", shard: 0, zone: "zone-a", primary: true}, {name: "b0", shard: 0, zone: "zone-b"},
+		{name: "a1", shard: 1, zone: "zone-a", primary: true}, {name: "c1", shard: 1, zone: "zone-c"},
+	}
+	s := layoutSnapshot(2, 1, zones, zones, copies)
+	if p := Pass(fsm.Active, s); len(p.Actions) != 1 {
+		t.Fatalf("settled: got %v, want one spread failover", p.Actions)
+	}
+	s.ReadySince = s.Now.Add(-SpreadSettle + time.Second)
+	if p := Pass(fsm.Active, s); len(p.Actions) != 0 {
+		t.Fatalf("Ready %s ago: got %v, want nothing", SpreadSettle-time.Second, p.Actions)
+	}
+	s.ReadySince = time.Time{}
+	if p := Pass(fsm.Active, s); len(p.Actions) != 0 {
+		t.Fatalf("not Ready: got %v, want nothing", p.Actions)
 	}
 }
