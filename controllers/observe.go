@@ -59,7 +59,6 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		ReplicasPerShard: int(vc.Spec.ReplicasPerShard),
 		SpecHash:         specHash,
 		Failover:         failoverIntent(vc.Status.Failover),
-		Hostnames:        vc.Spec.TLS != nil,
 		Now:              time.Now(),
 	}
 	if c := meta.FindStatusCondition(vc.Status.Conditions, v1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
@@ -208,12 +207,6 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 			continue
 		}
 		n.Known[e.ID] = e.Slots
-		if e.Hostname == "" {
-			if n.Unnamed == nil {
-				n.Unnamed = map[string]bool{}
-			}
-			n.Unnamed[e.ID] = true
-		}
 		if e.Fail {
 			n.Failed[e.ID] = true
 		}

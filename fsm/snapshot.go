@@ -53,9 +53,6 @@ type Snapshot struct {
 	// ReadySince is when the cluster's Ready condition last turned True (status.conditions),
 	// zero when it is not True.
 	ReadySince time.Time
-	// Hostnames: the nodes announce hostnames (a TLS cluster, whose clients verify them), so
-	// the cluster is formed only once every node knows every peer's (Node.Unnamed).
-	Hostnames bool
 	// ZoneMoveHeld says why no replica is moved to another zone now (a move found no room in
 	// its zone a short while ago), "" when one may be.
 	ZoneMoveHeld string
@@ -154,10 +151,6 @@ type Node struct {
 	// Known are the node ids in this node's CLUSTER NODES (itself included) that completed the
 	// handshake, with their slots as this node sees them.
 	Known map[string]slot.Set
-	// Unnamed are the known ids whose hostname this node does not know yet: a node learns a
-	// peer's announced hostname only from that peer's own gossip, and until then sends clients
-	// to `?:port` (MOVED) in a cluster that announces hostnames.
-	Unnamed map[string]bool
 	// Meeting are the IPs of the nodes this node is in the handshake with: a MEET it was sent is
 	// under way, and sending it again would only log a second `cluster meet issued`.
 	Meeting map[string]bool
@@ -253,9 +246,8 @@ func (s Snapshot) PodsUp() bool {
 
 // Formed reports whether the cluster is formed and in agreement: every desired pod runs,
 // every node answers, says cluster_state:ok with all 16384 slots assigned, knows exactly the
-// live nodes (every one of them, and no node that is gone; in a cluster announcing hostnames,
-// each by its hostname), and each shard has exactly one primary holding slots with every other
-// pod of the shard attached to it as a replica.
+// live nodes (every one of them, and no node that is gone), and each shard has exactly one primary holding slots with every other pod of the shard
+// attached to it as a replica.
 func (s Snapshot) Formed() bool {
 	if !s.PodsUp() {
 		return false
@@ -276,7 +268,7 @@ func (s Snapshot) Formed() bool {
 			return false // a node that is gone is still in this node's table
 		}
 		for id := range ids {
-			if _, ok := n.Known[id]; !ok || (s.Hostnames && n.Unnamed[id]) {
+			if _, ok := n.Known[id]; !ok {
 				return false
 			}
 		}

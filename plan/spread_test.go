@@ -287,23 +287,6 @@ func TestFormationSpreadsPrimaries(t *testing.T) {
 	}
 }
 
-// A cluster announcing hostnames (TLS) is formed only once every node knows every peer's: a node
-// that does not yet answers clients with `MOVED ?:port`.
-func TestFormedWaitsForHostnames(t *testing.T) {
-	s := newSnapshot(fsm.Active, 3, 1, formed)
-	if !s.Formed() {
-		t.Fatal("fixture not formed")
-	}
-	s.Pods[2].Node.Unnamed = map[string]bool{s.Pods[5].Node.ID: true}
-	if !s.Formed() {
-		t.Fatal("a cluster without hostnames waits for them")
-	}
-	s.Hostnames = true
-	if s.Formed() {
-		t.Fatalf("formed while %s does not know %s's hostname", s.Pods[2].Name, s.Pods[5].Name)
-	}
-}
-
 // A cluster Ready for less than SpreadSettle is left alone: nothing moves right after a heal.
 func TestSpreadWaitsForTheClusterToSettle(t *testing.T) {
 	zones := []string{"zone-a", "zone-b", "zone-c"}
