@@ -107,17 +107,16 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					err, unrecorded = nil, true
 				} else if err == nil {
 					msg := logging.MsgPrimaryLeavingHandover
+					fields := []zap.Field{logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard)}
 					switch {
 					case a.Roll:
 						msg = logging.MsgFailoverForUpgrade
 					case a.Realign:
 						msg = logging.MsgRealigningShard
+					case a.Spread:
+						msg, fields = logging.MsgSpreadingPrimaries, append(fields, zap.String(logging.FieldZone, a.Zone))
 					}
-					if a.Spread {
-						log.Info(logging.MsgSpreadingPrimaries, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard), zap.String(logging.FieldZone, a.Zone))
-					} else {
-						log.Info(msg, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
-					}
+					log.Info(msg, fields...)
 				}
 			}
 		case plan.Forget:

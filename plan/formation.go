@@ -109,7 +109,7 @@ func planSlots(lost bool, s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.Pod)
 	}
 	taken := slot.Union(claimed...)
 	spread := slot.EvenSpread(s.Shards)
-	primaries := servingZones(shardPods)
+	primaries := primaryZones(shardPods, -1)
 	var out []Action
 	for shard, pods := range shardPods {
 		primary := formationPrimary(pods, primaries)
@@ -144,7 +144,7 @@ func planSlots(lost bool, s fsm.Snapshot, shardPods [][]fsm.Pod, live []fsm.Pod)
 // planReplicas attaches every non-primary pod of a shard whose primary serves slots.
 func planReplicas(shardPods [][]fsm.Pod) []Action {
 	var out []Action
-	primaries := servingZones(shardPods)
+	primaries := primaryZones(shardPods, -1)
 	for _, pods := range shardPods {
 		primary := formationPrimary(pods, primaries)
 		if primary != nil && len(primary.Node.MySlots) == 0 {
@@ -166,11 +166,12 @@ func planReplicas(shardPods [][]fsm.Pod) []Action {
 	return out
 }
 
-// servingZones counts, by zone, the shards' primaries that serve slots.
-func servingZones(shardPods [][]fsm.Pod) map[string]int {
+// primaryZones counts, by zone, the shards' primaries that serve slots, every shard's but skip's
+// (-1: none skipped).
+func primaryZones(shardPods [][]fsm.Pod, skip int) map[string]int {
 	m := map[string]int{}
-	for _, pods := range shardPods {
-		if p := fsm.ShardPrimary(pods); p != nil && len(p.Node.MySlots) > 0 {
+	for shard, pods := range shardPods {
+		if p := fsm.ShardPrimary(pods); shard != skip && p != nil && len(p.Node.MySlots) > 0 {
 			m[p.Zone]++
 		}
 	}

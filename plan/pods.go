@@ -50,7 +50,8 @@ func planPods(in Input) Step {
 	var st Step
 	gradual := formedOnce(in)
 	grow, growLive := -1, 0
-	for shard, live := range s.ShardPods() {
+	shardPods := s.ShardPods()
+	for shard, live := range shardPods {
 		missing := s.ReplicasPerShard + 1 - len(live)
 		if missing <= 0 {
 			continue
@@ -71,11 +72,11 @@ func planPods(in Input) Step {
 			}
 		}
 		for range n {
-			st.Actions = append(st.Actions, CreatePod{Shard: shard, Avoid: avoidZones(s, shard)})
+			st.Actions = append(st.Actions, CreatePod{Shard: shard, Avoid: avoidZones(s.Zones, live)})
 		}
 	}
 	if grow >= 0 && len(st.Actions) == 0 && !anyJoining(s) {
-		st.Actions = append(st.Actions, CreatePod{Shard: grow, Avoid: avoidZones(s, grow)})
+		st.Actions = append(st.Actions, CreatePod{Shard: grow, Avoid: avoidZones(s.Zones, shardPods[grow])})
 	}
 	return st
 }

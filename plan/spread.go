@@ -47,6 +47,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -133,13 +134,9 @@ type zoneCount struct {
 }
 
 func newZoneCount(s fsm.Snapshot, shardPods [][]fsm.Pod) zoneCount {
-	z := zoneCount{up: s.ZonesUp, shardPods: shardPods, primaries: map[string]int{}, pods: map[string]int{}}
+	z := zoneCount{up: s.ZonesUp, shardPods: shardPods, primaries: primaryZones(shardPods, -1), pods: map[string]int{}}
 	for _, pods := range shardPods {
-		p := fsm.ShardPrimary(pods)
-		z.primary = append(z.primary, p)
-		if p != nil {
-			z.primaries[p.Zone]++
-		}
+		z.primary = append(z.primary, fsm.ShardPrimary(pods))
 		for _, q := range pods {
 			z.pods[q.Zone]++
 		}
@@ -156,7 +153,7 @@ func (z zoneCount) isUp(zone string) bool { return slices.Contains(z.up, zone) }
 func (z zoneCount) overCap() (string, int) {
 	cap := (len(z.shardPods) + len(z.up) - 1) / len(z.up)
 	over, most := "", 0
-	for _, zone := range sortedKeys(z.primaries) {
+	for _, zone := range slices.Sorted(maps.Keys(z.primaries)) {
 		n := z.primaries[zone]
 		if n > cap && n > most {
 			over, most = zone, n
@@ -214,7 +211,7 @@ func (z zoneCount) fewestPods(ok func(zone string) bool) string {
 // moveShared applies rule 3a.
 func (z zoneCount) moveShared() (CreatePod, bool) {
 	for shard := range z.shardPods {
-		for _, zone := range sortedKeys(z.zonesOf(shard)) {
+		for _, zone := range slices.Sorted(maps.Keys(z.zonesOf(shard))) {
 			if z.copiesIn(shard, zone) < 2 {
 				continue
 			}
@@ -290,25 +287,17 @@ func (z zoneCount) zonesOf(shard int) map[string]int {
 	return m
 }
 
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// avoidZones are the zones of shard's live copies, when one of the cluster's zones holds none of
-// them (CreatePod.Avoid): a new copy of the shard then goes where the shard has no copy. A lost
-// copy's zone is not avoided: when it is the only zone without a live copy, the new copy waits
-// for it (under zoneSpread required) rather than join a surviving copy's zone.
-func avoidZones(s fsm.Snapshot, shard int) string {
-	if shard < 0 || shard >= s.Shards || len(s.Zones) < 2 {
+// avoidZones are the zones of a shard's live copies (live, fsm.Snapshot.ShardPods), when one of
+// the cluster's zones holds none of them (CreatePod.Avoid): a new copy of the shard then goes
+// where the shard has no copy. A lost copy's zone is not avoided: when it is the only zone
+// without a live copy, the new copy waits for it (under zoneSpread required) rather than join a
+// surviving copy's zone.
+func avoidZones(zones []string, live []fsm.Pod) string {
+	if len(zones) < 2 {
 		return ""
 	}
 	var avoid []string
-	for _, p := range s.ShardPods()[shard] {
+	for _, p := range live {
 		if p.Zone != "" && !slices.Contains(avoid, p.Zone) {
 			avoid = append(avoid, p.Zone)
 		}
@@ -316,7 +305,7 @@ func avoidZones(s fsm.Snapshot, shard int) string {
 	if len(avoid) == 0 {
 		return ""
 	}
-	for _, zone := range s.Zones {
+	for _, zone := range zones {
 		if !slices.Contains(avoid, zone) {
 			slices.Sort(avoid)
 			return strings.Join(avoid, ",")

@@ -36,38 +36,7 @@ func TestSpreadConvergesBroadly(t *testing.T) {
 			}
 		}
 		start := slices.Clone(copies)
-		next := 0
-		for step := 0; ; step++ {
-			if step > 4*shards*(replicas+1)+20 {
-				t.Fatalf("trial %d (%dx%d, zones %v up %v, from %v): no end after %d passes: %v", trial, shards, replicas, zones, up, start, step, copies)
-			}
-			s := layoutSnapshot(shards, replicas, zones, up, copies)
-			p := Pass(fsm.Active, s)
-			if p.Err != nil || p.Blocked != "" {
-				t.Fatalf("trial %d: %v %s", trial, p.Err, p.Blocked)
-			}
-			if len(p.Actions) == 0 {
-				break
-			}
-			for _, a := range p.Actions {
-				if d, ok := a.(DeletePod); ok && d.Reason != RetireMoved {
-					t.Fatalf("trial %d: retired %s: %s", trial, d.Pod, d.Reason)
-				}
-				if c, ok := a.(CreatePod); ok && !slices.Contains(up, c.Zone) {
-					t.Fatalf("trial %d: a copy moved to %q, not a zone up %v", trial, c.Zone, up)
-				}
-			}
-			copies = apply(t, copies, replicas, p, &next)
-			count := map[int]int{}
-			for _, c := range copies {
-				count[c.shard]++
-			}
-			for sh := range shards {
-				if count[sh] < replicas+1 {
-					t.Fatalf("trial %d: shard %d down to %d copies", trial, sh, count[sh])
-				}
-			}
-		}
+		copies, _, _ = playSpread(t, trial, shards, replicas, zones, up, copies, 4*shards*(replicas+1)+20)
 		if why := endState(shards, replicas, up, copies); why != "" {
 			t.Errorf("trial %d (%dx%d, zones %v up %v, from %v): ended %s: %v", trial, shards, replicas, zones, up, start, why, copies)
 		}

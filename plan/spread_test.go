@@ -130,6 +130,53 @@ func spreadOK(shards int, up []string, copies []copyAt) string {
 	return ""
 }
 
+// playSpread plays the chain on copies until a pass plans nothing, within limit passes, as the
+// executor and Valkey would (apply), and fails the test when a pass is blocked or broken,
+// retires anything but the copy a move replaces, moves a copy into a zone not up, or leaves a
+// shard with fewer copies than wanted. It returns the copies it ends with and how many spread
+// failovers and copy creations it played.
+func playSpread(t *testing.T, trial, shards, replicas int, zones, up []string, copies []copyAt, limit int) (end []copyAt, failovers, moves int) {
+	t.Helper()
+	start := slices.Clone(copies)
+	next := 0
+	for step := 0; ; step++ {
+		if step > limit {
+			t.Fatalf("trial %d (%dx%d, zones %v up %v, from %v): no end after %d passes: %v", trial, shards, replicas, zones, up, start, limit, copies)
+		}
+		p := Pass(fsm.Active, layoutSnapshot(shards, replicas, zones, up, copies))
+		if p.Err != nil || p.Blocked != "" {
+			t.Fatalf("trial %d: %v %s", trial, p.Err, p.Blocked)
+		}
+		if len(p.Actions) == 0 {
+			return copies, failovers, moves
+		}
+		for _, a := range p.Actions {
+			if _, ok := a.(Failover); ok {
+				failovers++
+			}
+			if c, ok := a.(CreatePod); ok {
+				moves++
+				if !slices.Contains(up, c.Zone) {
+					t.Fatalf("trial %d: a copy moved to %q, not a zone up %v", trial, c.Zone, up)
+				}
+			}
+			if d, ok := a.(DeletePod); ok && d.Reason != RetireMoved {
+				t.Fatalf("trial %d: retired %s: %s", trial, d.Pod, d.Reason)
+			}
+		}
+		copies = apply(t, copies, replicas, p, &next)
+		count := map[int]int{}
+		for _, c := range copies {
+			count[c.shard]++
+		}
+		for sh := range shards {
+			if count[sh] < replicas+1 {
+				t.Fatalf("trial %d: shard %d down to %d copies", trial, sh, count[sh])
+			}
+		}
+	}
+}
+
 // TestSpreadConverges plays the chain on random healthy layouts of 1-6 shards with 1-2
 // replicas over three zones: every layout ends spread (no zone above its share of primaries,
 // pods per zone within one, each shard in as many zones as it has copies), the moves end, and
@@ -147,41 +194,7 @@ func TestSpreadConverges(t *testing.T) {
 			}
 		}
 		start := slices.Clone(copies)
-		next, failovers, moves := 0, 0, 0
-		for step := 0; ; step++ {
-			if step > 60 {
-				t.Fatalf("trial %d (%dx%d from %v): no end after 60 passes: %v", trial, shards, replicas, start, copies)
-			}
-			s := layoutSnapshot(shards, replicas, zones, zones, copies)
-			p := Pass(fsm.Active, s)
-			if p.Err != nil || p.Blocked != "" {
-				t.Fatalf("trial %d: %v %s", trial, p.Err, p.Blocked)
-			}
-			if len(p.Actions) == 0 {
-				break
-			}
-			for _, a := range p.Actions {
-				if _, ok := a.(Failover); ok {
-					failovers++
-				}
-				if _, ok := a.(CreatePod); ok {
-					moves++
-				}
-				if d, ok := a.(DeletePod); ok && d.Reason != RetireMoved {
-					t.Fatalf("trial %d: retired %s: %s", trial, d.Pod, d.Reason)
-				}
-			}
-			copies = apply(t, copies, replicas, p, &next)
-			count := map[int]int{}
-			for _, c := range copies {
-				count[c.shard]++
-			}
-			for sh := range shards {
-				if count[sh] < replicas+1 {
-					t.Fatalf("trial %d: shard %d down to %d copies", trial, sh, count[sh])
-				}
-			}
-		}
+		copies, failovers, moves := playSpread(t, trial, shards, replicas, zones, zones, copies, 60)
 		if why := spreadOK(shards, zones, copies); why != "" {
 			t.Fatalf("trial %d (%dx%d from %v): ended unspread: %s: %v", trial, shards, replicas, start, why, copies)
 		}

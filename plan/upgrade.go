@@ -119,14 +119,14 @@ func planUpgrade(in Input) Step {
 		if f := s.Failover; f != nil && f.PrimaryID == primary.Node.ID && s.Now.Sub(f.StartedAt) < FailoverRetry {
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, f.Pod)}
 		}
-		best := bestCaughtUp(pods, *primary, otherPrimaries(shardPods, shard))
+		best := bestCaughtUp(pods, *primary, primaryZones(shardPods, shard))
 		if best == nil {
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to catch up", shard)}
 		}
 		a := Failover{Pod: best.Name, PrimaryID: primary.Node.ID, Shard: shard, Roll: true}
 		return Step{Actions: []Action{a}, Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, best.Name)}
 	case outdatedPrimary || len(outdatedReplicas) > 0:
-		return Step{Actions: []Action{CreatePod{Shard: shard, Avoid: avoidZones(s, shard)}}, Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to join", shard)}
+		return Step{Actions: []Action{CreatePod{Shard: shard, Avoid: avoidZones(s.Zones, pods)}}, Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to join", shard)}
 	}
 	return Step{}
 }
@@ -275,16 +275,6 @@ func bestCaughtUp(pods []fsm.Pod, primary fsm.Pod, primaries map[string]int) *fs
 	return best
 }
 
-// otherPrimaries counts, by zone, the primaries of every shard but shard.
-func otherPrimaries(shardPods [][]fsm.Pod, shard int) map[string]int {
-	m := map[string]int{}
-	for i, pods := range shardPods {
-		if p := fsm.ShardPrimary(pods); i != shard && p != nil {
-			m[p.Zone]++
-		}
-	}
-	return m
-}
 
 // retireMoved applies rule 6b to a shard with a copy moved to another zone (CreatePod.MovedFrom)
 // that has joined and caught up (preflight): the replica it replaces, in the zone it moved from
