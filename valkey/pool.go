@@ -2,10 +2,11 @@ package valkey
 
 import (
 	"context"
-	"fmt"
 	"crypto/tls"
+	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Pool keeps one Client per node open across reconciles, keyed by cluster, address and
@@ -19,6 +20,8 @@ import (
 type Pool struct {
 	mu       sync.Mutex
 	clusters map[string]map[string]*pooled // cluster -> address -> client
+	// silent are the addresses whose last observation got no answer: cluster -> address.
+	silent map[string]map[string]bool
 	// dial opens a Client; NewClient unless a test replaces it.
 	dial func(addr string, creds Credentials) (*Client, error)
 }
@@ -47,7 +50,7 @@ func (p *Pool) Client(cluster, addr string, creds Credentials) (*Client, error) 
 			return e.c, nil
 		}
 		delete(p.clusters[cluster], addr)
-		e.c.Close()
+		defer e.c.Close() // after the lock is released, below
 	}
 	dial := p.dial
 	p.mu.Unlock()
@@ -78,16 +81,27 @@ func (p *Pool) Client(cluster, addr string, creds Credentials) (*Client, error) 
 
 // Retain closes every Client of cluster whose address is not in addrs: the nodes that left.
 func (p *Pool) Retain(cluster string, addrs []string) {
+	var gone []*Client
+	defer func() {
+		for _, c := range gone {
+			c.Close() // after the lock is released: closing a connection to a silent node can take a while
+		}
+	}()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for addr, e := range p.clusters[cluster] {
 		if !slices.Contains(addrs, addr) {
 			delete(p.clusters[cluster], addr)
-			e.c.Close()
+			gone = append(gone, e.c)
 		}
 	}
 	if len(p.clusters[cluster]) == 0 {
 		delete(p.clusters, cluster)
+	}
+	for addr := range p.silent[cluster] {
+		if !slices.Contains(addrs, addr) {
+			p.markSilent(cluster, addr, false)
+		}
 	}
 }
 
@@ -101,62 +115,180 @@ func (p *Pool) Len(cluster string) int {
 	return len(p.clusters[cluster])
 }
 
+// How long one observation waits for a node. A pass decides from the views of the nodes that
+// answered, so a node that does not answer must not hold the decision back: a cut of two of
+// three primaries is ended only by the operator's TAKEOVER, issued from the first pass that
+// reads the reachable nodes' failure flags (cluster-node-timeout after the cut), and a pass that
+// waited CommandTimeout (5 s) on each cut node issued it 2–5 s late.
+const (
+	// ObserveTimeout bounds the observation of a node that answered the last one: its three
+	// queries take milliseconds over the pooled connection, so a node silent for a second is
+	// looked at again by the next pass, a second later, rather than waited for.
+	ObserveTimeout = time.Second
+	// A node that did not answer the last observation is waited for silentFactor times what
+	// the answering nodes needed, at least silentGrace, at most ObserveTimeout, from the start
+	// of the observation. A node cut off the network is then not waited for beyond what its
+	// peers show the machine needs, and a node slow only because the machine is (every node
+	// slow alike) is still given the time its peers took, many times over.
+	silentGrace  = 200 * time.Millisecond
+	silentFactor = 4
+)
+
 // Observe is the package's Observe over the pool's Clients: one NodeView per address, in order,
-// each with its own outcome. A Client whose query failed on the connection is closed, so the
-// next pass dials afresh rather than queue behind a node that stopped answering.
+// each with its own outcome, within ObserveTimeout (less for a node that did not answer the
+// last observation: see silentGrace). A Client whose query failed on the connection is closed,
+// so the next pass dials afresh rather than queue behind a node that stopped answering. A dial
+// still in flight when the observation ends goes on, and its Client is kept for the next one.
 func (p *Pool) Observe(ctx context.Context, cluster string, addrs []string, creds Credentials) []NodeView {
-	views := make([]NodeView, len(addrs))
-	var wg sync.WaitGroup
-	for i, addr := range addrs {
-		wg.Go(func() {
-			defer func() {
-				// A reply the client cannot read (a pod that only claims to be a node, a broken
-				// server) must cost that node's view, not the process: the panic of a goroutine
-				// the operator starts is not recovered by controller-runtime, and one bad node
-				// would stop the operator for every cluster.
-				if r := recover(); r != nil {
-					views[i] = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: unreadable reply: %v", addr, r)}
-					p.dropAddr(cluster, addr)
-				}
-			}()
-			v := NodeView{Addr: addr}
-			if err := ctx.Err(); err != nil {
-				v.Err = err
-				views[i] = v
-				return
-			}
-			c, err := p.Client(cluster, addr, creds)
-			if err != nil {
-				v.Err = err
-				views[i] = v
-				return
-			}
-			views[i] = observeWith(ctx, c, v)
-			if !views[i].Reachable && !IsServerError(views[i].Err) {
-				p.drop(cluster, addr, c)
-			}
-		})
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, ObserveTimeout)
+	defer cancel()
+	type answer struct {
+		i int
+		v NodeView
 	}
-	wg.Wait()
+	// Buffered: a node given up on still sends its view, which no one reads.
+	answers := make(chan answer, len(addrs))
+	silent := make([]bool, len(addrs))
+	expected := 0
+	p.mu.Lock()
+	for i, addr := range addrs {
+		silent[i] = p.silent[cluster][addr]
+		if !silent[i] {
+			expected++
+		}
+	}
+	p.mu.Unlock()
+	for i, addr := range addrs {
+		go func() { answers <- answer{i, p.observeOne(ctx, cluster, addr, creds)} }()
+	}
+	views := make([]NodeView, len(addrs))
+	got := make([]bool, len(addrs))
+	pending, slowest := len(addrs), time.Duration(0)
+	receive := func(a answer) {
+		views[a.i], got[a.i] = a.v, true
+		pending--
+		if !silent[a.i] {
+			expected--
+			slowest = max(slowest, time.Since(start))
+		}
+	}
+	// First every node that answered last time, within ObserveTimeout.
+	for expected > 0 {
+		select {
+		case a := <-answers:
+			receive(a)
+		case <-ctx.Done():
+			expected = 0
+		}
+	}
+	// Then the silent ones, for what their peers needed, many times over.
+	grace := ObserveTimeout
+	if slowest > 0 {
+		grace = min(ObserveTimeout, max(silentGrace, silentFactor*slowest))
+	}
+	timer := time.NewTimer(time.Until(start.Add(grace)))
+	defer timer.Stop()
+wait:
+	for pending > 0 {
+		select {
+		case a := <-answers:
+			receive(a)
+		case <-timer.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	waited := time.Since(start).Round(time.Millisecond)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, addr := range addrs {
+		if !got[i] {
+			views[i] = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: no answer within %s", addr, waited)}
+		}
+		p.markSilent(cluster, addr, !views[i].Reachable && !IsServerError(views[i].Err))
+	}
 	return views
+}
+
+// observeOne observes one node over the pool's Client for it.
+func (p *Pool) observeOne(ctx context.Context, cluster, addr string, creds Credentials) (v NodeView) {
+	v = NodeView{Addr: addr}
+	defer func() {
+		// A reply the client cannot read (a pod that only claims to be a node, a broken
+		// server) must cost that node's view, not the process: the panic of a goroutine
+		// the operator starts is not recovered by controller-runtime, and one bad node
+		// would stop the operator for every cluster.
+		if r := recover(); r != nil {
+			v = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: unreadable reply: %v", addr, r)}
+			p.dropAddr(cluster, addr)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		v.Err = err
+		return v
+	}
+	// The dial is bounded by DialTimeout, not by ctx: one that completes after the observation
+	// gave up on it leaves its Client in the pool for the next.
+	c, err := p.Client(cluster, addr, creds)
+	if err != nil {
+		v.Err = err
+		return v
+	}
+	if err := ctx.Err(); err != nil {
+		v.Err = err
+		return v
+	}
+	v = observeWith(ctx, c, v)
+	if !v.Reachable && !IsServerError(v.Err) {
+		p.drop(cluster, addr, c)
+	}
+	return v
+}
+
+// markSilent records whether addr of cluster did not answer its last observation. Called with
+// p.mu held.
+func (p *Pool) markSilent(cluster, addr string, silent bool) {
+	if !silent {
+		delete(p.silent[cluster], addr)
+		if len(p.silent[cluster]) == 0 {
+			delete(p.silent, cluster)
+		}
+		return
+	}
+	if p.silent == nil {
+		p.silent = map[string]map[string]bool{}
+	}
+	if p.silent[cluster] == nil {
+		p.silent[cluster] = map[string]bool{}
+	}
+	p.silent[cluster][addr] = true
 }
 
 // dropAddr closes and removes the pool's Client for addr, whichever it is.
 func (p *Pool) dropAddr(cluster, addr string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e, ok := p.clusters[cluster][addr]; ok {
+	e, ok := p.clusters[cluster][addr]
+	if ok {
 		delete(p.clusters[cluster], addr)
-		e.c.Close()
+	}
+	p.mu.Unlock()
+	if ok {
+		e.c.Close() // outside the lock: closing a connection to a silent node can take a while
 	}
 }
 
 // drop closes c and removes it, if it is still the pool's Client for addr.
 func (p *Pool) drop(cluster, addr string, c *Client) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e, ok := p.clusters[cluster][addr]; ok && e.c == c {
+	e, ok := p.clusters[cluster][addr]
+	mine := ok && e.c == c
+	if mine {
 		delete(p.clusters[cluster], addr)
-		c.Close()
+	}
+	p.mu.Unlock()
+	if mine {
+		c.Close() // outside the lock: closing a connection to a silent node can take a while
 	}
 }

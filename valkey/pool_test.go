@@ -120,3 +120,63 @@ func TestIntegrationPoolReusesAndCloses(t *testing.T) {
 		t.Fatalf("%d clients after Forget", n)
 	}
 }
+
+// TestIntegrationPoolDoesNotWaitForSilentNodes: a pass decides from the nodes that answered, so
+// a node that stops answering (SIGSTOP: its socket open, nothing replied, as behind a network
+// cut) costs one observation at most ObserveTimeout, and the observations after it no more than
+// the answering nodes show the machine needs (silentGrace here, where they answer in
+// milliseconds), while the other node's view arrives whole every time. Once it answers again
+// it is reachable at the next observation or the one after (its dial may complete after the
+// first gave up on it).
+func TestIntegrationPoolDoesNotWaitForSilentNodes(t *testing.T) {
+	ctx := t.Context()
+	creds := Credentials{Password: "s3cret"}
+	a := startServer(t, creds, "--requirepass", creds.Password)
+	b := startServer(t, creds, "--requirepass", creds.Password)
+	const cluster = "ns/vc"
+	var p Pool
+	observe := func() ([]NodeView, time.Duration) {
+		t.Helper()
+		start := time.Now()
+		v := p.Observe(ctx, cluster, []string{a.addr, b.addr}, creds)
+		return v, time.Since(start)
+	}
+	if v, _ := observe(); !v[0].Reachable || !v[1].Reachable {
+		t.Fatalf("first observation: %v / %v", v[0].Err, v[1].Err)
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.cmd.Process.Signal(syscall.SIGCONT) })
+
+	v, took := observe()
+	if !v[0].Reachable || v[1].Reachable {
+		t.Fatalf("one node stopped: reachable %v / %v (%v)", v[0].Reachable, v[1].Reachable, v[1].Err)
+	}
+	if took > ObserveTimeout+500*time.Millisecond {
+		t.Fatalf("the first observation of a stopped node took %s: it must give up after %s", took, ObserveTimeout)
+	}
+	for range 3 {
+		v, took = observe()
+		if !v[0].Reachable || v[1].Reachable {
+			t.Fatalf("one node stopped: reachable %v / %v", v[0].Reachable, v[1].Reachable)
+		}
+		// The behaviour under test, not a speed: a node silent last time is not waited for the
+		// full ObserveTimeout while its peer answers at once.
+		if took >= ObserveTimeout {
+			t.Fatalf("a node silent since the last observation held the next one %s, the full timeout", took)
+		}
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		v, _ = observe()
+		if v[0].Reachable && v[1].Reachable {
+			break
+		}
+		if i == 2 {
+			t.Fatalf("a node that answers again is still unreachable after %d observations: %v", i+1, v[1].Err)
+		}
+	}
+}
