@@ -80,8 +80,12 @@ var clusterClientCommands = []string{
 // during the handshake, PSYNC to sync, REPLCONF ACK afterwards. The whole dataset flows over
 // PSYNC, so this user is as sensitive as the data; it still runs no command on a key. ROLE is
 // the Valkey 8 preStop hook's (preStopScript): whether the node is a primary with an online
-// replica. It reads no key and shows less than the PSYNC stream already does.
-var replicationCommands = []string{"psync", "replconf", "ping", "role"}
+// replica. It reads no key and shows less than the PSYNC stream already does. CLUSTER FAILOVER is
+// the same hook's, sent to that replica when the operator has not handed the primary over in
+// time (the operator down mid-handover). ACLs cannot narrow it to the graceful form, so the
+// user may also FORCE or TAKEOVER: no more than a holder of this password (every pod of the
+// cluster, and whoever reads one's files) can already do with the whole dataset in hand.
+var replicationCommands = []string{"psync", "replconf", "ping", "role", "cluster|failover"}
 
 // slotImportGrants and slotImportCommands (the slot import rules) widen ReplicationUser for
 // Valkey 9's atomic slot migration, and only while a reshard of a Valkey 9 cluster is pending

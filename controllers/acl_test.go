@@ -62,7 +62,7 @@ func TestRenderACL(t *testing.T) {
 		t.Fatalf("a password in the file:\n%s", got)
 	}
 	// Least privilege: no key, no channel, exactly the listed commands.
-	if want := "user _momento_repl on resetpass #" + sha256Hex("repl-s3cret") + " resetkeys resetchannels -@all +psync +replconf +ping +role"; lines[2] != want {
+	if want := "user _momento_repl on resetpass #" + sha256Hex("repl-s3cret") + " resetkeys resetchannels -@all +psync +replconf +ping +role +cluster|failover"; lines[2] != want {
 		t.Errorf("replication user:\n%s\nwant\n%s", lines[2], want)
 	}
 	for _, l := range lines[1:] {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"os"
 	"context"
 	"fmt"
 	"math/rand"
@@ -69,6 +70,39 @@ func TestPrimaryPodDeletedUnderLoad(t *testing.T) {
 	primaryLostUnderLoad(t, "delete-load", true, func(ns, pod string) error {
 		return k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: objectMetaNS(ns, pod)})
 	})
+}
+
+// TestPrimaryPodDeletedWithOperatorDown: a primary's pod is deleted while the operator is down
+// (SIGKILLed just before; the one started at once waits out its lease, 15 s, before its first
+// pass), so nobody issues the graceful failover a deletion gets. The Valkey 8 pod's preStop hook
+// hands over by itself once its delay is over: no write is refused, and the replica's own log
+// says it was a manual (graceful) failover, not Valkey's election after the primary stopped.
+// Before the hook could hand over, the primary held to its limit, exited, and its slots refused
+// writes for 8.7 s.
+func TestPrimaryPodDeletedWithOperatorDown(t *testing.T) {
+	const ns = "delete-nooperator"
+	var victim string
+	primaryLostUnderLoad(t, ns, true, func(ns, pod string) error {
+		victim = pod
+		operator.Kill(syscall.SIGKILL)
+		err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: objectMetaNS(ns, pod)})
+		restartOperator(t)
+		return err
+	})
+	var manual []string
+	for _, p := range clusterPods(t, &v1.ValkeyCluster{ObjectMeta: objectMetaNS(ns, "vc")}) {
+		path, err := cluster.Kubelet.LogPath(ns, p.Name, "valkey")
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile(path)
+		if bytes.Contains(b, []byte("Manual failover user request accepted")) {
+			manual = append(manual, p.Name)
+		}
+	}
+	if len(manual) == 0 {
+		t.Errorf("no replica of %s logged a manual failover: its slots were not handed over before it stopped", victim)
+	}
 }
 
 // primaryLostUnderLoad loses a primary of a Ready 3x1 cluster through lose while the writer
