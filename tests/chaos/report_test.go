@@ -3,7 +3,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +52,9 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 	evs := r.sortedFired()
 	lost := r.attributeLosses(evs, outcomes)
 	fired, notFired := map[schedule.Kind]int{}, map[schedule.Kind]int{}
+	// The longest run of refused writes on one slot after each kind of event (a pair's under
+	// its second fault), over every cluster.
+	longestBy := map[string]time.Duration{}
 	for i, f := range evs {
 		if f.at.IsZero() {
 			notFired[f.ev.Kind]++
@@ -80,6 +85,13 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 				continue
 			}
 			end := r.nextOn(evs, i, name)
+			label := string(f.ev.Kind)
+			if f.ev.Pair != 0 {
+				label = "pair"
+			}
+			if d := longestRun(o.writes.Refusals, f.at.Add(-500*time.Millisecond), end); d > longestBy[label] {
+				longestBy[label] = d
+			}
 			if w := window(o.writes.Refusals, f.at.Add(-500*time.Millisecond), end); w != "" {
 				fmt.Fprintf(&b, "      %s write errors: %s\n", name, w)
 			}
@@ -95,6 +107,10 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 			fmt.Fprintf(&b, " (%d NOT FIRED)", notFired[k])
 		}
 		b.WriteString("; ")
+	}
+	b.WriteString("\nlongest write refusal on one slot by event kind: ")
+	for _, k := range slices.Sorted(maps.Keys(longestBy)) {
+		fmt.Fprintf(&b, "%s %s; ", k, longestBy[k].Round(100*time.Millisecond))
 	}
 	b.WriteString("\n\nconvergence after the schedule (bound " + ConvergeBound.String() + "):\n")
 	for _, c := range r.targets {
@@ -169,6 +185,17 @@ func (r *runner) nextOn(evs []*fired, i int, name string) time.Time {
 
 // window sums the refusal runs that began in [from, to): how many, how many writes, the span
 // from the first's start to the last's end, and the longest run.
+// longestRun is the longest run of refused writes on one slot that started in [from, to).
+func longestRun(rs []harness.Refusal, from, to time.Time) time.Duration {
+	var longest time.Duration
+	for _, x := range rs {
+		if !x.Start.Before(from) && x.Start.Before(to) {
+			longest = max(longest, x.End.Sub(x.Start))
+		}
+	}
+	return longest
+}
+
 func window(rs []harness.Refusal, from, to time.Time) string {
 	var first, last time.Time
 	var longest time.Duration
