@@ -105,6 +105,35 @@ func TestPrimaryPodDeletedWithOperatorDown(t *testing.T) {
 	}
 }
 
+// BenchmarkPrimaryDeletedOperatorDown reports TestPrimaryPodDeletedWithOperatorDown's figures on
+// a 3x1: the longest run of refused writes on one slot, and the time from the deletion until the
+// cluster is Ready again (the new operator's wait for the lease included).
+// Report: go test -run '^$' -bench PrimaryDeletedOperatorDown -benchtime 3x ./tests/e2e/
+func BenchmarkPrimaryDeletedOperatorDown(b *testing.B) {
+	var longest, ready time.Duration
+	for range b.N {
+		benchRuns++
+		vc := activeCluster(b, fmt.Sprintf("bench-nooperator-%d", benchRuns), 3, 1)
+		waitReady(b, vc, 3, 1, nil, formTimeout)
+		w, opts := startWriter(b, vc)
+		victim := podWithRole(b, vc, v1.NodeRolePrimary)
+		start := time.Now()
+		operator.Kill(syscall.SIGKILL)
+		if err := k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: objectMetaNS(vc.Namespace, victim)}); err != nil {
+			b.Fatal(err)
+		}
+		restartOperator(b)
+		at := waitReady(b, vc, 3, 1, map[string]bool{victim: true}, healTimeout)
+		r := finishWriter(b, w, vc, opts)
+		l, _ := r.LongestRefusal()
+		longest += l
+		ready += at.Sub(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(longest.Seconds()/n, "s/longest-refusal")
+	b.ReportMetric(ready.Seconds()/n, "s/ready-again")
+}
+
 // primaryLostUnderLoad loses a primary of a Ready 3x1 cluster through lose while the writer
 // writes. A planned loss (the pod deleted) must, besides, refuse no write: the operator hands
 // the slots over before the process stops.
@@ -560,7 +589,7 @@ func TestOperatorKilledWhileHealing(t *testing.T) {
 }
 
 // restartOperator SIGKILLs the operator and starts a new one, appending to the same log.
-func restartOperator(t *testing.T) {
+func restartOperator(t testing.TB) {
 	t.Helper()
 	operator.Kill(syscall.SIGKILL)
 	var err error

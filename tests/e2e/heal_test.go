@@ -71,7 +71,7 @@ func podWithRole(t testing.TB, vc *v1.ValkeyCluster, role v1.NodeRole) string {
 
 // waitHealed waits until the cluster is Ready again with `want` running pods, none of them
 // victim, and no Failed pod left.
-func waitHealed(t *testing.T, vc *v1.ValkeyCluster, victim string, want int) *v1.ValkeyCluster {
+func waitHealed(t testing.TB, vc *v1.ValkeyCluster, victim string, want int) *v1.ValkeyCluster {
 	t.Helper()
 	deadline := time.Now().Add(formTimeout)
 	for {
@@ -147,7 +147,7 @@ func readBack(t *testing.T, vc *v1.ValkeyCluster, keys map[string]string) {
 }
 
 // logged reports whether the operator's log has a line with message for a cluster in ns.
-func logged(t *testing.T, message, ns string) bool {
+func logged(t testing.TB, message, ns string) bool {
 	t.Helper()
 	for _, l := range parseLog(t, operator.Logs()) {
 		if l.message() == message && strings.HasSuffix(l.ref(), "."+ns) {

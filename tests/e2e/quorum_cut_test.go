@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ type cutCluster struct {
 	name string
 	// make creates an Active 3×1 cluster in ns and returns it, the credentials its nodes
 	// answer, the writer's options and the check of the healed cluster.
-	make func(t *testing.T, ns string) (vc *v1.ValkeyCluster, creds func(*v1.ValkeyCluster) valkey.Credentials, writer harness.WriterOptions, verify func(*v1.ValkeyCluster))
+	make func(t testing.TB, ns string) (vc *v1.ValkeyCluster, creds func(*v1.ValkeyCluster) valkey.Credentials, writer harness.WriterOptions, verify func(*v1.ValkeyCluster))
 }
 
 // TestQuorumLossByNetworkCut: the network of two of three primaries is cut while their pods keep
@@ -39,13 +40,13 @@ type cutCluster struct {
 // TLS cluster whose cut lasted 15 s refusing writes for 27–31 s with no TAKEOVER at all.
 func TestQuorumLossByNetworkCut(t *testing.T) {
 	for _, c := range []cutCluster{
-		{name: "plaintext", make: func(t *testing.T, ns string) (*v1.ValkeyCluster, func(*v1.ValkeyCluster) valkey.Credentials, harness.WriterOptions, func(*v1.ValkeyCluster)) {
+		{name: "plaintext", make: func(t testing.TB, ns string) (*v1.ValkeyCluster, func(*v1.ValkeyCluster) valkey.Credentials, harness.WriterOptions, func(*v1.ValkeyCluster)) {
 			vc := activeCluster(t, ns, 3, 1)
 			verifyValkey(t, vc, 3, 1)
 			creds := func(vc *v1.ValkeyCluster) valkey.Credentials { return operatorCreds(t, vc) }
 			return vc, creds, writerOptions(t, vc, "cut:"), func(vc *v1.ValkeyCluster) { verifyValkey(t, vc, 3, 1) }
 		}},
-		{name: "tls", make: func(t *testing.T, ns string) (*v1.ValkeyCluster, func(*v1.ValkeyCluster) valkey.Credentials, harness.WriterOptions, func(*v1.ValkeyCluster)) {
+		{name: "tls", make: func(t testing.TB, ns string) (*v1.ValkeyCluster, func(*v1.ValkeyCluster) valkey.Credentials, harness.WriterOptions, func(*v1.ValkeyCluster)) {
 			vc, ca := tlsCluster(t, ns, 3, 1)
 			verifyTLS(t, vc, ca, 3, 1)
 			creds := func(vc *v1.ValkeyCluster) valkey.Credentials { return tlsCreds(t, vc, ca) }
@@ -58,11 +59,41 @@ func TestQuorumLossByNetworkCut(t *testing.T) {
 	}
 }
 
+// BenchmarkTwoPrimariesCut reports TestQuorumLossByNetworkCut's timings on the plaintext 3x1:
+// from the cut to the operator's TAKEOVER line, to every reachable node saying cluster_state:ok,
+// and the longest run of refused writes on one slot. Valkey itself sets a floor under the last
+// two: the reachable nodes flag the cut primaries only cluster-node-timeout (5 s) after the cut,
+// and a primary that was in the minority waits that long again (its rejoin delay, at most 5 s)
+// before it serves once the majority is back.
+// Report: go test -run '^$' -bench TwoPrimariesCut -benchtime 3x ./tests/e2e/
+func BenchmarkTwoPrimariesCut(b *testing.B) {
+	var takeover, serving, longest time.Duration
+	for range b.N {
+		benchRuns++
+		c := cutCluster{name: "plaintext", make: func(t testing.TB, ns string) (*v1.ValkeyCluster, func(*v1.ValkeyCluster) valkey.Credentials, harness.WriterOptions, func(*v1.ValkeyCluster)) {
+			vc := activeCluster(t, ns, 3, 1)
+			creds := func(vc *v1.ValkeyCluster) valkey.Credentials { return operatorCreds(t, vc) }
+			return vc, creds, writerOptions(t, vc, "cut:"), func(vc *v1.ValkeyCluster) { verifyValkey(t, vc, 3, 1) }
+		}}
+		m := quorumLossByNetworkCut(b, fmt.Sprintf("bench-cut-%d", benchRuns), c)
+		takeover += m.takeover
+		serving += m.serving
+		longest += m.longest
+	}
+	n := float64(b.N)
+	b.ReportMetric(takeover.Seconds()/n, "s/takeover")
+	b.ReportMetric(serving.Seconds()/n, "s/serving-again")
+	b.ReportMetric(longest.Seconds()/n, "s/longest-refusal")
+}
+
 // cutLasting is how long the chaos suite's cut of two primaries lasted (seed 20261201) when the
 // operator never issued TAKEOVER: a TAKEOVER must come within it.
 const cutLasting = 15 * time.Second
 
-func quorumLossByNetworkCut(t *testing.T, ns string, c cutCluster) {
+// cutTimings is what one cut measured, from the cut.
+type cutTimings struct{ takeover, serving, longest time.Duration }
+
+func quorumLossByNetworkCut(t testing.TB, ns string, c cutCluster) cutTimings {
 	vc, creds, wopts, verify := c.make(t, ns)
 	// WAIT 1 after every write: every key acknowledged before the cut is on a replica, and so
 	// must survive the takeover. The writer also measures how long each slot refused writes.
@@ -126,8 +157,9 @@ func quorumLossByNetworkCut(t *testing.T, ns string, c cutCluster) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	serving := time.Since(cutAt)
 	t.Logf("TAKEOVER logged %s after the cut; serving again %s after the cut",
-		tookOver.Round(100*time.Millisecond), time.Since(cutAt).Round(100*time.Millisecond))
+		tookOver.Round(100*time.Millisecond), serving.Round(100*time.Millisecond))
 	if logged(t, "forgetting node", ns) {
 		t.Fatal("a node that was only unreachable was forgotten")
 	}
@@ -143,5 +175,7 @@ func quorumLossByNetworkCut(t *testing.T, ns string, c cutCluster) {
 	if wopts.TLS == nil {
 		read = writerOptions(t, healed, wopts.Prefix)
 	}
-	readBackWriter(t, w, read)
+	r := readBackWriter(t, w, read)
+	longest, _ := r.LongestRefusal()
+	return cutTimings{takeover: tookOver, serving: serving, longest: longest}
 }

@@ -60,7 +60,7 @@ var (
 
 // tlsCluster creates, in a new namespace ns, an image, a config, a TLS Secret signed by a new CA
 // and a TLS cluster of the given shape named vc, and waits until it is Active.
-func tlsCluster(t *testing.T, ns string, shards, replicas int32, version ...string) (*v1.ValkeyCluster, *testCA) {
+func tlsCluster(t testing.TB, ns string, shards, replicas int32, version ...string) (*v1.ValkeyCluster, *testCA) {
 	t.Helper()
 	setupNamespace(t, ns)
 	img := newImage(ns + "-image")
@@ -112,7 +112,7 @@ func tlsClusterClient(t testing.TB, vc *v1.ValkeyCluster, roots *x509.CertPool) 
 // redirected by hostname). A node announces its hostname in its own gossip, so a node that
 // joined last is known by an empty one for a moment: once, at load 20–30 after a roll, longer
 // than the step from Ready to here. How long that took is logged; it fails after 30 s.
-func waitHostnames(t *testing.T, vc *v1.ValkeyCluster, addrs []string, creds valkey.Credentials) {
+func waitHostnames(t testing.TB, vc *v1.ValkeyCluster, addrs []string, creds valkey.Credentials) {
 	t.Helper()
 	start := time.Now()
 	for {
@@ -145,7 +145,7 @@ func waitHostnames(t *testing.T, vc *v1.ValkeyCluster, addrs []string, creds val
 	}
 }
 
-func verifyTLS(t *testing.T, vc *v1.ValkeyCluster, ca *testCA, shards, replicas int) {
+func verifyTLS(t testing.TB, vc *v1.ValkeyCluster, ca *testCA, shards, replicas int) {
 	t.Helper()
 	ctx := context.Background()
 	pods := clusterPods(t, vc)

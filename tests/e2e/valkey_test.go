@@ -122,7 +122,7 @@ func operatorCreds(t testing.TB, vc *v1.ValkeyCluster) valkey.Credentials {
 // 16384 slots assigned and knows every node; each slot has exactly one owner; there are
 // `shards` primaries, each with `replicas` replicas attached and linked; keys written through
 // a cluster client seeded with one node are read back through a client seeded with another.
-func verifyValkey(t *testing.T, vc *v1.ValkeyCluster, shards, replicas int) {
+func verifyValkey(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int) {
 	t.Helper()
 	ctx := context.Background()
 	pods := clusterPods(t, vc)
@@ -186,7 +186,7 @@ func verifyValkey(t *testing.T, vc *v1.ValkeyCluster, shards, replicas int) {
 	roundTripKeys(t, addrs[0], addrs[len(addrs)-1], vc.Name)
 }
 
-func waitLinkUp(t *testing.T, a string, creds valkey.Credentials) {
+func waitLinkUp(t testing.TB, a string, creds valkey.Credentials) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -200,7 +200,7 @@ func waitLinkUp(t *testing.T, a string, creds valkey.Credentials) {
 
 // roundTripKeys writes keys through a cluster client seeded with one node and reads them back
 // through a client seeded with another. The default user is as Valkey ships it (no spec.acl).
-func roundTripKeys(t *testing.T, writeVia, readVia, prefix string) {
+func roundTripKeys(t testing.TB, writeVia, readVia, prefix string) {
 	t.Helper()
 	ctx := context.Background()
 	w, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{writeVia}, DisableCache: true})
