@@ -2,10 +2,10 @@ package e2e
 
 import (
 	"bytes"
-	"os"
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
