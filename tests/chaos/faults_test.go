@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -144,6 +145,32 @@ func (w *world) safe(victims []string) string {
 		}
 	}
 	return ""
+}
+
+// busiestNode is a pod on the Kubernetes node that runs the most primaries serving slots, over
+// every cluster (ties broken by node name), or the zero Pod when none does. In the local cluster
+// a node is a zone: this is the zone whose loss costs the most primaries at once.
+func (w *world) busiestNode() corev1.Pod {
+	count := map[string]int{}
+	pod := map[string]corev1.Pod{}
+	for _, pods := range w.pods {
+		for _, p := range pods {
+			v := w.views[podID(p)]
+			me, _ := v.Myself()
+			if p.Spec.NodeName == "" || !v.Reachable || me.Role != valkey.RolePrimary || len(me.Slots) == 0 {
+				continue
+			}
+			count[p.Spec.NodeName]++
+			pod[p.Spec.NodeName] = p
+		}
+	}
+	best := ""
+	for _, n := range slices.Sorted(maps.Keys(count)) {
+		if best == "" || count[n] > count[best] {
+			best = n
+		}
+	}
+	return pod[best]
 }
 
 // onNode lists every chaos pod running on node.

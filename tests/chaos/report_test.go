@@ -33,7 +33,7 @@ type outcome struct {
 // it is cut off and failed over) from the ones that cannot.
 func takesCopies(k schedule.Kind) bool {
 	switch k {
-	case schedule.Kill, schedule.DeletePod, schedule.StopNode, schedule.CutNetwork:
+	case schedule.Kill, schedule.DeletePod, schedule.StopNode, schedule.CutNetwork, schedule.ZoneLoss:
 		return true
 	}
 	return false
@@ -101,7 +101,7 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 		}
 	}
 	b.WriteString("\nfaults fired by kind: ")
-	for _, k := range []schedule.Kind{schedule.Kill, schedule.DeletePod, schedule.StopNode, schedule.CutNetwork, schedule.KillOperator} {
+	for _, k := range []schedule.Kind{schedule.Kill, schedule.DeletePod, schedule.StopNode, schedule.ZoneLoss, schedule.CutNetwork, schedule.KillOperator} {
 		fmt.Fprintf(&b, "%s %d", k, fired[k])
 		if notFired[k] > 0 {
 			fmt.Fprintf(&b, " (%d NOT FIRED)", notFired[k])

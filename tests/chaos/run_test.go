@@ -191,7 +191,7 @@ func (r *runner) fault(ctx context.Context, group []schedule.Event) {
 	}
 	for _, f := range fs {
 		switch f.ev.Kind {
-		case schedule.StopNode:
+		case schedule.StopNode, schedule.ZoneLoss:
 			r.after(f.ev.For, func() {
 				if err := cluster.Kubelet.StartNode(f.node); err != nil {
 					f.note = "start node: " + err.Error()
@@ -243,12 +243,19 @@ func (r *runner) tryInject(ctx context.Context, fs []*fired) string {
 	}
 	var victims []string
 	for _, f := range fs {
-		p, why := w.resolve(f.ev)
-		if why != "" {
-			return f.ev.Cluster + ": " + why
+		var p corev1.Pod
+		if f.ev.Kind == schedule.ZoneLoss {
+			if p = w.busiestNode(); p.Spec.NodeName == "" {
+				return "no node runs a primary"
+			}
+		} else {
+			var why string
+			if p, why = w.resolve(f.ev); why != "" {
+				return f.ev.Cluster + ": " + why
+			}
 		}
 		f.pods, f.clusters = []string{podID(p)}, []string{f.ev.Cluster}
-		if f.ev.Kind == schedule.StopNode {
+		if f.ev.Kind == schedule.StopNode || f.ev.Kind == schedule.ZoneLoss {
 			r.mu.Lock()
 			down := r.nodeDown
 			r.mu.Unlock()
@@ -285,7 +292,7 @@ func (r *runner) tryInject(ctx context.Context, fs []*fired) string {
 			}
 		case schedule.CutNetwork:
 			err = cluster.Kubelet.CutPodNetwork(p.Namespace, p.Name)
-		case schedule.StopNode:
+		case schedule.StopNode, schedule.ZoneLoss:
 			r.mu.Lock()
 			r.nodeDown = true
 			r.mu.Unlock()

@@ -45,6 +45,10 @@ const (
 	StopNode Kind = "stop-node"
 	// CutNetwork cuts a pod's network for For (three cluster-node-timeouts), the pod running on.
 	CutNetwork Kind = "cut-network"
+	// ZoneLoss stops every Kubernetes node of one zone, the one whose nodes run the most
+	// primaries at that moment (of the local cluster's three zones, one node each), and starts
+	// them again after For. Drawn apart from the other events (see Generate).
+	ZoneLoss Kind = "zone-loss"
 	// KillOperator SIGKILLs the operator and starts it again after For; most follow a day-2
 	// change by a few seconds, so the operator dies in the middle of the transition.
 	KillOperator Kind = "kill-operator"
@@ -70,7 +74,7 @@ const (
 // IsFault tells faults from day-2 changes.
 func (k Kind) IsFault() bool {
 	switch k {
-	case Kill, DeletePod, StopNode, CutNetwork, KillOperator:
+	case Kill, DeletePod, StopNode, CutNetwork, KillOperator, ZoneLoss:
 		return true
 	}
 	return false
@@ -145,6 +149,8 @@ func (e Event) String() string {
 		what = fmt.Sprintf("%s running %s shard %d %s, for %s", e.Kind, e.Cluster, e.Shard, e.Role, e.For)
 	case CutNetwork:
 		what = fmt.Sprintf("%s %s shard %d %s, for %s", e.Kind, e.Cluster, e.Shard, e.Role, e.For)
+	case ZoneLoss:
+		what = fmt.Sprintf("%s of the zone running the most primaries, for %s", e.Kind, e.For)
 	case KillOperator:
 		what = fmt.Sprintf("%s, down %s", e.Kind, e.For)
 		if e.After != "" {
@@ -263,6 +269,7 @@ func Generate(o Options) Schedule {
 		}
 		g.fault(at)
 	}
+	g.zoneLosses(o)
 	sortEvents(g.events)
 	return Schedule{Options: o, Events: g.events, Final: g.clusters}
 }
@@ -333,6 +340,23 @@ func (g *gen) dayChange(at time.Duration, i int) {
 			Kind: KillOperator, For: time.Duration(g.r.Int64N(int64(5 * time.Second))).Round(100 * time.Millisecond),
 			After: fmt.Sprintf("%s %s", e.Kind, c.Name),
 		})
+	}
+}
+
+// ZoneLossEvery is how much schedule carries one zone loss: none in the bounded run of `make
+// test`, three in a 30-minute one.
+const ZoneLossEvery = 10 * time.Minute
+
+// zoneLosses adds one ZoneLoss per whole ZoneLossEvery of the schedule, at a random time in the
+// middle half of it, for 30–60 s. They come from a generator of their own, seeded from the seed,
+// so that every other event of a seed is what it was before zone losses existed: a seed
+// recorded earlier replays the same faults, plus its zone losses.
+func (g *gen) zoneLosses(o Options) {
+	r := rand.New(rand.NewPCG(o.Seed^0x2545f4914f6cdd1d, o.Seed))
+	for start := time.Duration(0); start+ZoneLossEvery <= o.Duration; start += ZoneLossEvery {
+		at := start + ZoneLossEvery/4 + time.Duration(r.Int64N(int64(ZoneLossEvery/2)))
+		g.events = append(g.events, Event{At: at.Round(100 * time.Millisecond), Kind: ZoneLoss,
+			For: (30*time.Second + time.Duration(r.Int64N(int64(30*time.Second)))).Round(100 * time.Millisecond)})
 	}
 }
 

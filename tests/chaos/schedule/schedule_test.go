@@ -75,7 +75,7 @@ func TestRules(t *testing.T) {
 				if e.Pair != 0 {
 					pairs[e.Pair] = append(pairs[e.Pair], e)
 				}
-			case KillOperator:
+			case KillOperator, ZoneLoss:
 			default:
 				if prev, ok := lastDay[e.Cluster]; ok && e.At-prev < DayGap {
 					t.Errorf("seed %d: %s only %s after the previous change of %s", seed, e, e.At-prev, e.Cluster)
@@ -115,6 +115,37 @@ func TestRules(t *testing.T) {
 			if got := shape[c.Name]; got.Shards != c.Shards || got.Replicas != c.Replicas || got.Version != c.Version {
 				t.Errorf("seed %d: final %s, the events lead to %s", seed, c, got)
 			}
+		}
+	}
+}
+
+// TestZoneLosses: one zone loss per ten minutes of schedule (none in the bounded run), each
+// 30–60 s, after the other events.
+func TestZoneLosses(t *testing.T) {
+	clusters := []Cluster{{Name: "acl", Shards: 3, Replicas: 1, Version: Valkey8}}
+	for _, c := range []struct {
+		d    time.Duration
+		want int
+	}{{150 * time.Second, 0}, {15 * time.Minute, 1}, {30 * time.Minute, 3}} {
+		s := Generate(Options{Seed: 4242, Duration: c.d, Clusters: clusters})
+		var zones, others []Event
+		for _, e := range s.Events {
+			if e.Kind == ZoneLoss {
+				zones = append(zones, e)
+			} else {
+				others = append(others, e)
+			}
+		}
+		if len(zones) != c.want {
+			t.Errorf("%s: %d zone losses, want %d", c.d, len(zones), c.want)
+		}
+		for _, e := range zones {
+			if e.For < 30*time.Second || e.For > time.Minute || e.At >= c.d {
+				t.Errorf("%s: %s", c.d, e)
+			}
+		}
+		if len(others) == 0 {
+			t.Errorf("%s: no other event", c.d)
 		}
 	}
 }
