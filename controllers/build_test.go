@@ -401,8 +401,8 @@ func TestHandoverOnDeletion(t *testing.T) {
 		if (hook != nil) == c.nine {
 			t.Errorf("%s: preStop hook %+v", c.version, hook)
 		}
-		if hook != nil && preStopLimitSeconds+10 > 30 {
-			t.Errorf("the preStop hook must end 10 s before terminationGracePeriodSeconds, for the server to shut down")
+		if hook != nil && preStopLimitSeconds+movedHoldSeconds+7 > 30 {
+			t.Errorf("the preStop hook must end 7 s before terminationGracePeriodSeconds, for the server to shut down")
 		}
 	}
 	// A directive the user sets is theirs, and in the hash like any other (setting it to the

@@ -85,8 +85,9 @@ func livenessProbe(vc *v1.ValkeyCluster) *corev1.Probe {
 // the previous one completed, and on a loaded machine the last of three was still a primary at
 // SIGTERM (measured: its shard refused writes for 3.6 s, until FAILOVER FORCE on its replica). A
 // primary without a connected replica has nobody to hand over to, and a server that does not
-// answer cannot tell: neither is held beyond the delay. Both end within
-// terminationGracePeriodSeconds (30), leaving the server 10 s to shut down.
+// answer cannot tell: neither is held beyond the delay. The hook ends within
+// terminationGracePeriodSeconds (30), leaving the server at least 7 s to shut down (10 s unless it
+// handed over by itself at the very end: movedHoldSeconds).
 const (
 	preStopDelaySeconds = 5
 	preStopLimitSeconds = 20
@@ -122,7 +123,7 @@ while [ $(($(date +%%s) - start)) -lt %[5]d ]; do
   set -- $(cli%[6]s -p %[3]d ROLE)
   now=$(date +%%s)
   if [ "$1" != master ] || [ $# -le 2 ]; then
-    if [ $asked -gt 0 ] && [ $((now - asked)) -lt %[9]d ]; then sleep 0.2; continue; fi
+    [ $asked -gt 0 ] && sleep %[9]d
     exit 0
   fi
   if [ $((now - asked)) -ge %[8]d ]; then
@@ -141,16 +142,17 @@ done
 }
 
 // movedHoldSeconds is how long a server the hook handed over keeps answering (MOVED, to the
-// replica that took over) before it exits: clients learn the new owner from it, as they do in the
-// rest of the delay after the operator's own handover, rather than from a refused connection
-// (measured without it: its slots refused writes for 1.4 s, the clients dialling a pod gone).
-// Never past the limit.
+// replica that took over) once it is one no more, before it exits: clients learn the new owner
+// from it, as they do in the rest of the delay after the operator's own handover, rather than
+// from a refused connection (measured without it: its slots refused writes for 1.4 s, the
+// clients dialling a pod gone). At most the limit plus this: 23 s of the 30 s grace period.
 const movedHoldSeconds = 3
 
 // handoverRetrySeconds is how often the preStop hook asks again for a handover that has not
-// happened: a graceful failover completes in well under a second, or gives up after the manual
-// failover timeout.
-const handoverRetrySeconds = 3
+// happened: a graceful failover completes in well under a second, or gives up after Valkey's
+// manual failover timeout (5 s); asked again sooner, it would start over (the primary pausing
+// its writers again) and abandon the election in progress.
+const handoverRetrySeconds = 6
 
 // peerTLS is valkey-cli's TLS flags for another node of a TLS cluster: its certificate verified
 // against the mounted CA.

@@ -34,7 +34,7 @@ func planQuorum(in Input) Step {
 		return Step{}
 	}
 	live := reachable(s)
-	if majorityAlive(live, s.OwnedIDs()) {
+	if majorityAlive(live, votingIDs(s, live)) {
 		return Step{} // a majority can still elect: Valkey's own failover (or a FORCE) will do it
 	}
 	for _, w := range s.AwaitingFailover() {
@@ -49,6 +49,43 @@ func planQuorum(in Input) Step {
 		}
 	}
 	return Step{}
+}
+
+// votingIDs are the node ids that can still vote, as far as the snapshot tells: those a
+// reachable live pod reports as its own, and those that no reachable node flags `fail` or
+// `fail?` while a live pod that ran but did not answer the operator may be them (its last known
+// id is that one, or it never reported one). The operator's own connection is not Valkey's: a
+// primary that only the operator cannot reach (a slow answer, a one-sided cut) still votes for
+// Valkey, and counting it gone would take over a shard while Valkey's majority stands (and the
+// old primary still takes writes, lost when it is demoted).
+func votingIDs(s fsm.Snapshot, live []fsm.Pod) map[string]bool {
+	ids := s.OwnedIDs()
+	flagged := map[string]bool{}
+	holders := map[string]bool{}
+	for _, p := range live {
+		for id := range p.Node.Failed {
+			flagged[id] = true
+		}
+		for id := range p.Node.Suspected {
+			flagged[id] = true
+		}
+		for id, slots := range p.Node.Known {
+			if len(slots) > 0 {
+				holders[id] = true
+			}
+		}
+	}
+	for _, p := range s.LivePods() {
+		if p.Phase == fsm.PodPending || p.Exited || (p.Node != nil && p.Node.Reachable && p.Node.ID != "") {
+			continue
+		}
+		for id := range holders {
+			if !flagged[id] && !ids[id] && (p.LastNodeID == id || p.LastNodeID == "") {
+				ids[id] = true
+			}
+		}
+	}
+	return ids
 }
 
 // reachable are the live pods whose node answered, by name.

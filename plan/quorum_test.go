@@ -90,3 +90,35 @@ func TestQuorumOnlyOnceFormed(t *testing.T) {
 		}
 	}
 }
+
+// TestQuorumCountsWhomOnlyTheOperatorCannotReach: two primaries do not answer the operator, but
+// only one is flagged by a reachable node; the other (a slow answer, a one-sided cut) still
+// votes for Valkey, so its majority stands and nothing is taken over. Once both are flagged, the
+// flagged shard is taken over. Found by review: a node the pool reported unreachable counted as
+// gone, and a single `fail?` then drew a TAKEOVER while the old primary may still take writes.
+func TestQuorumCountsWhomOnlyTheOperatorCannotReach(t *testing.T) {
+	suspect := func(ids ...string) opt {
+		return withPod("p0-1", func(p *fsm.Pod) {
+			p.Node.Suspected = map[string]bool{}
+			for _, id := range ids {
+				p.Node.Suspected[id] = true
+			}
+		})
+	}
+	s := newSnapshot(fsm.Active, 3, 1, formed, withCut("p0-0"), withCut("p1-0"), suspect("id-p0-0"))
+	for _, a := range Pass(fsm.Active, s).Actions {
+		if _, ok := a.(Takeover); ok {
+			t.Fatalf("TAKEOVER while p1-0, flagged by no node, still votes: %v", a)
+		}
+	}
+	s = newSnapshot(fsm.Active, 3, 1, formed, withCut("p0-0"), withCut("p1-0"), suspect("id-p0-0", "id-p1-0"))
+	var took []string
+	for _, a := range Pass(fsm.Active, s).Actions {
+		if tk, ok := a.(Takeover); ok {
+			took = append(took, tk.Pod)
+		}
+	}
+	if len(took) != 1 || took[0] != "p0-1" {
+		t.Fatalf("both flagged: takeovers %v, want p0-1", took)
+	}
+}

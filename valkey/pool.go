@@ -15,13 +15,19 @@ import (
 // the credentials it was opened with change, and when the cluster is forgotten (deleted).
 // The zero value is ready to use; safe for concurrent use.
 //
-// Passes of one cluster never overlap (controller-runtime runs one at a time per object), so
-// the only concurrency within a cluster is one pass's own parallel queries.
+// Passes of one cluster never overlap (controller-runtime runs one at a time per object), but a
+// node's observation can outlive the pass that started it (see Observe): at most one per node
+// is in flight, and the next pass waits on it rather than start another.
 type Pool struct {
 	mu       sync.Mutex
 	clusters map[string]map[string]*pooled // cluster -> address -> client
 	// silent are the addresses whose last observation got no answer: cluster -> address.
 	silent map[string]map[string]bool
+	// inflight are the observations still running: cluster -> address.
+	inflight map[string]map[string]*attempt
+	// gen counts each cluster's Forgets: a dial or an observation that completes after the
+	// cluster was forgotten leaves nothing behind.
+	gen map[string]uint64
 	// dial opens a Client; NewClient unless a test replaces it.
 	dial func(addr string, creds Credentials) (*Client, error)
 }
@@ -44,6 +50,15 @@ func (p *pooled) matches(addr string, creds Credentials) bool {
 // the one there was opened with other credentials (which it then closes).
 func (p *Pool) Client(cluster, addr string, creds Credentials) (*Client, error) {
 	p.mu.Lock()
+	gen := p.gen[cluster]
+	p.mu.Unlock()
+	return p.client(cluster, addr, creds, gen)
+}
+
+// client is Client for a caller that began in generation gen of cluster: a Client dialled after
+// the cluster was forgotten since is closed, not kept.
+func (p *Pool) client(cluster, addr string, creds Credentials, gen uint64) (*Client, error) {
+	p.mu.Lock()
 	if e, ok := p.clusters[cluster][addr]; ok {
 		if e.matches(addr, creds) {
 			p.mu.Unlock()
@@ -64,6 +79,10 @@ func (p *Pool) Client(cluster, addr string, creds Credentials) (*Client, error) 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.gen[cluster] != gen {
+		c.Close()
+		return nil, fmt.Errorf("connect %s: the cluster was forgotten meanwhile", addr)
+	}
 	if e, ok := p.clusters[cluster][addr]; ok && e.matches(addr, creds) {
 		// The same pass asked twice at once (a duplicate address): keep the first.
 		c.Close()
@@ -106,7 +125,16 @@ func (p *Pool) Retain(cluster string, addrs []string) {
 }
 
 // Forget closes every Client of cluster.
-func (p *Pool) Forget(cluster string) { p.Retain(cluster, nil) }
+func (p *Pool) Forget(cluster string) {
+	p.mu.Lock()
+	if p.gen == nil {
+		p.gen = map[string]uint64{}
+	}
+	p.gen[cluster]++
+	delete(p.silent, cluster)
+	p.mu.Unlock()
+	p.Retain(cluster, nil)
+}
 
 // Len is the number of open Clients of cluster.
 func (p *Pool) Len(cluster string) int {
@@ -121,54 +149,86 @@ func (p *Pool) Len(cluster string) int {
 // reads the reachable nodes' failure flags (cluster-node-timeout after the cut), and a pass that
 // waited CommandTimeout (5 s) on each cut node issued it 2–5 s late.
 const (
-	// ObserveTimeout bounds the observation of a node that answered the last one: its three
+	// ObserveTimeout bounds the wait for a node that answered its last observation: its three
 	// queries take milliseconds over the pooled connection, so a node silent for a second is
 	// looked at again by the next pass, a second later, rather than waited for.
 	ObserveTimeout = time.Second
-	// A node that did not answer the last observation is waited for silentFactor times what
-	// the answering nodes needed, at least silentGrace, at most ObserveTimeout, from the start
-	// of the observation. A node cut off the network is then not waited for beyond what its
-	// peers show the machine needs, and a node slow only because the machine is (every node
-	// slow alike) is still given the time its peers took, many times over.
+	// A node that did not answer its last observation is waited for silentFactor times what the
+	// answering nodes needed, at least silentGrace, at most ObserveTimeout, from the start of the
+	// observation. A node cut off the network then does not hold the pass beyond what its peers
+	// show the machine needs; a node that is only slow answers its observation late, which
+	// clears the mark, and the pass after waits for it in full again.
 	silentGrace  = 200 * time.Millisecond
 	silentFactor = 4
 )
 
+// attempt is one node's observation, which may outlive the pass that started it.
+type attempt struct {
+	done chan struct{}
+	view NodeView // set before done is closed
+}
+
 // Observe is the package's Observe over the pool's Clients: one NodeView per address, in order,
-// each with its own outcome, within ObserveTimeout (less for a node that did not answer the
-// last observation: see silentGrace). A Client whose query failed on the connection is closed,
-// so the next pass dials afresh rather than queue behind a node that stopped answering. A dial
-// still in flight when the observation ends goes on, and its Client is kept for the next one.
+// each with its own outcome. It waits at most ObserveTimeout (or ctx) for a node, less for a
+// node silent last time (silentGrace); a node not waited for is reported unreachable ("no answer
+// within …"), and its observation goes on without the pass, up to CommandTimeout: its outcome is
+// the node's record for the next pass (an answer clears the silent mark, keeps the Client, and
+// is not asked again while it runs: the next pass waits on it). A Client whose query failed on
+// the connection is closed, so the next pass dials afresh rather than queue behind a node that
+// stopped answering.
 func (p *Pool) Observe(ctx context.Context, cluster string, addrs []string, creds Credentials) []NodeView {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, ObserveTimeout)
 	defer cancel()
-	type answer struct {
-		i int
-		v NodeView
-	}
-	// Buffered: a node given up on still sends its view, which no one reads.
-	answers := make(chan answer, len(addrs))
+	atts := make([]*attempt, len(addrs))
 	silent := make([]bool, len(addrs))
 	expected := 0
 	p.mu.Lock()
+	gen := p.gen[cluster]
 	for i, addr := range addrs {
 		silent[i] = p.silent[cluster][addr]
 		if !silent[i] {
 			expected++
 		}
+		if a := p.inflight[cluster][addr]; a != nil {
+			atts[i] = a
+			continue
+		}
+		a := &attempt{done: make(chan struct{})}
+		if p.inflight == nil {
+			p.inflight = map[string]map[string]*attempt{}
+		}
+		if p.inflight[cluster] == nil {
+			p.inflight[cluster] = map[string]*attempt{}
+		}
+		p.inflight[cluster][addr] = a
+		atts[i] = a
+		go p.run(ctx, cluster, addr, creds, gen, a)
 	}
 	p.mu.Unlock()
-	for i, addr := range addrs {
-		go func() { answers <- answer{i, p.observeOne(ctx, cluster, addr, creds)} }()
+
+	// One waiter per node turns its attempt's end into an index on answers; stop releases the
+	// waiters of the nodes not waited for.
+	answers := make(chan int, len(addrs))
+	stop := make(chan struct{})
+	defer close(stop)
+	for i, a := range atts {
+		go func() {
+			select {
+			case <-a.done:
+				answers <- i
+			case <-stop:
+			}
+		}()
 	}
 	views := make([]NodeView, len(addrs))
 	got := make([]bool, len(addrs))
 	pending, slowest := len(addrs), time.Duration(0)
-	receive := func(a answer) {
-		views[a.i], got[a.i] = a.v, true
+	receive := func(i int) {
+		views[i], got[i] = atts[i].view, true
+		views[i].Addr = addrs[i]
 		pending--
-		if !silent[a.i] {
+		if !silent[i] {
 			expected--
 			slowest = max(slowest, time.Since(start))
 		}
@@ -176,8 +236,8 @@ func (p *Pool) Observe(ctx context.Context, cluster string, addrs []string, cred
 	// First every node that answered last time, within ObserveTimeout.
 	for expected > 0 {
 		select {
-		case a := <-answers:
-			receive(a)
+		case i := <-answers:
+			receive(i)
 		case <-ctx.Done():
 			expected = 0
 		}
@@ -192,8 +252,8 @@ func (p *Pool) Observe(ctx context.Context, cluster string, addrs []string, cred
 wait:
 	for pending > 0 {
 		select {
-		case a := <-answers:
-			receive(a)
+		case i := <-answers:
+			receive(i)
 		case <-timer.C:
 			break wait
 		case <-ctx.Done():
@@ -206,14 +266,37 @@ wait:
 	for i, addr := range addrs {
 		if !got[i] {
 			views[i] = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: no answer within %s", addr, waited)}
+			if p.gen[cluster] == gen {
+				p.markSilent(cluster, addr, true)
+			}
 		}
-		p.markSilent(cluster, addr, !views[i].Reachable && !IsServerError(views[i].Err))
 	}
 	return views
 }
 
+// run observes one node for attempt a and records the outcome: the view, and whether the node
+// is silent. It is bounded by CommandTimeout and by nothing of the pass (ctx's values only).
+func (p *Pool) run(ctx context.Context, cluster, addr string, creds Credentials, gen uint64, a *attempt) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CommandTimeout)
+	defer cancel()
+	v := p.observeOne(actx, cluster, addr, creds, gen)
+	p.mu.Lock()
+	a.view = v
+	if p.inflight[cluster][addr] == a {
+		delete(p.inflight[cluster], addr)
+		if len(p.inflight[cluster]) == 0 {
+			delete(p.inflight, cluster)
+		}
+	}
+	if p.gen[cluster] == gen {
+		p.markSilent(cluster, addr, !v.Reachable && !IsServerError(v.Err))
+	}
+	p.mu.Unlock()
+	close(a.done)
+}
+
 // observeOne observes one node over the pool's Client for it.
-func (p *Pool) observeOne(ctx context.Context, cluster, addr string, creds Credentials) (v NodeView) {
+func (p *Pool) observeOne(ctx context.Context, cluster, addr string, creds Credentials, gen uint64) (v NodeView) {
 	v = NodeView{Addr: addr}
 	defer func() {
 		// A reply the client cannot read (a pod that only claims to be a node, a broken
@@ -225,18 +308,8 @@ func (p *Pool) observeOne(ctx context.Context, cluster, addr string, creds Crede
 			p.dropAddr(cluster, addr)
 		}
 	}()
-	if err := ctx.Err(); err != nil {
-		v.Err = err
-		return v
-	}
-	// The dial is bounded by DialTimeout, not by ctx: one that completes after the observation
-	// gave up on it leaves its Client in the pool for the next.
-	c, err := p.Client(cluster, addr, creds)
+	c, err := p.client(cluster, addr, creds, gen)
 	if err != nil {
-		v.Err = err
-		return v
-	}
-	if err := ctx.Err(); err != nil {
 		v.Err = err
 		return v
 	}

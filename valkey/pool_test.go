@@ -2,6 +2,9 @@ package valkey
 
 import (
 	"context"
+	"io"
+	"net"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -90,8 +93,8 @@ func TestIntegrationPoolReusesAndCloses(t *testing.T) {
 	}
 
 	// A node that stops answering (SIGSTOP: the socket stays open, nothing replies) is marked
-	// unreachable within the caller's deadline and its client dropped, so the next pass dials
-	// afresh instead of queueing behind it.
+	// unreachable within the caller's deadline and its client dropped once its query times out,
+	// so a later pass dials afresh instead of queueing behind it.
 	creds = named
 	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -106,8 +109,12 @@ func TestIntegrationPoolReusesAndCloses(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("observing a stopped node took %s, past the caller's deadline", d)
 	}
-	if n := p.Len(cluster); n != 0 {
-		t.Fatalf("%d clients kept for a node that stopped answering", n)
+	// The observation goes on without the caller, up to CommandTimeout, and then drops the
+	// client.
+	for deadline := time.Now().Add(CommandTimeout + 2*time.Second); p.Len(cluster) != 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d clients kept for a node that stopped answering", p.Len(cluster))
+		}
 	}
 	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -178,5 +185,121 @@ func TestIntegrationPoolDoesNotWaitForSilentNodes(t *testing.T) {
 		if i == 2 {
 			t.Fatalf("a node that answers again is still unreachable after %d observations: %v", i+1, v[1].Err)
 		}
+	}
+}
+
+// delayProxy forwards TCP to a node and holds every reply back by delay: a node that answers,
+// slowly.
+type delayProxy struct {
+	addr  string
+	delay atomic.Int64
+	conns atomic.Int64
+}
+
+func startDelayProxy(t *testing.T, target string) *delayProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &delayProxy{addr: ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.conns.Add(1)
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						time.Sleep(time.Duration(p.delay.Load()))
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+// TestIntegrationPoolSlowNodeRecovers: a node that answers every command, slowly (70 ms), and
+// once missed an observation (a 1.5 s stall) is not reported unreachable from then on: its late
+// answer clears the silent mark, and the observations after wait for it in full again, over the
+// connection it already has.
+func TestIntegrationPoolSlowNodeRecovers(t *testing.T) {
+	ctx := t.Context()
+	creds := Credentials{Password: "s3cret"}
+	a := startServer(t, creds, "--requirepass", creds.Password)
+	b := startServer(t, creds, "--requirepass", creds.Password)
+	px := startDelayProxy(t, b.addr)
+	px.delay.Store(int64(70 * time.Millisecond))
+	const cluster = "ns/vc"
+	var p Pool
+	addrs := []string{a.addr, px.addr}
+	for i := range 3 {
+		if v := p.Observe(ctx, cluster, addrs, creds); !v[1].Reachable {
+			t.Fatalf("pass %d: %v", i, v[1].Err)
+		}
+	}
+	px.delay.Store(int64(1500 * time.Millisecond))
+	if v := p.Observe(ctx, cluster, addrs, creds); v[1].Reachable {
+		t.Fatal("a node stalled 1.5 s answered within the observation")
+	}
+	px.delay.Store(int64(70 * time.Millisecond))
+	time.Sleep(2 * time.Second)
+	conns := px.conns.Load()
+	unreachable := 0
+	for range 10 {
+		if v := p.Observe(ctx, cluster, addrs, creds); !v[1].Reachable {
+			unreachable++
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if unreachable > 1 {
+		t.Errorf("a node answering every command in 70 ms was reported unreachable by %d of 10 observations after one stall", unreachable)
+	}
+	if n := px.conns.Load() - conns; n > 1 {
+		t.Errorf("%d connections dialled to the slow node in 10 observations: its client was dropped", n)
+	}
+}
+
+// TestIntegrationPoolForgetWinsOverALateDial: a dial that completes after its cluster was
+// forgotten (the cluster deleted while a node did not answer) leaves no client behind.
+func TestIntegrationPoolForgetWinsOverALateDial(t *testing.T) {
+	ctx := t.Context()
+	creds := Credentials{Password: "s3cret"}
+	s := startServer(t, creds, "--requirepass", creds.Password)
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.cmd.Process.Signal(syscall.SIGCONT) })
+	const cluster = "ns/vc"
+	var p Pool
+	if v := p.Observe(ctx, cluster, []string{s.addr}, creds); v[0].Reachable {
+		t.Fatal("a stopped node observed as reachable")
+	}
+	p.Forget(cluster)
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(CommandTimeout + time.Second)
+	if n := p.Len(cluster); n != 0 {
+		t.Fatalf("%d client(s) of a forgotten cluster in the pool: a late dial kept it", n)
 	}
 }
