@@ -147,6 +147,7 @@ func podView(pod *corev1.Pod) fsm.Pod {
 		Phase:    fsm.Phase(pod.Status.Phase),
 		IP:       pod.Status.PodIP,
 		Deleting: pod.DeletionTimestamp != nil,
+		Created:  pod.CreationTimestamp.Time,
 		SpecHash: pod.Annotations[v1.AnnotationSpecHash],
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -168,7 +169,7 @@ func podView(pod *corev1.Pod) fsm.Pod {
 		case c.Type == corev1.ContainersReady:
 			containersReady = c.Status == corev1.ConditionTrue
 		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse:
-			p.Unschedulable = c.Message
+			p.Unschedulable, p.UnschedulableSince = c.Message, c.LastTransitionTime.Time
 			if p.Unschedulable == "" {
 				p.Unschedulable = c.Reason
 			}

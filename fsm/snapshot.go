@@ -98,8 +98,12 @@ type Pod struct {
 	NodeLost bool
 	// Deleting is true once the pod has a deletion timestamp.
 	Deleting bool
-	// Unschedulable is the scheduler's own message when PodScheduled is False.
-	Unschedulable string
+	// Unschedulable is the scheduler's own message when PodScheduled is False, and
+	// UnschedulableSince when that condition last changed (zero when not known).
+	Unschedulable      string
+	UnschedulableSince time.Time
+	// Created is the pod's creation time (zero when not known).
+	Created time.Time
 	// SpecHash is the hash of what the pod's node was built from (its ValkeyNode's spec: image,
 	// resources, valkey settings, hard placement). A node whose hash is not Snapshot.SpecHash is
 	// outdated and is replaced by a rolling upgrade.

@@ -320,3 +320,56 @@ func TestSpreadWaitsForTheClusterToSettle(t *testing.T) {
 		t.Fatalf("not Ready: got %v, want nothing", p.Actions)
 	}
 }
+
+// A move the scheduler refuses is given up only after MoveRoomWait (a cluster autoscaler adds a
+// node to the zone in a minute or two), and a move that runs but never joins after
+// MoveJoinBound; before either, it is left to come.
+func TestMoveGivenUpOnlyAfterItsBounds(t *testing.T) {
+	zones := []string{"zone-a", "zone-b", "zone-c"}
+	copies := []copyAt{
+		{name: "a0", shard: 0, zone: "zone-a", primary: true}, {name: "c0", shard: 0, zone: "zone-c"},
+		{name: "b0", shard: 0, zone: "zone-b", movedFrom: "zone-c"},
+	}
+	retired := func(s fsm.Snapshot) []DeletePod {
+		var out []DeletePod
+		for _, a := range Pass(fsm.Active, s).Actions {
+			if d, ok := a.(DeletePod); ok {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	pending := func(since time.Duration) fsm.Snapshot {
+		s := layoutSnapshot(1, 1, zones, zones, copies)
+		if s.Now.IsZero() {
+			s.Now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+		}
+		b0 := &s.Pods[1]
+		b0.Lifecycle, b0.Phase, b0.Unschedulable, b0.IP, b0.Node = string(v1.LifecycleJoining), fsm.PodPending, "0/3 nodes are available", "", nil
+		b0.UnschedulableSince = s.Now.Add(-since)
+		return s
+	}
+	if d := retired(pending(time.Minute)); len(d) != 0 {
+		t.Errorf("refused for 1 min: retired %v", d)
+	}
+	if d := retired(pending(MoveRoomWait)); len(d) != 1 || d[0] != (DeletePod{Pod: "b0", Reason: RetireNoRoom}) {
+		t.Errorf("refused for %s: retired %v, want b0 (%s)", MoveRoomWait, d, RetireNoRoom)
+	}
+	joining := func(age time.Duration) fsm.Snapshot {
+		s := layoutSnapshot(1, 1, zones, zones, copies)
+		if s.Now.IsZero() {
+			s.Now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+		}
+		b0 := &s.Pods[1]
+		b0.Lifecycle = string(v1.LifecycleJoining)
+		b0.Node.LinkUp, b0.Node.ReplOffset = false, 0 // attached, never synced
+		b0.Created = s.Now.Add(-age)
+		return s
+	}
+	if d := retired(joining(time.Minute)); len(d) != 0 {
+		t.Errorf("running 1 min, not joined: retired %v", d)
+	}
+	if d := retired(joining(MoveJoinBound)); len(d) != 1 || d[0] != (DeletePod{Pod: "b0", Reason: RetireMoveStalled}) {
+		t.Errorf("running %s, not joined: retired %v (waiting %q), want b0 (%s)", MoveJoinBound, d, Pass(fsm.Active, joining(MoveJoinBound)).Waiting, RetireMoveStalled)
+	}
+}

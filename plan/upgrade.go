@@ -14,7 +14,8 @@ package plan
 //     the user since reverted or fixed, or a replica added and then scaled away. It holds no
 //     data. One per pass; the first by name. A copy moving to another zone (fsm.Pod.MovedFrom,
 //     the spread planner) is surplus by design until it has joined: it is retired here only
-//     when the scheduler cannot place it (RetireNoRoom), and not counted as a stalled roll.
+//     when the scheduler has refused it for MoveRoomWait (RetireNoRoom) or it has not joined
+//     MoveJoinBound after its creation (RetireMoveStalled), and not counted as a stalled roll.
 //  3. The shard in motion is the first, by index, holding nodes of both the current and an older
 //     spec (a roll under way); else the one with the most surplus live nodes (then the first by
 //     index); else the first holding a node of an older spec. Only it is acted on.
@@ -47,12 +48,22 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 )
 
 var upgrade = Planner{Name: "upgrade", Plan: planUpgrade}
+
+// A copy moving to another zone is given up (retired) when the scheduler has refused it for
+// MoveRoomWait, time for a cluster autoscaler to add a node to that zone (a scale-up takes a
+// minute or two), or when it runs but has not joined MoveJoinBound after its creation. Before,
+// the first refusal retired it, and a copy that ran and never joined was kept for good.
+const (
+	MoveRoomWait  = 5 * time.Minute
+	MoveJoinBound = 15 * time.Minute
+)
 
 // Why a node is retired, for the log and the action's description.
 const (
@@ -65,6 +76,9 @@ const (
 	RetireMoved = "its shard's copy moved to another zone"
 	// RetireNoRoom: a copy created to move its shard to another zone cannot be scheduled there.
 	RetireNoRoom = "no room in the zone its copy was moving to"
+	// RetireMoveStalled: a copy created to move its shard to another zone runs but has not
+	// joined within MoveJoinBound.
+	RetireMoveStalled = "its copy moving to another zone did not join in time"
 )
 
 func planUpgrade(in Input) Step {
@@ -161,8 +175,11 @@ func planRetireStuck(s fsm.Snapshot, shardPods [][]fsm.Pod) (DeletePod, bool) {
 		}
 		outdated := p.SpecHash != s.SpecHash
 		if p.MovedFrom != "" && !outdated {
-			if p.Unschedulable != "" {
+			switch {
+			case p.Unschedulable != "" && s.Now.Sub(p.UnschedulableSince) >= MoveRoomWait:
 				return DeletePod{Pod: p.Name, Reason: RetireNoRoom}, true
+			case p.Unschedulable == "" && !p.Created.IsZero() && s.Now.Sub(p.Created) >= MoveJoinBound:
+				return DeletePod{Pod: p.Name, Reason: RetireMoveStalled}, true
 			}
 			continue // a copy moving to another zone: surplus until it has joined
 		}

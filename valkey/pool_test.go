@@ -202,7 +202,7 @@ func startDelayProxy(t *testing.T, target string) *delayProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	t.Cleanup(func() { _ = ln.Close() })
 	p := &delayProxy{addr: ln.Addr().String()}
 	go func() {
 		for {
@@ -213,12 +213,12 @@ func startDelayProxy(t *testing.T, target string) *delayProxy {
 			p.conns.Add(1)
 			s, err := net.Dial("tcp", target)
 			if err != nil {
-				c.Close()
+				_ = c.Close()
 				continue
 			}
-			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
 			go func() {
-				defer c.Close()
+				defer func() { _ = c.Close() }()
 				buf := make([]byte, 64<<10)
 				for {
 					n, err := s.Read(buf)
