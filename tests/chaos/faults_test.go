@@ -147,10 +147,12 @@ func (w *world) safe(victims []string) string {
 	return ""
 }
 
-// busiestNode is a pod on the Kubernetes node that runs the most primaries serving slots, over
-// every cluster (ties broken by node name), or the zero Pod when none does. In the local cluster
-// a node is a zone: this is the zone whose loss costs the most primaries at once.
-func (w *world) busiestNode() corev1.Pod {
+// zoneLossTarget is a pod on the Kubernetes node to stop for a zone loss: of the nodes whose
+// loss takes no shard's last copy nor two copies at once (safe), the one that runs the most
+// primaries serving slots over every cluster (ties by node name). In the local cluster a node is
+// a zone: this is the zone whose loss costs the most primaries at once. The zero Pod and the
+// reason when no node will do.
+func (w *world) zoneLossTarget() (corev1.Pod, string) {
 	count := map[string]int{}
 	pod := map[string]corev1.Pod{}
 	for _, pods := range w.pods {
@@ -164,13 +166,23 @@ func (w *world) busiestNode() corev1.Pod {
 			pod[p.Spec.NodeName] = p
 		}
 	}
-	best := ""
-	for _, n := range slices.Sorted(maps.Keys(count)) {
-		if best == "" || count[n] > count[best] {
-			best = n
+	nodes := slices.SortedFunc(maps.Keys(count), func(a, b string) int {
+		if count[a] != count[b] {
+			return count[b] - count[a]
 		}
+		return strings.Compare(a, b)
+	})
+	why := "no node runs a primary"
+	for i, n := range nodes {
+		if reason := w.safe(w.onNode(n)); reason != "" {
+			if i == 0 {
+				why = n + ": " + reason
+			}
+			continue
+		}
+		return pod[n], ""
 	}
-	return pod[best]
+	return corev1.Pod{}, why
 }
 
 // onNode lists every chaos pod running on node.

@@ -245,8 +245,9 @@ func (r *runner) tryInject(ctx context.Context, fs []*fired) string {
 	for _, f := range fs {
 		var p corev1.Pod
 		if f.ev.Kind == schedule.ZoneLoss {
-			if p = w.busiestNode(); p.Spec.NodeName == "" {
-				return "no node runs a primary"
+			var why string
+			if p, why = w.zoneLossTarget(); why != "" {
+				return why
 			}
 		} else {
 			var why string

@@ -46,8 +46,9 @@ const (
 	// CutNetwork cuts a pod's network for For (three cluster-node-timeouts), the pod running on.
 	CutNetwork Kind = "cut-network"
 	// ZoneLoss stops every Kubernetes node of one zone, the one whose nodes run the most
-	// primaries at that moment (of the local cluster's three zones, one node each), and starts
-	// them again after For. Drawn apart from the other events (see Generate).
+	// primaries at that moment among those whose loss takes no shard's last copy (of the local
+	// cluster's three zones, one node each), and starts them again after For. Drawn apart from
+	// the other events (see Generate).
 	ZoneLoss Kind = "zone-loss"
 	// KillOperator SIGKILLs the operator and starts it again after For; most follow a day-2
 	// change by a few seconds, so the operator dies in the middle of the transition.
@@ -150,7 +151,7 @@ func (e Event) String() string {
 	case CutNetwork:
 		what = fmt.Sprintf("%s %s shard %d %s, for %s", e.Kind, e.Cluster, e.Shard, e.Role, e.For)
 	case ZoneLoss:
-		what = fmt.Sprintf("%s of the zone running the most primaries, for %s", e.Kind, e.For)
+		what = fmt.Sprintf("%s of the zone running the most primaries (that can go), for %s", e.Kind, e.For)
 	case KillOperator:
 		what = fmt.Sprintf("%s, down %s", e.Kind, e.For)
 		if e.After != "" {
