@@ -264,7 +264,15 @@ wait:
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, addr := range addrs {
-		if !got[i] {
+		if got[i] {
+			continue
+		}
+		select {
+		case <-atts[i].done:
+			// It answered between the last wait and the lock: its record stands.
+			views[i] = atts[i].view
+			views[i].Addr = addr
+		default:
 			views[i] = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: no answer within %s", addr, waited)}
 			if p.gen[cluster] == gen {
 				p.markSilent(cluster, addr, true)
@@ -291,8 +299,9 @@ func (p *Pool) run(ctx context.Context, cluster, addr string, creds Credentials,
 	if p.gen[cluster] == gen {
 		p.markSilent(cluster, addr, !v.Reachable && !IsServerError(v.Err))
 	}
-	p.mu.Unlock()
+	// Closed under the lock: an Observe that holds it sees the view and the mark together.
 	close(a.done)
+	p.mu.Unlock()
 }
 
 // observeOne observes one node over the pool's Client for it.
