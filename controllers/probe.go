@@ -93,11 +93,8 @@ const (
 	preStopLimitSeconds = 20
 )
 
-// preStopScript lets a replica go at once: its data is on its primary, and held it would go on
-// acknowledging the primary's writes (WAIT) on its way out (chaos seed 4242: a retired replica
-// acknowledged writes in its delay that the shard's other replica, cut off then, never got, and
-// the primary's node stopped). Otherwise it waits delay seconds, then while the server says
-// (ROLE) it is a primary with an online replica, until limit seconds have passed since it began. It authenticates as the
+// preStopScript waits delay seconds, then while the server says (ROLE) it is a primary with an
+// online replica, until limit seconds have passed since it began. It authenticates as the
 // liveness script does: the replication user and its password from the mounted auth.conf, the
 // password through the environment. ROLE is the one command that user has for this (see
 // replicationCommands); the operator's own password is never in the pod. Any other reply (a
@@ -117,12 +114,10 @@ const (
 // movedHoldSeconds more.
 func preStopScript(vc *v1.ValkeyCluster, delay, limit int) string {
 	return fmt.Sprintf(`start=$(date +%%s)
+sleep %[4]d
 user=$(sed -n 's/^masteruser //p' %[1]s/%[2]s)
 pw=$(sed -n 's/^masterauth //p' %[1]s/%[2]s)
 cli() { REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" timeout 2 valkey-cli --no-auth-warning --user "$user" "$@" 2>/dev/null; }
-set -- $(cli%[6]s -p %[3]d ROLE)
-[ "$1" = slave ] && exit 0
-sleep %[4]d
 asked=0
 while [ $(($(date +%%s) - start)) -lt %[5]d ]; do
   set -- $(cli%[6]s -p %[3]d ROLE)
