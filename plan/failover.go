@@ -159,6 +159,18 @@ func bestSynced(live []fsm.Pod, primary string) *fsm.Pod {
 // node's view) that live pods own are a majority of them: then the survivors can elect, by
 // Valkey's own failover or on a FORCE.
 func majorityAlive(live []fsm.Pod, owned map[string]bool) bool {
+	holders := slotHolders(live)
+	alive := 0
+	for id := range holders {
+		if owned[id] {
+			alive++
+		}
+	}
+	return len(holders) > 0 && alive > len(holders)/2
+}
+
+// slotHolders are the node ids that hold slots in any of the reachable nodes' views (live).
+func slotHolders(live []fsm.Pod) map[string]bool {
 	holders := map[string]bool{}
 	for _, p := range live {
 		for id, slots := range p.Node.Known {
@@ -167,13 +179,7 @@ func majorityAlive(live []fsm.Pod, owned map[string]bool) bool {
 			}
 		}
 	}
-	alive := 0
-	for id := range holders {
-		if owned[id] {
-			alive++
-		}
-	}
-	return len(holders) > 0 && alive > len(holders)/2
+	return holders
 }
 
 // NextFailover is the failover intent to persist for this pass, before its actions run: the

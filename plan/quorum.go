@@ -61,7 +61,6 @@ func planQuorum(in Input) Step {
 func votingIDs(s fsm.Snapshot, live []fsm.Pod) map[string]bool {
 	ids := s.OwnedIDs()
 	flagged := map[string]bool{}
-	holders := map[string]bool{}
 	for _, p := range live {
 		for id := range p.Node.Failed {
 			flagged[id] = true
@@ -69,12 +68,8 @@ func votingIDs(s fsm.Snapshot, live []fsm.Pod) map[string]bool {
 		for id := range p.Node.Suspected {
 			flagged[id] = true
 		}
-		for id, slots := range p.Node.Known {
-			if len(slots) > 0 {
-				holders[id] = true
-			}
-		}
 	}
+	holders := slotHolders(live)
 	for _, p := range s.LivePods() {
 		if p.Phase == fsm.PodPending || p.Exited || (p.Node != nil && p.Node.Reachable && p.Node.ID != "") {
 			continue
