@@ -105,7 +105,15 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					// SIGTERM (shutdown-on-sigterm failover, a drained primary) or by Valkey's
 					// failure detection. The handover this action asked for is done.
 					err, unrecorded = nil, true
-				} else if err == nil {
+				}
+				if err == nil {
+					for _, p := range obs.snapshot.Pods {
+						if p.Node != nil && p.Node.ID == a.PrimaryID {
+							r.served.handedOver(clusterKey(vc), p.Name, time.Now())
+						}
+					}
+				}
+				if err == nil && !unrecorded {
 					msg := logging.MsgPrimaryLeavingHandover
 					fields := []zap.Field{logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard)}
 					switch {
@@ -136,6 +144,9 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			var tally moveTally
 			err = moveSlots(ctx, log, node, migrator(obs, migrate, creds), func(pod string) string { return obs.pods[pod].Status.PodIP }, a, &tally)
 			r.Metrics.SlotsMoved(vc.Namespace, vc.Name, int(tally.slots.Load()), int(tally.keys.Load()))
+			for _, m := range a.Moves {
+				r.served.handedOver(clusterKey(vc), m.Source, time.Now())
+			}
 		case plan.CloseSlots:
 			for _, cl := range a.Closes {
 				var c *valkey.Client

@@ -121,6 +121,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		}
 	}
 	sort.Slice(o.snapshot.Pods, func(i, j int) bool { return o.snapshot.Pods[i].Name < o.snapshot.Pods[j].Name })
+	r.served.observe(clusterKey(vc), &o.snapshot)
 	// Zones are for placement, which can wait: a node list that fails (an informer not synced, a
 	// ClusterRole from before this version) leaves them unknown rather than stall the pass and
 	// the failovers it may carry.

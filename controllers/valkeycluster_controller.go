@@ -72,6 +72,8 @@ type ValkeyClusterReconciler struct {
 	creates createFailures
 	// moves holds back zone moves after one found no room (zones.go).
 	moves zoneMoveHolds
+	// served remembers when each pod's node last served slots (served.go).
+	served servedSlots
 	// Metrics, when set, is given every pass's observation and actions (package metrics);
 	// Events, when set, records Kubernetes Events on the cluster (observability.go).
 	Metrics *metrics.Registry
@@ -405,6 +407,7 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.tls.forget(key)
 	r.foreign.forget(key)
 	r.creates.forget(key)
+	r.served.forget(key)
 	if ns, name, ok := strings.Cut(key, "/"); ok {
 		r.Metrics.Forget(ns, name)
 	}

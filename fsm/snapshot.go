@@ -104,6 +104,11 @@ type Pod struct {
 	UnschedulableSince time.Time
 	// Created is the pod's creation time (zero when not known).
 	Created time.Time
+	// ServedAt is the last time this operator saw the pod's node serve slots, or handed its
+	// slots away (a failover, a slot move): clients may still send it requests for them until
+	// they learn the new owner from its MOVED answers. Zero when unknown (not since this
+	// operator started). Kept in memory only: it delays a deletion, never decides one.
+	ServedAt time.Time
 	// SpecHash is the hash of what the pod's node was built from (its ValkeyNode's spec: image,
 	// resources, valkey settings, hard placement). A node whose hash is not Snapshot.SpecHash is
 	// outdated and is replaced by a rolling upgrade.

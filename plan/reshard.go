@@ -32,7 +32,8 @@ package plan
 //     interleaved over the (source, target) pairs, is one disruptive step; the executor moves the
 //     pairs concurrently.
 //  5. Once no node of a removed shard serves a slot, its nodes are retired one per pass, the first
-//     by name (RetireRemovedShard); cleanup forgets them at once.
+//     by name (RetireRemovedShard), a Valkey 9 one MovedHold after it served slots last
+//     (servedRecently); cleanup forgets them at once.
 
 import (
 	"fmt"
@@ -81,6 +82,11 @@ func planReshard(in Input) Step {
 		byShard[p.Shard] = append(byShard[p.Shard], p)
 	}
 	if why := moveGate(s, live, byShard); why != "" {
+		if ReshardPending(s) {
+			// Said, not swallowed: a reshard held here for good (a replica that never
+			// syncs) must show why in status.message. Later concerns go on.
+			return Step{Hold: why}
+		}
 		return Step{}
 	}
 	if moves := planMoves(s, byShard); len(moves) > 0 {
@@ -99,6 +105,9 @@ func planReshard(in Input) Step {
 	}
 	for _, p := range live { // by name
 		if p.Shard >= s.Shards && !serving[p.Shard] && len(p.Node.MySlots) == 0 {
+			if why := servedRecently(s, p); why != "" {
+				return Step{Wait: why}
+			}
 			return Step{Actions: []Action{DeletePod{Pod: p.Name, Reason: RetireRemovedShard}}, Wait: fmt.Sprintf("waiting for %s to leave", p.Name)}
 		}
 	}

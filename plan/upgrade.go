@@ -32,7 +32,7 @@ package plan
 //  6. In the shard, with R replicas wanted and L live nodes:
 //     a. a replica of an older spec while L > R+1: retire it (the first by name that is not
 //     caught up with the primary, else the first by name: never a caught-up copy while a
-//     trailing one stays);
+//     trailing one stays), a demoted Valkey 9 primary MovedHold after its failover;
 //     b. no node of an older spec while L > R+1: retire the replica a moved copy replaces (in
 //     the zone it moved from, fsm.Pod.MovedFrom), else the replica with the smallest
 //     replication offset (then the last by name), never the primary;
@@ -121,7 +121,11 @@ func planUpgrade(in Input) Step {
 	surplus := len(pods) > s.ReplicasPerShard+1
 	switch {
 	case surplus && len(outdatedReplicas) > 0:
-		d := DeletePod{Pod: outdatedToRetire(outdatedReplicas, *primary).Name, Reason: RetireOutdated}
+		x := outdatedToRetire(outdatedReplicas, *primary)
+		if why := servedRecently(s, x); why != "" {
+			return Step{Wait: fmt.Sprintf("shard %d: %s", shard, why)}
+		}
+		d := DeletePod{Pod: x.Name, Reason: RetireOutdated}
 		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
 	case surplus && !outdatedPrimary:
 		if d, ok := retireMoved(pods, primary.Name); ok {
@@ -344,4 +348,27 @@ func leastCaughtUp(pods []fsm.Pod, primary string) fsm.Pod {
 		return replicas[i].Name > replicas[j].Name
 	})
 	return replicas[0]
+}
+
+// MovedHold is how long a node that handed its slots over (a failover, a slot move) is kept before
+// it is deleted, so that clients still sending it requests for them learn the new owner from its
+// MOVED answers, not from dialling an address that is gone: measured, a Valkey 9 primary of a
+// removed shard deleted 65 ms after its last slots moved left two of them refusing writes for
+// 1.2 s, the writer's dials to the vanished pod IP timing out. A Valkey 8 pod's preStop hook holds
+// every deleted pod 5 s already (controllers/probe.go); a Valkey 9 pod has no hook (it hands over
+// by itself on SIGTERM), so the hold is the operator's.
+const MovedHold = 3 * time.Second
+
+// servedRecently says why p, next to be retired, is kept a little longer (MovedHold), "" when it
+// may go: it runs Valkey 9 or later, serves no slot now, and this operator saw it serve slots, or
+// hand them over, less than MovedHold ago (fsm.Pod.ServedAt; unknown after a restart, when the
+// lease alone took longer).
+func servedRecently(s fsm.Snapshot, p fsm.Pod) string {
+	if p.Node == nil || p.Node.Major() < 9 || p.ServedAt.IsZero() || len(p.Node.MySlots) > 0 {
+		return ""
+	}
+	if left := MovedHold - s.Now.Sub(p.ServedAt); left > 0 {
+		return fmt.Sprintf("waiting %s for clients to learn from %s where its slots went", left.Round(100*time.Millisecond), p.Name)
+	}
+	return ""
 }

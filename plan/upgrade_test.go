@@ -160,6 +160,54 @@ func TestRollOneShard(t *testing.T) {
 	}
 }
 
+// A Valkey 9 primary the roll demoted is kept MovedHold after its failover before it is retired,
+// so that clients learn the new owner from its MOVED answers (9.x pods have no preStop hold); an
+// 8.x one (its preStop hook holds it) and one the operator never saw serve (after a restart) go
+// at once. A removed shard's emptied primary is held the same way.
+func TestRetireHeldWhileClientsLearnTheNewOwner(t *testing.T) {
+	now := time.Date(2026, 12, 3, 21, 0, 0, 0, time.UTC)
+	snap := func(version string, served time.Duration) fsm.Snapshot {
+		s := newSnapshot(fsm.Upgrading, 1, 1, formed, outdated, withPrimaryOffset(1000),
+			withReplica("p0-2", 0, true), departed("p0-1"), withReplica("p0-3", 0, true), swapped("p0-3"),
+			withVersion(version, "p0-0", "p0-2", "p0-3"))
+		s.Now = now
+		if served > 0 {
+			withPod("p0-0", func(p *fsm.Pod) { p.ServedAt = now.Add(-served) })(&s)
+		}
+		return s
+	}
+	p := run(upgrade, fsm.Upgrading, snap("9.1.2", time.Second))
+	if len(p.Actions) != 0 || !strings.Contains(p.Waiting, "clients to learn") {
+		t.Fatalf("a 9.x primary demoted 1 s ago: want it held, got %v waiting %q", p.Actions, p.Waiting)
+	}
+	retired(t, run(upgrade, fsm.Upgrading, snap("9.1.2", MovedHold)), "p0-0", RetireOutdated)
+	retired(t, run(upgrade, fsm.Upgrading, snap("8.0.1", time.Second)), "p0-0", RetireOutdated)
+	retired(t, run(upgrade, fsm.Upgrading, snap("9.1.2", 0)), "p0-0", RetireOutdated)
+
+	removed := newSnapshot(fsm.Upgrading, 2, 0, formed, withVersion("9.1.2", "p0-0", "p1-0"))
+	removed.Shards, removed.Now = 1, now
+	for i := range removed.Pods {
+		p := &removed.Pods[i]
+		if p.Shard == 1 {
+			p.Node.MySlots, p.ServedAt = nil, now.Add(-time.Second)
+		} else {
+			p.Node.MySlots = slot.Set{{Start: 0, End: slot.Count - 1}}
+		}
+	}
+	for i := range removed.Pods {
+		for j := range removed.Pods {
+			removed.Pods[i].Node.Known[removed.Pods[j].Node.ID] = removed.Pods[j].Node.MySlots
+		}
+	}
+	if p := run(reshard, fsm.Upgrading, removed); len(p.Actions) != 0 || !strings.Contains(p.Waiting, "clients to learn") {
+		t.Fatalf("a removed shard's primary emptied 1 s ago: want it held, got %v waiting %q", p.Actions, p.Waiting)
+	}
+	removed.Now = now.Add(MovedHold)
+	if p := run(reshard, fsm.Upgrading, removed); len(p.Actions) != 1 || p.Actions[0] != (DeletePod{Pod: "p1-0", Reason: RetireRemovedShard}) {
+		t.Fatalf("after the hold: want p1-0 retired, got %v", p.Actions)
+	}
+}
+
 // A shard without replicas gets a surge replica before its primary hands over: never wiped.
 func TestRollWithoutReplicas(t *testing.T) {
 	s := newSnapshot(fsm.Upgrading, 2, 0, formed, outdated)

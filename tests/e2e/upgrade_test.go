@@ -444,9 +444,45 @@ func waitRolled(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, before
 			return
 		}
 		if time.Now().After(deadline) {
+			dumpValkey(t, vc)
 			t.Fatalf("%s/%s not rolled within %s: %s", vc.Namespace, vc.Name, timeout, problem)
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// dumpValkey logs what each running pod's node says of the cluster (CLUSTER INFO, CLUSTER NODES,
+// the replication link), so that a test that timed out shows Valkey's side of the stall, not
+// only the operator's status.
+func dumpValkey(t testing.TB, vc *v1.ValkeyCluster) {
+	t.Helper()
+	creds, err := harness.OperatorCreds(context.Background(), k8s, vc)
+	if err != nil {
+		t.Logf("dump: no operator credentials: %v", err)
+		return
+	}
+	for _, p := range clusterPods(t, vc) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		c, err := valkey.NewClient(addr(p), creds)
+		if err != nil {
+			cancel()
+			t.Logf("dump %s (%s): %v", p.Name, addr(p), err)
+			continue
+		}
+		info, ierr := c.ClusterInfo(ctx)
+		repl, _ := c.Info(ctx, "replication")
+		nodes, nerr := c.ClusterNodes(ctx)
+		c.Close()
+		cancel()
+		var b strings.Builder
+		fmt.Fprintf(&b, "dump %s (%s): cluster_state=%s slots_assigned=%s epoch=%s role=%s link=%s err=%v/%v",
+			p.Name, addr(p), info["cluster_state"], info["cluster_slots_assigned"], info["cluster_current_epoch"],
+			repl["role"], repl["master_link_status"], ierr, nerr)
+		for _, n := range nodes {
+			fmt.Fprintf(&b, "\n    %.8s %s:%d %v primary=%.8s epoch=%d slots=%d %v migrating=%v importing=%v",
+				n.ID, n.IP, n.Port, n.Flags, n.PrimaryID, n.ConfigEpoch, n.Slots.Count(), n.Slots, n.Migrating, n.Importing)
+		}
+		t.Log(b.String())
 	}
 }
 

@@ -1,0 +1,63 @@
+package controllers
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gomomento/valkey-operator/fsm"
+)
+
+// servedSlots remembers, per cluster and pod, the last time a pass saw the pod's node serve slots
+// or handed them away from it (fsm.Pod.ServedAt): the planners keep such a node a little longer
+// before deleting it (plan.MovedHold). In memory only: after a restart nothing is known, and the
+// deletion it would hold is not held (the lease alone took longer than the hold).
+type servedSlots struct {
+	mu sync.Mutex
+	at map[string]map[string]time.Time
+}
+
+// observe records the pods of s whose node serves slots as serving at s.Now, forgets the pods that
+// are gone, and fills every pod's ServedAt.
+func (t *servedSlots) observe(cluster string, s *fsm.Snapshot) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.at == nil {
+		t.at = map[string]map[string]time.Time{}
+	}
+	old := t.at[cluster]
+	cur := map[string]time.Time{}
+	for i := range s.Pods {
+		p := &s.Pods[i]
+		if n := p.Node; n != nil && n.Reachable && n.Primary && len(n.MySlots) > 0 {
+			cur[p.Name] = s.Now
+		} else if at, ok := old[p.Name]; ok {
+			cur[p.Name] = at
+		}
+		p.ServedAt = cur[p.Name]
+	}
+	if len(cur) == 0 {
+		delete(t.at, cluster)
+		return
+	}
+	t.at[cluster] = cur
+}
+
+// handedOver records that pod's node gave its slots away at when (a failover, a slot move).
+func (t *servedSlots) handedOver(cluster, pod string, when time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.at == nil {
+		t.at = map[string]map[string]time.Time{}
+	}
+	if t.at[cluster] == nil {
+		t.at[cluster] = map[string]time.Time{}
+	}
+	t.at[cluster][pod] = when
+}
+
+// forget drops a cluster that is gone.
+func (t *servedSlots) forget(cluster string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.at, cluster)
+}
