@@ -50,13 +50,20 @@ const (
 // (GETKEYSINSLOT); MIGRATE itself needs key access and is run as MigrationUser. On Valkey 9
 // also the atomic migration's CLUSTER MIGRATESLOTS / GETSLOTMIGRATIONS (operatorCommands9),
 // which Valkey 8 does not know and would refuse in the ACL file.
+//
+// CONFIG SET and CLIENT KILL detach a replica the operator retires from its primary
+// (valkey.Client.Detach: masteruser set to a user no node has, the replication link dropped), so
+// that in the seconds it still answers MOVED it acknowledges no write a client's WAIT counts
+// (chaos seed 4242 lost 48 writes a retiring replica had acknowledged); CONFIG SET also reloads
+// a TLS cluster's certificate files. CONFIG SET is a wide grant, but no wider than what this
+// user already holds over the cluster: it can forget every node, or take any shard over.
 var operatorCommands = []string{
 	"ping", "info",
 	"cluster|nodes", "cluster|info", "cluster|myid", "cluster|meet", "cluster|addslotsrange",
 	"cluster|replicate", "cluster|failover", "cluster|forget", "cluster|countkeysinslot",
 	"cluster|setslot", "cluster|getkeysinslot",
 	"acl|load", "acl|list",
-	"client|setinfo",
+	"client|setinfo", "client|kill", "config|set",
 }
 
 // operatorCommands9 are the operator's Valkey 9 commands (atomic slot migration).
@@ -150,10 +157,6 @@ type systemUsers struct {
 	// must then be allowed. That is a wider grant (the user could grant itself more), so it is
 	// given only to clusters whose image is Valkey 8.
 	SetUsers bool
-	// ReloadTLS: the cluster runs TLS, and the TLS controller makes its nodes re-read their
-	// certificate files with CONFIG SET of the three tls-*-file paths. CONFIG SET is a wide
-	// grant, so only TLS clusters' operator user has it.
-	ReloadTLS bool
 }
 
 // aclLoadSafe reports whether ACL LOAD is safe on a node running version (INFO server's
@@ -322,9 +325,6 @@ func renderACL(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys
 	}
 	if sys.SetUsers {
 		opCommands = slices.Concat(opCommands, []string{"acl|setuser", "acl|deluser"})
-	}
-	if sys.ReloadTLS {
-		opCommands = slices.Concat(opCommands, []string{"config|set"})
 	}
 	if sys.Atomic {
 		opCommands = slices.Concat(opCommands, operatorCommands9)

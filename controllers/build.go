@@ -176,7 +176,6 @@ func confDirectives(rc *ResolvedConfig, withTLS bool) [][2]string {
 // nor reset: rolling upgrades stalled (TestUpgrade8To9, TestRollingConfigChangeTwoClusters).
 // A ValkeyConfig may set it either way.
 
-
 // shutdownFailover makes a 9.x primary that receives SIGTERM (its pod deleted) hand its slots
 // to a synced replica before it exits, so that a drain refuses no write. Valkey 8 rejects the
 // value (its shutdown-on-sigterm knows default, save, nosave, now and force): there the pod's

@@ -38,7 +38,9 @@ type createRefused struct {
 	Reason string
 }
 
-func (e *createRefused) Error() string { return fmt.Sprintf("pod %s could not be created: %s", e.Pod, e.Reason) }
+func (e *createRefused) Error() string {
+	return fmt.Sprintf("pod %s could not be created: %s", e.Pod, e.Reason)
+}
 
 // createFailures is, per cluster ("namespace/name"), the last refused creation and its back-off.
 type createFailures struct {

@@ -163,7 +163,12 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					break
 				}
 			}
+		case plan.Detach:
+			if err = r.markLeaving(ctx, obs, a.Pod); err == nil {
+				r.detachReplica(ctx, log, obs, node, a.Pod)
+			}
 		case plan.DeletePod:
+			r.detachReplica(ctx, log, obs, node, a.Pod)
 			err = r.retireNode(ctx, log, obs, a.Pod, a.Reason)
 			if err == nil && a.Reason == plan.RetireNoRoom {
 				why := fmt.Sprintf("pod %s could not be scheduled in the zone it was to move to", a.Pod)

@@ -352,7 +352,6 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	}
 	sys.SetUsers = !aclLoadSafe(rc.Image.Version)
 	sys.Atomic = aclLoadSafe(rc.Image.Version)
-	sys.ReloadTLS = vc.Spec.TLS != nil
 	creds = valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}
 	migrate = valkey.Credentials{Username: MigrationUser, Password: sys.MigratePassword}
 

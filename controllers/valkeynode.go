@@ -17,6 +17,7 @@ import (
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/valkey"
 )
 
 // A Valkey node is three objects: its ValkeyNode (owned by the cluster), and the pod and the
@@ -95,20 +96,50 @@ func (r *ValkeyClusterReconciler) retireNode(ctx context.Context, log *zap.Logge
 	} else {
 		log.Info(logging.MsgRetiringNode, logging.Pod(name), zap.String(logging.FieldReason, reason))
 	}
-	if vn.Spec.Lifecycle != v1.LifecycleLeaving {
-		vn = vn.DeepCopy()
-		vn.Spec.Lifecycle = v1.LifecycleLeaving
-		if err := r.Update(ctx, vn); apierrors.IsNotFound(err) {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("mark ValkeyNode %s Leaving: %w", name, err)
-		}
+	if err := r.markLeaving(ctx, obs, name); err != nil {
+		return err
 	}
 	err := r.Delete(ctx, vn, client.Preconditions{UID: &vn.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err = client.IgnoreNotFound(err); err != nil {
 		return fmt.Errorf("delete ValkeyNode %s: %w", name, err)
 	}
 	return nil
+}
+
+// markLeaving marks the ValkeyNode of pod name Leaving, the first half of its retirement: an
+// operator that stops before the deletion finishes it first on its next pass (plan, rule 1b).
+func (r *ValkeyClusterReconciler) markLeaving(ctx context.Context, obs *observation, name string) error {
+	vn, ok := obs.nodes[name]
+	if !ok || vn.Spec.Lifecycle == v1.LifecycleLeaving {
+		return nil
+	}
+	vn = vn.DeepCopy()
+	vn.Spec.Lifecycle = v1.LifecycleLeaving
+	if err := r.Update(ctx, vn); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("mark ValkeyNode %s Leaving: %w", name, err)
+	}
+	obs.nodes[name] = vn
+	return nil
+}
+
+// detachReplica detaches the node of pod name from its primary (valkey.Client.Detach) when the
+// pass saw it answer as a replica: in the seconds it still answers MOVED before it stops (a
+// Valkey 8 pod's preStop hold, plan.MovedHold on 9.x) it acknowledges no write that a client's
+// WAIT would count as copied. A primary, a node that did not answer and a Failed pod are left
+// alone; a refusal is logged at DEBUG and the retirement goes on, as it did before.
+func (r *ValkeyClusterReconciler) detachReplica(ctx context.Context, log *zap.Logger, obs *observation, node func(string) (*valkey.Client, error), name string) {
+	for _, p := range obs.snapshot.Pods {
+		if p.Name != name || p.Node == nil || !p.Node.Reachable || p.Node.Primary || p.Node.PrimaryID == "" {
+			continue
+		}
+		c, err := node(name)
+		if err == nil {
+			err = c.Detach(ctx)
+		}
+		if err != nil {
+			log.Debug(logging.MsgDetachFailed, logging.Pod(name), zap.Error(err))
+		}
+	}
 }
 
 // completeJoins moves to Active every Joining node that is now a full member

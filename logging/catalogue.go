@@ -182,6 +182,11 @@ const (
 	// purpose: built from an older spec (rolling upgrade), beyond replicasPerShard (scale-down),
 	// or a replacement that never joined and is no longer wanted.
 	MsgRetiringNode = "retiring node"
+	// MsgDetachFailed (DEBUG, TargetCluster): cluster_name, pod, error. A replica about to be
+	// retired could not be detached from its primary (valkey.Client.Detach: an ACL from before
+	// the grant, a node that stopped answering); the retirement goes on without it, as before
+	// the detach existed.
+	MsgDetachFailed = "replica not detached before its retirement"
 	// MsgCompletedJoin (INFO, TargetCluster): cluster_name, pod. A new node became a full
 	// member (a primary serving slots, a replica synced) and its ValkeyNode went Active. The
 	// original's string (operations/failure-modes.md).
@@ -299,6 +304,7 @@ var Catalogue = []Entry{
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgShardDataLost, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldSlots}},
+	{MsgDetachFailed, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldError}},
 	{MsgReconcilePass, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldState, FieldEvent, FieldActions, FieldWaiting}},
 	{MsgReconcileError, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgReconcileErrorNoRetry, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},

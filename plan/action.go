@@ -71,6 +71,12 @@ type Forget struct {
 // (cleanup), else why a live node goes (RetireOutdated, RetireSurplus, RetireStuck).
 type DeletePod struct{ Pod, Reason string }
 
+// Detach begins the retirement of Pod, a replica next to go, whose deletion is held a moment
+// (MovedHold): its ValkeyNode is marked Leaving, and its node stops replicating
+// (valkey.Client.Detach), so that while it still answers MOVED it acknowledges no write a client's
+// WAIT would count as copied. The DeletePod that follows detaches again (idempotent).
+type Detach struct{ Pod string }
+
 // Takeover sends CLUSTER FAILOVER TAKEOVER to Pod's node, a synced replica of PrimaryID, the lost
 // primary of Shard.
 type Takeover struct {
@@ -144,6 +150,7 @@ func (AddSlots) action()      {}
 func (Replicate) action()     {}
 func (Forget) action()        {}
 func (DeletePod) action()     {}
+func (Detach) action()        {}
 func (Takeover) action()      {}
 func (FailoverForce) action() {}
 func (Failover) action()      {}
@@ -171,6 +178,10 @@ func (CloseSlots) Disruptive() bool { return true }
 
 // Disruptive: a deleted pod is gone for good.
 func (DeletePod) Disruptive() bool { return true }
+
+// Disruptive: only a replica already chosen for retirement (its shard's other copies caught up)
+// is detached; it loses no data and serves no slot. Harmless.
+func (Detach) Disruptive() bool { return false }
 
 // Disruptive: a takeover changes who serves a shard without the cluster's agreement.
 func (Takeover) Disruptive() bool { return true }
@@ -247,6 +258,9 @@ func (a DeletePod) String() string {
 	}
 	return "delete pod " + a.Pod
 }
+
+// String describes the action.
+func (a Detach) String() string { return "detach " + a.Pod + " from its primary" }
 
 // String describes the action.
 func (a Takeover) String() string {

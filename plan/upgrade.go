@@ -32,7 +32,8 @@ package plan
 //  6. In the shard, with R replicas wanted and L live nodes:
 //     a. a replica of an older spec while L > R+1: retire it (the first by name that is not
 //     caught up with the primary, else the first by name: never a caught-up copy while a
-//     trailing one stays), a demoted Valkey 9 primary MovedHold after its failover;
+//     trailing one stays), a demoted Valkey 9 primary MovedHold after its failover, detached
+//     from its new primary meanwhile (Detach);
 //     b. no node of an older spec while L > R+1: retire the replica a moved copy replaces (in
 //     the zone it moved from, fsm.Pod.MovedFrom), else the replica with the smallest
 //     replication offset (then the last by name), never the primary;
@@ -88,6 +89,19 @@ func planUpgrade(in Input) Step {
 	}
 	shardPods := s.ShardPods()
 	if d, ok := planFinishLeaving(s); ok {
+		for _, p := range s.LivePods() {
+			if p.Name != d.Pod || p.ServedAt.IsZero() {
+				continue
+			}
+			// A demoted primary this operator detached (Detach marks it Leaving) and held
+			// (MovedHold): its retirement is the roll's, not an interrupted one.
+			if why := servedRecently(s, p); why != "" {
+				return Step{Wait: why}
+			}
+			if p.SpecHash != s.SpecHash {
+				d.Reason = RetireOutdated
+			}
+		}
 		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("waiting for %s to leave", d.Pod)}
 	}
 	if d, ok := planRetireStuck(s, shardPods); ok {
@@ -123,7 +137,7 @@ func planUpgrade(in Input) Step {
 	case surplus && len(outdatedReplicas) > 0:
 		x := outdatedToRetire(outdatedReplicas, *primary)
 		if why := servedRecently(s, x); why != "" {
-			return Step{Wait: fmt.Sprintf("shard %d: %s", shard, why)}
+			return Step{Actions: []Action{Detach{Pod: x.Name}}, Wait: fmt.Sprintf("shard %d: %s", shard, why)}
 		}
 		d := DeletePod{Pod: x.Name, Reason: RetireOutdated}
 		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
@@ -295,7 +309,6 @@ func bestCaughtUp(pods []fsm.Pod, primary fsm.Pod, primaries map[string]int) *fs
 	}
 	return best
 }
-
 
 // retireMoved applies rule 6b to a shard with a copy moved to another zone (CreatePod.MovedFrom)
 // that has joined and caught up (preflight): the replica it replaces, in the zone it moved from

@@ -177,9 +177,17 @@ func TestRetireHeldWhileClientsLearnTheNewOwner(t *testing.T) {
 		return s
 	}
 	p := run(upgrade, fsm.Upgrading, snap("9.1.2", time.Second))
-	if len(p.Actions) != 0 || !strings.Contains(p.Waiting, "clients to learn") {
-		t.Fatalf("a 9.x primary demoted 1 s ago: want it held, got %v waiting %q", p.Actions, p.Waiting)
+	if len(p.Actions) != 1 || p.Actions[0] != (Detach{Pod: "p0-0"}) || !strings.Contains(p.Waiting, "clients to learn") {
+		t.Fatalf("a 9.x primary demoted 1 s ago: want it detached and held, got %v waiting %q", p.Actions, p.Waiting)
 	}
+	// Detach marked it Leaving: the next pass finishes its retirement, after the hold too.
+	leaving := snap("9.1.2", 2*time.Second)
+	withLifecycle("p0-0", v1.LifecycleLeaving)(&leaving)
+	if p := run(upgrade, fsm.Upgrading, leaving); len(p.Actions) != 0 || !strings.Contains(p.Waiting, "clients to learn") {
+		t.Fatalf("a detached node within the hold: want it held, got %v waiting %q", p.Actions, p.Waiting)
+	}
+	leaving.Now = now.Add(2 * time.Second)
+	retired(t, run(upgrade, fsm.Upgrading, leaving), "p0-0", RetireOutdated)
 	retired(t, run(upgrade, fsm.Upgrading, snap("9.1.2", MovedHold)), "p0-0", RetireOutdated)
 	retired(t, run(upgrade, fsm.Upgrading, snap("8.0.1", time.Second)), "p0-0", RetireOutdated)
 	retired(t, run(upgrade, fsm.Upgrading, snap("9.1.2", 0)), "p0-0", RetireOutdated)

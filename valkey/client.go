@@ -425,3 +425,19 @@ func redact(err error, secrets ...string) error {
 	}
 	return &redactedError{msg: msg}
 }
+
+// DetachedUser is the masteruser a detached replica authenticates as: a name no node has
+// (system users start with "_momento_", and a user-defined one cannot take this reserved name).
+const DetachedUser = "_momento_detached"
+
+// Detach stops this node, a replica, from replicating: CONFIG SET masteruser to DetachedUser, so
+// that every AUTH it sends its primary from now on fails, then CLIENT KILL TYPE master to drop the
+// link it has. It stays a member of the cluster and answers MOVED for its primary's slots, but it
+// receives and acknowledges no more writes, so no client's WAIT counts a copy that is about to
+// go. In memory only (no CONFIG REWRITE): a restart of the process undoes it.
+func (c *Client) Detach(ctx context.Context) error {
+	if err := c.doOK(ctx, "config set masteruser", c.c.B().ConfigSet().ParameterValue().ParameterValue("masteruser", DetachedUser).Build()); err != nil {
+		return err
+	}
+	return c.wrap("client kill type master", c.do(ctx, c.c.B().ClientKill().TypeMaster().Build()).Error())
+}

@@ -634,3 +634,76 @@ func myself(t *testing.T, c *Client) NodeEntry {
 	}
 	return me
 }
+
+// TestIntegrationDetach: a replica Detach was called on stays a member of the cluster that answers
+// MOVED for its primary's slots, but its replication link goes down and stays down (its AUTH as
+// DetachedUser fails), so its primary's WAIT no longer counts it.
+func TestIntegrationDetach(t *testing.T) {
+	ctx := t.Context()
+	const replPassword = "s3cret-repl-pa55-0c2d"
+	aclFile := filepath.Join(t.TempDir(), "users.acl")
+	users := "user default off\nuser ops on >" + opsPassword + " ~* &* +@all\nuser rep on >" + replPassword + " -@all +psync +replconf +ping\n"
+	if err := os.WriteFile(aclFile, []byte(users), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ops := Credentials{Username: "ops", Password: opsPassword}
+	replicaOf := []string{"--aclfile", aclFile, "--masteruser", "rep", "--masterauth", replPassword}
+	p, r := startServer(t, ops, replicaOf...), startServer(t, ops, replicaOf...)
+	cp, cr := dial(t, p.addr, ops), dial(t, r.addr, ops)
+	if err := cp.Meet(ctx, "127.0.0.1", r.port, r.busPort); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.AddSlotsRange(ctx, SlotRanges{{Start: 0, End: slot.Count - 1}}); err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := cp.MyID(ctx)
+	eventually(t, formTimeout, "the replica knows its primary", func(ctx context.Context) error {
+		return cr.Replicate(ctx, pid)
+	})
+	link := func(ctx context.Context) string {
+		info, err := cr.Info(ctx, "replication")
+		if err != nil {
+			return err.Error()
+		}
+		return info["master_link_status"]
+	}
+	eventually(t, formTimeout, "the replica's link up, the cluster ok", func(ctx context.Context) error {
+		if l := link(ctx); l != "up" {
+			return fmt.Errorf("master_link_status %q", l)
+		}
+		for _, v := range Observe(ctx, []string{p.addr, r.addr}, ops) {
+			if !v.ClusterStateOK() {
+				return fmt.Errorf("%s: cluster_state %q", v.Addr, v.ClusterInfo["cluster_state"])
+			}
+		}
+		return nil
+	})
+	waitOne := func() int64 {
+		if err := cp.c.Do(ctx, cp.c.B().Set().Key("k").Value("v").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		n, err := cp.c.Do(ctx, cp.c.B().Wait().Numreplicas(1).Timeout(500).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := waitOne(); n != 1 {
+		t.Fatalf("before Detach: WAIT 1 counted %d replicas", n)
+	}
+
+	if err := cr.Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // two reconnection attempts of the replica's cron
+	if l := link(ctx); l != "down" {
+		t.Errorf("2.5 s after Detach: master_link_status %q, want down", l)
+	}
+	if n := waitOne(); n != 0 {
+		t.Errorf("after Detach: WAIT 1 counted %d replicas, want 0", n)
+	}
+	err := cr.c.Do(ctx, cr.c.B().Set().Key("k").Value("w").Build()).Error()
+	if err == nil || !strings.Contains(err.Error(), "MOVED") {
+		t.Errorf("a write sent to the detached replica: %v, want MOVED to its primary", err)
+	}
+}

@@ -52,6 +52,7 @@ func TestRollingConfigChangeTwoClusters(t *testing.T) {
 		}
 	}
 	created := watchCreatedNodes(t, ns)
+	detached := watchRetiringReplicas(t, a)
 	wa, oa := startWriter(t, a)
 	wb, ob := startWriterPrefix(t, b, ns+":b:")
 
@@ -69,6 +70,7 @@ func TestRollingConfigChangeTwoClusters(t *testing.T) {
 		}
 	}
 	checkOneShardAtATime(t, created())
+	detached()
 	ra := finishWriter(t, wa, a, oa)
 	rb := finishWriter(t, wb, b, ob)
 	for _, r := range []harness.Report{ra, rb} {
@@ -80,6 +82,31 @@ func TestRollingConfigChangeTwoClusters(t *testing.T) {
 	for _, vc := range []*v1.ValkeyCluster{a, b} {
 		checkFailoversPerShard(t, vc, 3)
 	}
+}
+
+// TestRollValkey9: a 3×1 cluster on Valkey 9 rolls (a config change) under the writer. A 9.x pod
+// has no preStop hook, so each primary the roll demotes is detached from its new primary and kept
+// plan.MovedHold before its deletion: clients learn the new owner from its MOVED answers, and it
+// acknowledges no write meanwhile. No slot refuses writes for a second, nothing acknowledged is
+// lost, one failover per shard.
+func TestRollValkey9(t *testing.T) {
+	ns := "roll-9"
+	vc := versionedCluster(t, ns, localcluster.Valkey9Version, 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	before := podNameSet(t, vc)
+	detached := watchRetiringReplicas(t, vc)
+	w, opts := startWriter(t, vc)
+	start := time.Now()
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["hz"] = "20" })
+	waitRolled(t, vc, 3, 1, before, rollTimeout)
+	t.Logf("rolled in %s", time.Since(start).Round(time.Second))
+	detached()
+	r := finishWriter(t, w, vc, opts)
+	if r.LostUnreplicated > 0 {
+		t.Errorf("%d keys acknowledged by the primary were lost: a graceful failover loses none", r.LostUnreplicated)
+	}
+	reportRefusals(t, r)
+	checkFailoversPerShard(t, vc, 3)
 }
 
 // TestUpgrade8To9: a 3×1 cluster on Valkey 8.0.1 is upgraded to 9.1.2 by repointing its
@@ -114,6 +141,75 @@ func TestUpgrade8To9(t *testing.T) {
 	reportRefusals(t, r)
 	checkFailoversPerShard(t, vc, 3)
 	checkForgetLines(t, vc, oldIDs)
+}
+
+// watchRetiringReplicas polls vc's pods every 100 ms until the returned check runs: each pod being
+// retired whose server still answers (a Valkey 8 pod in its preStop hold, a Valkey 9 one whose
+// ValkeyNode is Leaving during plan.MovedHold) is asked INFO replication. The check fails the test if one that answered as a replica still had its link to
+// its primary up: a retiring replica is detached first, so that in its last seconds it
+// acknowledges no write a client's WAIT would count (valkey.Client.Detach). It also fails if no
+// retiring replica was seen at all (the check would prove nothing).
+func watchRetiringReplicas(t *testing.T, vc *v1.ValkeyCluster) func() {
+	t.Helper()
+	creds := operatorCreds(t, vc)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	seen := map[string]string{} // pod -> the worst link status seen while it was being deleted
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			var list corev1.PodList
+			if err := k8s.List(context.Background(), &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+				continue
+			}
+			var nodes v1.ValkeyNodeList
+			if err := k8s.List(context.Background(), &nodes, client.InNamespace(vc.Namespace)); err != nil {
+				continue
+			}
+			leaving := map[string]bool{}
+			for _, n := range nodes.Items {
+				leaving[n.Name] = n.Spec.Lifecycle == v1.LifecycleLeaving
+			}
+			for _, p := range list.Items {
+				if (p.DeletionTimestamp == nil && !leaving[p.Name]) || p.Status.PodIP == "" {
+					continue
+				}
+				c, err := valkey.NewClient(addr(p), creds)
+				if err != nil {
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				info, err := c.Info(ctx, "replication")
+				cancel()
+				c.Close()
+				if err != nil || info["role"] != "slave" {
+					continue
+				}
+				if seen[p.Name] != "up" {
+					seen[p.Name] = info["master_link_status"]
+				}
+			}
+		}
+	}()
+	return func() {
+		t.Helper()
+		close(stop)
+		<-done
+		t.Logf("retiring replicas' replication link while they were being deleted: %v", seen)
+		if len(seen) == 0 {
+			t.Error("no retiring replica answered while being deleted: the detach was not observed")
+		}
+		for pod, link := range seen {
+			if link == "up" {
+				t.Errorf("%s was being deleted with its replication link up: not detached", pod)
+			}
+		}
+	}
 }
 
 // nodeIDSet is the Valkey node id of every running pod of vc.
