@@ -168,8 +168,12 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				r.detachReplica(ctx, log, obs, node, a.Pod)
 			}
 		case plan.DeletePod:
-			r.detachReplica(ctx, log, obs, node, a.Pod)
-			err = r.retireNode(ctx, log, obs, a.Pod, a.Reason)
+			// Leaving first: a replica detached by an operator that then stops is retired by
+			// the next one (rule 1b), never left detached for good.
+			if err = r.markLeaving(ctx, obs, a.Pod); err == nil {
+				r.detachReplica(ctx, log, obs, node, a.Pod)
+				err = r.retireNode(ctx, log, obs, a.Pod, a.Reason)
+			}
 			if err == nil && a.Reason == plan.RetireNoRoom {
 				why := fmt.Sprintf("pod %s could not be scheduled in the zone it was to move to", a.Pod)
 				for _, p := range obs.snapshot.Pods {
