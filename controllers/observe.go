@@ -58,6 +58,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		Shards:           int(vc.Spec.Shards),
 		ReplicasPerShard: int(vc.Spec.ReplicasPerShard),
 		SpecHash:         specHash,
+		Hostnames:        vc.Spec.TLS != nil,
 		Failover:         failoverIntent(vc.Status.Failover),
 		Now:              time.Now(),
 	}
@@ -209,6 +210,12 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 			continue
 		}
 		n.Known[e.ID] = e.Slots
+		if e.Hostname == "" {
+			if n.NoHostname == nil {
+				n.NoHostname = map[string]bool{}
+			}
+			n.NoHostname[e.ID] = true
+		}
 		if e.Fail {
 			n.Failed[e.ID] = true
 		}

@@ -10,7 +10,8 @@ import (
 // cluster_state:ok with every slot assigned, and is either a primary serving slots or a replica
 // whose link to its primary is up (master_link_status:up, which Valkey reports only once the
 // initial sync is loaded). A replica that is attached but still syncing holds no usable copy,
-// so it stays Joining.
+// so it stays Joining. In a cluster that announces hostnames, so does a node that does not know
+// every live peer's hostname yet, or whose own hostname a live peer does not know yet.
 func CompletedJoins(s Snapshot) []string {
 	var out []string
 	for _, p := range s.LivePods() {
@@ -22,6 +23,9 @@ func CompletedJoins(s Snapshot) []string {
 		// no: a join completes only in a cluster that serves them all (FormedOnce reads it so).
 		if n == nil || !n.Reachable || !n.ClusterStateOK || n.SlotsAssigned != slot.Count {
 			continue
+		}
+		if s.HostnameGap(p.Name) != "" {
+			continue // a client sent to it, or by it, would get MOVED to "?"
 		}
 		if (n.Primary && len(n.MySlots) > 0) || (!n.Primary && n.PrimaryID != "" && n.LinkUp) {
 			out = append(out, p.Name)

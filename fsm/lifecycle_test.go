@@ -111,3 +111,40 @@ func TestJoinTypeAfterInvalid(t *testing.T) {
 		t.Fatalf("formed once, every node of the shard lost: JoinType = %q, want %q", got, v1.JoinTypePrimary)
 	}
 }
+
+// A cluster that announces hostnames (TLS) is formed, and a node has joined it, only once every
+// live node knows every live peer's hostname: one that lacks it answers MOVED with "?" for an
+// address. A gap about a node that is gone, or in a cluster that announces none, holds nothing.
+func TestHostnamesGateFormationAndJoins(t *testing.T) {
+	s := newSnapshot(Active, 2, 1, formed)
+	s.Hostnames = true
+	if !s.Formed() || s.HostnameGap("") != "" {
+		t.Fatalf("every hostname known: want formed, got gap %q", s.HostnameGap(""))
+	}
+	s.Pods[1].Lifecycle = string(v1.LifecycleJoining) // p0-1, a replica that just synced
+	if got := CompletedJoins(s); !slices.Equal(got, []string{"p0-1"}) {
+		t.Fatalf("every hostname known: want p0-1's join complete, got %v", got)
+	}
+	s.Pods[2].Node.NoHostname = map[string]bool{"id-p0-1": true} // p1-0 lacks p0-1's hostname
+	if s.Formed() {
+		t.Fatal("p1-0 does not know p0-1's hostname: want not formed")
+	}
+	if gap := s.HostnameGap("p0-1"); gap != "p1-0 does not know p0-1's hostname yet" {
+		t.Fatalf("gap involving p0-1: %q", gap)
+	}
+	if gap := s.HostnameGap("p1-1"); gap != "" {
+		t.Fatalf("no gap involves p1-1, got %q", gap)
+	}
+	if got := CompletedJoins(s); len(got) != 0 {
+		t.Fatalf("p0-1 is not known by hostname everywhere: want its join held, got %v", got)
+	}
+	s.Pods[2].Node.NoHostname = map[string]bool{"id-gone": true}
+	if !s.Formed() {
+		t.Fatal("a gap about a node that is gone: want formed")
+	}
+	s.Pods[2].Node.NoHostname = map[string]bool{"id-p0-1": true}
+	s.Hostnames = false
+	if !s.Formed() || len(CompletedJoins(s)) != 1 {
+		t.Fatal("a cluster that announces no hostname: want formed and the join complete")
+	}
+}

@@ -25,6 +25,12 @@ type Snapshot struct {
 	SpecProblem string
 	// Shards and ReplicasPerShard are the desired topology.
 	Shards, ReplicasPerShard int
+	// Hostnames is true when the cluster's nodes announce a hostname and clients are sent to
+	// peers by it (a TLS cluster: cluster-preferred-endpoint-type hostname). Such a cluster is
+	// formed, and a node has joined it, only once every node knows every live peer's hostname
+	// (HostnameGap): Valkey gossips hostnames apart from the rest of a node's record, and a node
+	// that lacks one answers MOVED with "?" for an address (valkey-io/valkey#304).
+	Hostnames bool
 	// SpecHash is the hash of what a node created now would be built from (see Pod.SpecHash).
 	SpecHash string
 	// Pods are the cluster's pods, any phase, sorted by name.
@@ -163,6 +169,10 @@ type Node struct {
 	// Meeting are the IPs of the nodes this node is in the handshake with: a MEET it was sent is
 	// under way, and sending it again would only log a second `cluster meet issued`.
 	Meeting map[string]bool
+	// NoHostname are the ids this node knows (Known) without a hostname (CLUSTER NODES prints
+	// none): in a cluster whose nodes announce one (Snapshot.Hostnames), it would answer MOVED
+	// and ASK for their slots with "?" for an address.
+	NoHostname map[string]bool
 	// Failed are the ids this node flags `fail` (the cluster agreed they are down).
 	Failed map[string]bool
 	// Suspected are the ids this node flags `fail?`: it cannot reach them, but too few primaries
@@ -282,6 +292,9 @@ func (s Snapshot) Formed() bool {
 			}
 		}
 	}
+	if s.HostnameGap("") != "" {
+		return false
+	}
 	for _, pods := range s.ShardPods() {
 		primary := ShardPrimary(pods)
 		if primary == nil || len(primary.Node.MySlots) == 0 {
@@ -294,6 +307,34 @@ func (s Snapshot) Formed() bool {
 		}
 	}
 	return true
+}
+
+// HostnameGap says which live node does not know which live peer's hostname, "" when none (or
+// when the cluster does not announce hostnames, Snapshot.Hostnames). With pod set, only gaps that
+// involve pod count: its own view of its peers, and its peers' view of it.
+func (s Snapshot) HostnameGap(pod string) string {
+	if !s.Hostnames {
+		return ""
+	}
+	live := s.LivePods()
+	names := map[string]string{}
+	for _, p := range live {
+		if p.Node != nil && p.Node.ID != "" {
+			names[p.Node.ID] = p.Name
+		}
+	}
+	for _, p := range live {
+		if p.Node == nil {
+			continue
+		}
+		for id := range p.Node.NoHostname {
+			peer, isLive := names[id]
+			if isLive && (pod == "" || pod == p.Name || pod == peer) {
+				return fmt.Sprintf("%s does not know %s's hostname yet", p.Name, peer)
+			}
+		}
+	}
+	return ""
 }
 
 // FormedOnce reports whether the cluster was formed at some point in its life, whatever it is

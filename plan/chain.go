@@ -150,6 +150,9 @@ func Pass(st fsm.State, s fsm.Snapshot) Plan {
 	p := Default().Run(Input{State: st, Snapshot: s})
 	if p.Waiting == "" && p.Blocked == "" && !s.Formed() {
 		p.Waiting = "waiting for the cluster to agree"
+		if gap := s.HostnameGap(""); gap != "" {
+			p.Waiting = "waiting for every node to know every peer's hostname: " + gap
+		}
 	}
 	return p
 }

@@ -256,6 +256,7 @@ func TestTLS(t *testing.T) {
 
 func testTLS(t *testing.T, ns, version string) {
 	vc, ca := tlsCluster(t, ns, 3, 1, version)
+	checkHostnames(t, vc, ca)
 	before := strings.Join(podNames(t, vc), ",")
 	verifyTLS(t, vc, ca, 3, 1)
 	if vc.Status.Message != "" {
@@ -266,6 +267,28 @@ func testTLS(t *testing.T, ns, version string) {
 	time.Sleep(20 * time.Second)
 	if after := strings.Join(podNames(t, vc), ","); after != before {
 		t.Fatalf("pods changed while idle (liveness over TLS?): %s, then %s", before, after)
+	}
+}
+
+// checkHostnames: as soon as the cluster is Active, every node lists every peer with its
+// hostname (CLUSTER NODES): one that did not would send clients to "?" in MOVED and ASK replies
+// (Valkey gossips hostnames apart from the rest of a node's record, valkey-io/valkey#304).
+func checkHostnames(t *testing.T, vc *v1.ValkeyCluster, ca *testCA) {
+	t.Helper()
+	var addrs []string
+	for _, p := range clusterPods(t, vc) {
+		addrs = append(addrs, addr(p))
+	}
+	for _, v := range valkey.Observe(context.Background(), addrs, tlsCreds(t, vc, ca)) {
+		if !v.Reachable {
+			t.Errorf("%s does not answer: %v", v.Addr, v.Err)
+			continue
+		}
+		for _, e := range v.Nodes {
+			if e.Hostname == "" {
+				t.Errorf("%s, Active: knows %s (%s) without its hostname", v.Addr, e.ID, e.Addr())
+			}
+		}
 	}
 }
 
