@@ -148,3 +148,16 @@ func TestHostnamesGateFormationAndJoins(t *testing.T) {
 		t.Fatal("a cluster that announces no hostname: want formed and the join complete")
 	}
 }
+
+// A replica being retired (Leaving) was detached from its primary on purpose: it is not waited for.
+func TestUnsyncedSkipsLeaving(t *testing.T) {
+	s := newSnapshot(Active, 1, 1, formed)
+	s.Pods[1].Node.LinkUp = false
+	if got := s.Unsynced(); !slices.Equal(got, []string{"p0-1"}) {
+		t.Fatalf("a replica with its link down: Unsynced = %v", got)
+	}
+	s.Pods[1].Lifecycle = string(v1.LifecycleLeaving)
+	if got := s.Unsynced(); len(got) != 0 {
+		t.Fatalf("a Leaving replica: Unsynced = %v, want none", got)
+	}
+}

@@ -500,10 +500,14 @@ func (s Snapshot) Outdated() []string {
 }
 
 // Unsynced names the live replicas (by name) whose link to their primary is not up: attached,
-// but still loading their first sync, or cut from their primary.
+// but still loading their first sync, or cut from their primary. A node being retired (Leaving)
+// is not waited for: the operator detached it from its primary on purpose.
 func (s Snapshot) Unsynced() []string {
 	var out []string
 	for _, p := range s.LivePods() {
+		if p.Lifecycle == string(v1.LifecycleLeaving) {
+			continue
+		}
 		if n := p.Node; n != nil && n.Reachable && !n.Primary && !n.LinkUp {
 			out = append(out, p.Name)
 		}

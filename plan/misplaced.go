@@ -91,8 +91,7 @@ func planMisplaced(in Input) Step {
 			continue
 		}
 		if caughtUpReplicas(live, p, x.Name) >= s.ReplicasPerShard {
-			d := DeletePod{Pod: x.Name, Reason: RetireMisplaced}
-			return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", x.Shard, x.Name)}
+			return retireStep(s, x.Shard, DeletePod{Pod: x.Name, Reason: RetireMisplaced})
 		}
 		if hold == "" {
 			hold = fmt.Sprintf("shard %d: %s replicates %s of shard %d, which has too few other caught-up replicas to let it go", x.Shard, x.Name, p.Name, p.Shard)

@@ -414,3 +414,14 @@ func TestReshardAtomicBatch(t *testing.T) {
 		t.Fatalf("want every move of 3 -> 4 (%d) in one batch, got %d", slot.Count/4, len(m.Moves))
 	}
 }
+
+// A reshard held by its move gate says why (status.message), rather than leaving the cluster
+// "waiting for the cluster to agree": CI once stalled 8 minutes with no reason given.
+func TestReshardHeldSaysWhy(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 2, 1, formed, withLifecycle("p1-1", v1.LifecycleJoining))
+	s.Shards = 3 // a reshard is pending: every primary serves more than its new share
+	p := run(reshard, fsm.Upgrading, s)
+	if len(p.Actions) != 0 || !strings.Contains(p.Waiting, "p1-1 to sync before moving slots") {
+		t.Fatalf("want the move held with its reason, got %v waiting %q", p.Actions, p.Waiting)
+	}
+}

@@ -98,8 +98,8 @@ func planUpgrade(in Input) Step {
 			if why := servedRecently(s, p); why != "" {
 				return Step{Wait: why}
 			}
-			if p.SpecHash != s.SpecHash {
-				d.Reason = RetireOutdated
+			if p.SpecHash != s.SpecHash && p.Node.Major() >= 9 {
+				d.Reason = RetireOutdated // only a 9.x node is held; an 8.x one was interrupted
 			}
 		}
 		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("waiting for %s to leave", d.Pod)}
@@ -136,17 +136,12 @@ func planUpgrade(in Input) Step {
 	switch {
 	case surplus && len(outdatedReplicas) > 0:
 		x := outdatedToRetire(outdatedReplicas, *primary)
-		if why := servedRecently(s, x); why != "" {
-			return Step{Actions: []Action{Detach{Pod: x.Name}}, Wait: fmt.Sprintf("shard %d: %s", shard, why)}
-		}
-		d := DeletePod{Pod: x.Name, Reason: RetireOutdated}
-		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
+		return retireStep(s, shard, DeletePod{Pod: x.Name, Reason: RetireOutdated})
 	case surplus && !outdatedPrimary:
 		if d, ok := retireMoved(pods, primary.Name); ok {
-			return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
+			return retireStep(s, shard, d)
 		}
-		d := DeletePod{Pod: leastCaughtUp(pods, primary.Name).Name, Reason: RetireSurplus}
-		return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
+		return retireStep(s, shard, DeletePod{Pod: leastCaughtUp(pods, primary.Name).Name, Reason: RetireSurplus})
 	case surplus && outdatedPrimary:
 		if f := s.Failover; f != nil && f.PrimaryID == primary.Node.ID && s.Now.Sub(f.StartedAt) < FailoverRetry {
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, f.Pod)}
@@ -361,6 +356,17 @@ func leastCaughtUp(pods []fsm.Pod, primary string) fsm.Pod {
 		return replicas[i].Name > replicas[j].Name
 	})
 	return replicas[0]
+}
+
+// retireStep retires d.Pod, a replica of shard, or first detaches it and waits out MovedHold
+// when it served slots a moment ago (servedRecently).
+func retireStep(s fsm.Snapshot, shard int, d DeletePod) Step {
+	for _, p := range s.LivePods() {
+		if why := servedRecently(s, p); p.Name == d.Pod && why != "" {
+			return Step{Actions: []Action{Detach{Pod: p.Name}}, Wait: fmt.Sprintf("shard %d: %s", shard, why)}
+		}
+	}
+	return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
 }
 
 // MovedHold is how long a node that handed its slots over (a failover, a slot move) is kept before

@@ -434,9 +434,11 @@ const DetachedUser = "_momento_detached"
 // that every AUTH it sends its primary from now on fails, then CLIENT KILL TYPE master to drop the
 // link it has. It stays a member of the cluster and answers MOVED for its primary's slots, but it
 // receives and acknowledges no more writes, so no client's WAIT counts a copy that is about to
-// go. In memory only (no CONFIG REWRITE): a restart of the process undoes it.
+// go. The same CONFIG SET sets cluster-replica-no-failover, so that Valkey's own election never
+// promotes its frozen copy. In memory only (no CONFIG REWRITE): a restart of the process undoes it.
 func (c *Client) Detach(ctx context.Context) error {
-	if err := c.doOK(ctx, "config set masteruser", c.c.B().ConfigSet().ParameterValue().ParameterValue("masteruser", DetachedUser).Build()); err != nil {
+	cmd := c.c.B().ConfigSet().ParameterValue().ParameterValue("cluster-replica-no-failover", "yes").ParameterValue("masteruser", DetachedUser).Build()
+	if err := c.doOK(ctx, "config set cluster-replica-no-failover masteruser", cmd); err != nil {
 		return err
 	}
 	return c.wrap("client kill type master", c.do(ctx, c.c.B().ClientKill().TypeMaster().Build()).Error())

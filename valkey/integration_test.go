@@ -702,6 +702,9 @@ func TestIntegrationDetach(t *testing.T) {
 	if n := waitOne(); n != 0 {
 		t.Errorf("after Detach: WAIT 1 counted %d replicas, want 0", n)
 	}
+	if got, err := cr.c.Do(ctx, cr.c.B().ConfigGet().Parameter("cluster-replica-no-failover").Build()).AsStrMap(); err != nil || got["cluster-replica-no-failover"] != "yes" {
+		t.Errorf("after Detach: cluster-replica-no-failover %v (%v), want yes: Valkey's election must not promote it", got, err)
+	}
 	err := cr.c.Do(ctx, cr.c.B().Set().Key("k").Value("w").Build()).Error()
 	if err == nil || !strings.Contains(err.Error(), "MOVED") {
 		t.Errorf("a write sent to the detached replica: %v, want MOVED to its primary", err)

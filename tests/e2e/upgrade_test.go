@@ -155,6 +155,7 @@ func watchRetiringReplicas(t *testing.T, vc *v1.ValkeyCluster) func() {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	seen := map[string]string{} // pod -> the worst link status seen while it was being deleted
+	first := map[string]time.Time{}
 	go func() {
 		defer close(done)
 		for {
@@ -190,7 +191,12 @@ func watchRetiringReplicas(t *testing.T, vc *v1.ValkeyCluster) func() {
 				if err != nil || info["role"] != "slave" {
 					continue
 				}
-				if seen[p.Name] != "up" {
+				// The Leaving mark is written a moment before the detach: only what the node
+				// says 300 ms after it was first seen retiring counts.
+				if _, ok := first[p.Name]; !ok {
+					first[p.Name] = time.Now()
+				}
+				if time.Since(first[p.Name]) >= 300*time.Millisecond && seen[p.Name] != "up" {
 					seen[p.Name] = info["master_link_status"]
 				}
 			}
