@@ -91,7 +91,7 @@ func planMisplaced(in Input) Step {
 			continue
 		}
 		if caughtUpReplicas(live, p, x.Name) >= s.ReplicasPerShard {
-			return retireStep(s, x.Shard, DeletePod{Pod: x.Name, Reason: RetireMisplaced})
+			return retireStep(s, x.Shard, x, RetireMisplaced)
 		}
 		if hold == "" {
 			hold = fmt.Sprintf("shard %d: %s replicates %s of shard %d, which has too few other caught-up replicas to let it go", x.Shard, x.Name, p.Name, p.Shard)

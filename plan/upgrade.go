@@ -88,11 +88,9 @@ func planUpgrade(in Input) Step {
 		return Step{}
 	}
 	shardPods := s.ShardPods()
-	if d, ok := planFinishLeaving(s); ok {
-		for _, p := range s.LivePods() {
-			if p.Name != d.Pod || p.ServedAt.IsZero() {
-				continue
-			}
+	if p, ok := planFinishLeaving(s); ok {
+		d := DeletePod{Pod: p.Name, Reason: RetireInterrupted}
+		if !p.ServedAt.IsZero() {
 			// A demoted primary this operator detached (Detach marks it Leaving) and held
 			// (MovedHold): its retirement is the roll's, not an interrupted one.
 			if why := servedRecently(s, p); why != "" {
@@ -136,12 +134,12 @@ func planUpgrade(in Input) Step {
 	switch {
 	case surplus && len(outdatedReplicas) > 0:
 		x := outdatedToRetire(outdatedReplicas, *primary)
-		return retireStep(s, shard, DeletePod{Pod: x.Name, Reason: RetireOutdated})
+		return retireStep(s, shard, x, RetireOutdated)
 	case surplus && !outdatedPrimary:
-		if d, ok := retireMoved(pods, primary.Name); ok {
-			return retireStep(s, shard, d)
+		if x, ok := retireMoved(pods, primary.Name); ok {
+			return retireStep(s, shard, x, RetireMoved)
 		}
-		return retireStep(s, shard, DeletePod{Pod: leastCaughtUp(pods, primary.Name).Name, Reason: RetireSurplus})
+		return retireStep(s, shard, leastCaughtUp(pods, primary.Name), RetireSurplus)
 	case surplus && outdatedPrimary:
 		if f := s.Failover; f != nil && f.PrimaryID == primary.Node.ID && s.Now.Sub(f.StartedAt) < FailoverRetry {
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, f.Pod)}
@@ -161,14 +159,14 @@ func planUpgrade(in Input) Step {
 // planFinishLeaving applies rule 1b: a live node whose ValkeyNode is Leaving was being retired
 // when the operator stopped between marking it and deleting it; the retirement is finished
 // first (the first by name), unless the node serves slots (it was promoted since: then it is
-// not what was retired, and the planners above decide).
-func planFinishLeaving(s fsm.Snapshot) (DeletePod, bool) {
+// not what was retired, and the planners above decide). It returns the node to retire.
+func planFinishLeaving(s fsm.Snapshot) (fsm.Pod, bool) {
 	for _, p := range s.LivePods() {
 		if p.Lifecycle == string(v1.LifecycleLeaving) && (p.Node == nil || !p.Node.Reachable || len(p.Node.MySlots) == 0) {
-			return DeletePod{Pod: p.Name, Reason: RetireInterrupted}, true
+			return p, true
 		}
 	}
-	return DeletePod{}, false
+	return fsm.Pod{}, false
 }
 
 // joined reports whether p's node ever became a member: its pod runs and its ValkeyNode left
@@ -308,7 +306,7 @@ func bestCaughtUp(pods []fsm.Pod, primary fsm.Pod, primaries map[string]int) *fs
 // retireMoved applies rule 6b to a shard with a copy moved to another zone (CreatePod.MovedFrom)
 // that has joined and caught up (preflight): the replica it replaces, in the zone it moved from
 // (the least caught up there, then the last by name), never the primary nor a moved copy.
-func retireMoved(pods []fsm.Pod, primary string) (DeletePod, bool) {
+func retireMoved(pods []fsm.Pod, primary string) (fsm.Pod, bool) {
 	from := map[string]bool{}
 	for _, p := range pods {
 		if p.MovedFrom != "" && joined(p) {
@@ -322,10 +320,10 @@ func retireMoved(pods []fsm.Pod, primary string) (DeletePod, bool) {
 		}
 	}
 	if len(in) == 0 {
-		return DeletePod{}, false
+		return fsm.Pod{}, false
 	}
 	// The primary is not among them: leastCaughtUp's primary "" excludes none.
-	return DeletePod{Pod: leastCaughtUp(in, "").Name, Reason: RetireMoved}, true
+	return leastCaughtUp(in, ""), true
 }
 
 // outdatedToRetire applies rule 6a: the first outdated replica by name that is not caught up
@@ -358,15 +356,13 @@ func leastCaughtUp(pods []fsm.Pod, primary string) fsm.Pod {
 	return replicas[0]
 }
 
-// retireStep retires d.Pod, a replica of shard, or first detaches it and waits out MovedHold
-// when it served slots a moment ago (servedRecently).
-func retireStep(s fsm.Snapshot, shard int, d DeletePod) Step {
-	for _, p := range s.LivePods() {
-		if why := servedRecently(s, p); p.Name == d.Pod && why != "" {
-			return Step{Actions: []Action{Detach{Pod: p.Name}}, Wait: fmt.Sprintf("shard %d: %s", shard, why)}
-		}
+// retireStep retires p, a replica of shard, for reason, or first detaches it and waits out
+// MovedHold when it served slots a moment ago (servedRecently).
+func retireStep(s fsm.Snapshot, shard int, p fsm.Pod, reason string) Step {
+	if why := servedRecently(s, p); why != "" {
+		return Step{Actions: []Action{Detach{Pod: p.Name}}, Wait: fmt.Sprintf("shard %d: %s", shard, why)}
 	}
-	return Step{Actions: []Action{d}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, d.Pod)}
+	return Step{Actions: []Action{DeletePod{Pod: p.Name, Reason: reason}}, Wait: fmt.Sprintf("shard %d: waiting for %s to leave", shard, p.Name)}
 }
 
 // MovedHold is how long a node that handed its slots over (a failover, a slot move) is kept before
