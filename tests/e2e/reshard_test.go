@@ -101,8 +101,20 @@ func checkMethodAfterKills(t *testing.T, vc *v1.ValkeyCluster, version string) {
 // running nodes list as succeeded.
 func succeededMigrations(t *testing.T, vc *v1.ValkeyCluster) int {
 	t.Helper()
-	creds := operatorCreds(t, vc)
 	n := 0
+	for _, j := range slotMigrationJobs(t, vc, operatorCreds(t, vc)) {
+		if j.State == "success" {
+			n++
+		}
+	}
+	return n
+}
+
+// slotMigrationJobs lists the atomic slot migrations (CLUSTER GETSLOTMIGRATIONS) of every running
+// node of vc that answers.
+func slotMigrationJobs(t *testing.T, vc *v1.ValkeyCluster, creds valkey.Credentials) []valkey.SlotMigration9 {
+	t.Helper()
+	var out []valkey.SlotMigration9
 	for _, p := range clusterPods(t, vc) {
 		c, err := valkey.NewClient(addr(p), creds)
 		if err != nil {
@@ -110,13 +122,11 @@ func succeededMigrations(t *testing.T, vc *v1.ValkeyCluster) int {
 		}
 		jobs, err := c.SlotMigrations(context.Background())
 		c.Close()
-		for _, j := range jobs {
-			if err == nil && j.State == "success" {
-				n++
-			}
+		if err == nil {
+			out = append(out, jobs...)
 		}
 	}
-	return n
+	return out
 }
 
 func reshardScenario(t *testing.T, ns, version string) {
@@ -754,17 +764,9 @@ func waitMigrationJob(t *testing.T, vc *v1.ValkeyCluster, timeout time.Duration)
 	creds := operatorCreds(t, vc)
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		for _, p := range clusterPods(t, vc) {
-			c, err := valkey.NewClient(addr(p), creds)
-			if err != nil {
-				continue
-			}
-			jobs, err := c.SlotMigrations(context.Background())
-			c.Close()
-			for _, j := range jobs {
-				if err == nil && !j.Terminal() {
-					return true
-				}
+		for _, j := range slotMigrationJobs(t, vc, creds) {
+			if !j.Terminal() {
+				return true
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
