@@ -67,9 +67,11 @@ lint:
 verify: generate manifests
 	git diff --exit-code -- apis manifests chart
 
-# All tests: unit tests, envtest (real kube-apiserver) and end-to-end tests on the local cluster.
+# All tests: unit tests, envtest (real kube-apiserver) and end-to-end tests on the local cluster,
+# the end-to-end package as E2E_LANES processes side by side (hack/test.sh).
+E2E_LANES ?= 3
 test: deps
-	go test -count=1 -timeout 80m ./...
+	E2E_LANES=$(E2E_LANES) bash hack/test.sh
 
 # The seeded chaos suite's long run (tests/chaos): three clusters under a schedule of faults and
 # day-2 changes made from SEED (random if unset; printed with its replay command), DURATION of

@@ -185,6 +185,7 @@ func waitStateMessage(t *testing.T, vc *v1.ValkeyCluster, state v1.State, messag
 // Valkey 8.0.1 (ACL SETUSER), rotates a password while an upgrade to 9.1.2 rolls, and ends on
 // 9.1.2 (ACL LOAD of the mounted file).
 func TestACL(t *testing.T) {
+	lane(t)
 	ns := "acl"
 	setupNamespace(t, ns)
 	cfg := newConfig(ns+"-config", ns+"-image")

@@ -30,6 +30,7 @@ const annotationsApplied = 10 * time.Second
 // changed keys are on every pod within a few seconds, and a key removed from the spec stays on
 // the live pods (it goes when a pod is next replaced). A settled cluster is not patched again.
 func TestPodAnnotationsInPlace(t *testing.T) {
+	lane(t)
 	ns := "annotations"
 	setupNamespace(t, ns)
 	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"))

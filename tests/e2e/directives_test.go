@@ -15,6 +15,7 @@ import (
 // forced settings keep the operator's values. A value is a valkey.conf value: one that holds
 // a space and must reach Valkey as one argument is quoted, as in valkey.conf.
 func TestPassThroughDirectives(t *testing.T) {
+	lane(t)
 	passed := map[string]string{
 		"cluster-allow-reads-when-down": "yes",
 		"cluster-require-full-coverage": "no",

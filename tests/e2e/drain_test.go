@@ -34,6 +34,7 @@ import (
 // its slots over gracefully (CLUSTER FAILOVER during the preStop delay), and every acknowledged
 // key reads back.
 func TestDrainPrimaryNode(t *testing.T) {
+	lane(t)
 	// An earlier measurement of a drain before the budgets reported 13.2 s of refusal (2669
 	// errors). With the graceful handover the first eviction refuses no write with or without
 	// a budget (one run here with the budgets switched off: 0 refused); what the budget adds
@@ -74,6 +75,7 @@ func TestDrainPrimaryNode(t *testing.T) {
 // drain keeps retrying until the shard's replacement holds a full copy. Then the second copy
 // goes, a primary by then, handing its slots to that replacement: no write refused, no key lost.
 func TestDrainNodeHoldingBothCopies(t *testing.T) {
+	lane(t)
 	vc := drainCluster(t, "drain-both")
 	primary := podWithRole(t, vc, v1.NodeRolePrimary)
 	pods := livePods(t, vc)

@@ -61,12 +61,14 @@ func failoverLine(msg string) bool {
 // shard serves again, the cluster is Ready with a synced replacement, and no key a replica
 // acknowledged (WAIT 1) is lost.
 func TestPrimaryKilledUnderLoad(t *testing.T) {
+	lane(t)
 	primaryLostUnderLoad(t, "kill-load", false, func(ns, pod string) error { return cluster.Kubelet.KillPod(ns, pod) })
 }
 
 // TestPrimaryPodDeletedUnderLoad: the same with `kubectl delete pod` of a primary, a planned
 // loss (a drain): the operator may hand the slots over before the process stops.
 func TestPrimaryPodDeletedUnderLoad(t *testing.T) {
+	lane(t)
 	primaryLostUnderLoad(t, "delete-load", true, func(ns, pod string) error {
 		return k8s.Delete(context.Background(), &corev1.Pod{ObjectMeta: objectMetaNS(ns, pod)})
 	})
@@ -80,6 +82,7 @@ func TestPrimaryPodDeletedUnderLoad(t *testing.T) {
 // Before the hook could hand over, the primary held to its limit, exited, and its slots refused
 // writes for 8.7 s.
 func TestPrimaryPodDeletedWithOperatorDown(t *testing.T) {
+	lane(t)
 	const ns = "delete-nooperator"
 	var victim string
 	primaryLostUnderLoad(t, ns, true, func(ns, pod string) error {
@@ -193,6 +196,7 @@ func primaryLostUnderLoad(t *testing.T, ns string, planned bool, lose func(ns, p
 // TestTwoPrimariesKilled: two of three primaries killed at once leave no majority to elect
 // their replicas; the operator takes over, and the cluster is Ready again.
 func TestTwoPrimariesKilled(t *testing.T) {
+	lane(t)
 	ns := "kill-two"
 	vc := activeCluster(t, ns, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
@@ -223,6 +227,7 @@ func TestTwoPrimariesKilled(t *testing.T) {
 // elect the replicas without a majority of primaries, so the operator must take over; the
 // cluster ends Ready (on the nodes that are up) before Kubernetes evicts anything.
 func TestTwoPrimaryNodesStopped(t *testing.T) {
+	lane(t)
 	// Before the planner chain: no TAKEOVER; after 4 minutes still not Ready, "waiting for node
 	// <pod on a stopped node> to answer" (the one planner returned early).
 	ns := "stop-two"
@@ -466,6 +471,7 @@ func cordon(t *testing.T, node string, unschedulable bool) {
 // TestEveryPodKilled: every pod of a 3x1 cluster killed at once. The cluster forms again,
 // empty, and says so: a WARN line and a condition name the shards whose data was lost.
 func TestEveryPodKilled(t *testing.T) {
+	lane(t)
 	// Observed before the implementation: re-formed Ready 7.2 s after, every key gone, and no
 	// WARN line and no condition said so.
 	ns := "kill-all"
@@ -541,6 +547,7 @@ func TestEveryPodKilled(t *testing.T) {
 // time. The cluster converges to Ready, and the shard failed over once: no second failover
 // (from the log, and from Valkey: the distinct primaries seen for the shard's slots).
 func TestOperatorKilledWhileHealing(t *testing.T) {
+	lane(t)
 	ns := "kill-operator"
 	vc := activeCluster(t, ns, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)

@@ -24,6 +24,7 @@ import (
 const formTimeout = 5 * time.Minute
 
 func TestFormation(t *testing.T) {
+	lane(t)
 	create(t, newImage("e2e-image"), newConfig("e2e-config", "e2e-image"))
 	cases := []struct {
 		ns               string
@@ -82,6 +83,7 @@ func TestFormation(t *testing.T) {
 }
 
 func TestInvalidUntilConfigExists(t *testing.T) {
+	lane(t)
 	ns := "late-config"
 	setupNamespace(t, ns)
 	vc := newCluster(ns, "vc", "late-config", withShards(1), withReplicas(1))
@@ -119,6 +121,7 @@ func TestInvalidUntilConfigExists(t *testing.T) {
 // new one: the cluster still forms correctly, with the same pods (no second bootstrap) and
 // every slot owned exactly once (verifyValkey).
 func TestOperatorRestartMidForming(t *testing.T) {
+	lane(t)
 	ns := "restart"
 	setupNamespace(t, ns)
 	create(t, newImage("restart-image"), newConfig("restart-config", "restart-image"))
@@ -181,6 +184,7 @@ func podNames(t *testing.T, vc *v1.ValkeyCluster) []string {
 // ValkeyNodes and, through them, the pods and their ConfigMaps, and the Service and Secrets,
 // once the ValkeyCluster is deleted. Each kind is checked to exist before the delete.
 func TestDeleteRemovesEverything(t *testing.T) {
+	lane(t)
 	ns := "delete"
 	vc := activeCluster(t, ns, 1, 0)
 	count := func() map[string]int {

@@ -26,6 +26,7 @@ import (
 // dead node and deletes its ValkeyNode and Failed pod; keys acknowledged by a replica before the
 // primary died are all still readable afterwards, and every ValkeyNode ends Active.
 func TestActiveHealsFailedPods(t *testing.T) {
+	lane(t)
 	ns := "heal"
 	vc := activeCluster(t, ns, 3, 1)
 	verifyValkey(t, vc, 3, 1)
@@ -161,6 +162,7 @@ func logged(t testing.TB, message, ns string) bool {
 // operator must bring the shard back: a new pod, the dead node forgotten once the cluster
 // agrees it failed, the shard's slots assigned to the new node, cluster_state:ok again.
 func TestSoleNodeShardIsServedAgain(t *testing.T) {
+	lane(t)
 	ns := "sole"
 	vc := activeCluster(t, ns, 2, 0)
 	victim := podWithRole(t, vc, v1.NodeRolePrimary)
@@ -212,6 +214,7 @@ func checkDataLost(t *testing.T, vc *v1.ValkeyCluster, shard int32) {
 // every pod exit at start; the operator stops after MaxFailedPerShard pods per shard, says so
 // in status.message, and forms the cluster once the config is fixed.
 func TestPodsFailingOnStartAreNotReplacedWithoutEnd(t *testing.T) {
+	lane(t)
 	ns := "crashing"
 	setupNamespace(t, ns)
 	cfg := newConfig("crashing-config", "crashing-image")
@@ -257,6 +260,7 @@ func TestPodsFailingOnStartAreNotReplacedWithoutEnd(t *testing.T) {
 // replica; the operator issues CLUSTER FAILOVER TAKEOVER on it and says so, and every key the
 // replica acknowledged is still there.
 func TestQuorumLossTakeover(t *testing.T) {
+	lane(t)
 	ns := "takeover"
 	vc := activeCluster(t, ns, 1, 1)
 	verifyValkey(t, vc, 1, 1)
@@ -277,6 +281,7 @@ func TestQuorumLossTakeover(t *testing.T) {
 // keys are gone with them, but the cluster must serve all 16384 slots again, and the other
 // shards keep their keys.
 func TestLostShardIsServedAgain(t *testing.T) {
+	lane(t)
 	ns := "lost-shard"
 	vc := activeCluster(t, ns, 3, 1)
 	verifyValkey(t, vc, 3, 1)
@@ -304,6 +309,7 @@ func TestLostShardIsServedAgain(t *testing.T) {
 // never bootstrapped again, and says it lost its data exactly as when every pod of an Active
 // cluster dies: a WARN line naming each shard and its slots, and the DataLost condition.
 func TestEveryPodKilledWhileInvalid(t *testing.T) {
+	lane(t)
 	// Observed before the fix: Invalid, then Bootstrapping, Forming and Active, Ready, every key
 	// gone, and no WARN line and no DataLost condition said so.
 	ns := "invalid-kill"
@@ -435,6 +441,7 @@ func keysKept(t *testing.T, vc *v1.ValkeyCluster, keys map[string]string) int {
 // cluster walked Bootstrapping -> Forming, 100 of 200 keys gone with no DataLost and no WARN,
 // and in 1 run of 2 it stayed in Forming (one node kept the dead nodes at `fail?`).
 func TestStatusWipedShardLost(t *testing.T) {
+	lane(t)
 	const ns, shards, replicas, lost = "status-wiped", 2, 1, 1
 	vc := activeCluster(t, ns, shards, replicas)
 	waitReady(t, vc, shards, replicas, nil, formTimeout)

@@ -16,6 +16,7 @@ import (
 // (the authenticated PING of concepts/pod-management.md), the pod goes Failed, the operator
 // replaces it, and the cluster is whole again with every acknowledged key.
 func TestHungNodeIsReplaced(t *testing.T) {
+	lane(t)
 	ns := "hung"
 	vc := activeCluster(t, ns, 1, 1)
 	keys := writeAcknowledged(t, vc, 50)

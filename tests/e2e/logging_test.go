@@ -158,6 +158,7 @@ func secrets(t *testing.T) []string {
 // TestLogContract forms two same-named clusters in two namespaces with the real operator at
 // RUST_LOG=info and checks every line it printed so far against the contract.
 func TestLogContract(t *testing.T) {
+	lane(t)
 	create(t, newImage("log-image"), newConfig("log-config", "log-image"))
 	for _, ns := range []string{"log-a", "log-b"} {
 		setupNamespace(t, ns)
@@ -289,6 +290,7 @@ func baseEnv() []string {
 }
 
 func TestStartupFailures(t *testing.T) {
+	lane(t)
 	t.Run("no Kubernetes client: plain text on stderr, exit 101, no JSON", func(t *testing.T) {
 		stdout, stderr, code := runOperator(t, time.Minute, append(baseEnv(), "RUST_LOG=info", "KUBECONFIG=/nonexistent/kubeconfig", "HOME=/nonexistent"))
 		if code != 101 || len(stdout) != 0 || !strings.HasPrefix(string(stderr), "failed to create Kubernetes client") || json.Valid(bytes.TrimSpace(stderr)) {
@@ -333,6 +335,7 @@ func TestStartupFailures(t *testing.T) {
 // TestVerbosity stops the suite's operator and runs one with RUST_LOG=warn, then one with
 // RUST_LOG=off, each while it forms a cluster: warn prints no INFO, off prints nothing.
 func TestVerbosity(t *testing.T) {
+	lane(t)
 	create(t, newImage("verbosity-image"), newConfig("verbosity-config", "verbosity-image"))
 	operator.Kill(syscall.SIGTERM)
 	t.Cleanup(func() {
@@ -376,6 +379,7 @@ func TestVerbosity(t *testing.T) {
 // Degraded condition, and leaves the cluster serving. Recreating the Secret with the original
 // password heals it.
 func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
+	lane(t)
 	ns := "cred"
 	ctx := context.Background()
 	vc := activeCluster(t, ns, 1, 0)

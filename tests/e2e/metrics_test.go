@@ -25,6 +25,7 @@ import (
 // per-node memory of every node, and the cluster's Events say the same; once the cluster is
 // deleted its series are gone from the scrape.
 func TestMetricsThroughPrometheus(t *testing.T) {
+	lane(t)
 	const ns = "metrics"
 	ctx := context.Background()
 	token := metricsReaderToken(t)

@@ -32,6 +32,7 @@ import (
 // both, one pass after the other, leaving one copy). Then shard 0's primary is killed: every
 // write acknowledged by WAIT 1, and every seeded key, reads back.
 func TestMisplacedPrimaryKeepsEveryCopy(t *testing.T) {
+	lane(t)
 	const ns = "misplaced"
 	vc := activeCluster(t, ns, 2, 1)
 	waitReady(t, vc, 2, 1, nil, formTimeout)

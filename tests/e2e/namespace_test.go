@@ -18,6 +18,7 @@ import (
 // leave the cluster alone while its objects go: no pod re-created into the terminating
 // namespace, no `reconcile error, requeuing`, no credential regenerated or reported missing.
 func TestDeletedNamespaceIsLeftAlone(t *testing.T) {
+	lane(t)
 	ns := "doomed"
 	activeCluster(t, ns, 1, 0)
 	warnings := func() (n int, lines []string) {

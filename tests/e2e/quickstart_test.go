@@ -139,6 +139,7 @@ func containsStr(list []string, s string) bool {
 
 // TestQuickstart runs getting-started/quickstart.md step by step, then the examples.
 func TestQuickstart(t *testing.T) {
+	lane(t)
 	const ns = "my-app"
 	ctx := context.Background()
 	t.Cleanup(func() {

@@ -40,6 +40,7 @@ type cutCluster struct {
 // name, and a cut node holds a pooled TLS connection; the chaos suite (seed 20261201) found a
 // TLS cluster whose cut lasted 15 s refusing writes for 27–31 s with no TAKEOVER at all.
 func TestQuorumLossByNetworkCut(t *testing.T) {
+	lane(t)
 	for _, c := range []cutCluster{
 		{name: "plaintext", make: func(t testing.TB, ns string) (*v1.ValkeyCluster, func(*v1.ValkeyCluster) valkey.Credentials, harness.WriterOptions, func(*v1.ValkeyCluster)) {
 			vc := activeCluster(t, ns, 3, 1)
@@ -190,6 +191,7 @@ func quorumLossByNetworkCut(t testing.TB, ns string, c cutCluster) cutTimings {
 // may be lost, as Valkey allows, and is counted apart. The longest refusal is logged for the
 // record (speed is the benchmarks' to judge).
 func TestPrimaryDeletedWhileAnotherCut(t *testing.T) {
+	lane(t)
 	const ns = "cut-and-delete"
 	vc := activeCluster(t, ns, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)

@@ -34,12 +34,18 @@ const faultKeys = 50_000
 // primary within one slot of 16384/N, and every seeded key reads back; at the end every
 // acknowledged write reads back. Slot moves lose no acknowledged write (MIGRATE is atomic per
 // key, clients follow ASK/MOVED), so no loss is allowed.
-func TestReshardValkey8(t *testing.T) { reshardScenario(t, "reshard-8", "8.0.1") }
+func TestReshardValkey8(t *testing.T) {
+	lane(t)
+	reshardScenario(t, "reshard-8", "8.0.1")
+}
 
 // TestReshardValkey9: the same on Valkey 9.1.2, where every pair moves its slots with atomic
 // CLUSTER MIGRATESLOTS (the replication user widened for it while the reshard is pending, and
 // narrowed again after).
-func TestReshardValkey9(t *testing.T) { reshardScenario(t, "reshard-9", localcluster.Valkey9Version) }
+func TestReshardValkey9(t *testing.T) {
+	lane(t)
+	reshardScenario(t, "reshard-9", localcluster.Valkey9Version)
+}
 
 // versions are the Valkey versions the fault tests run on: 8.0.1 moves slots with the classic
 // protocol, 9.1.2 with atomic CLUSTER MIGRATESLOTS.
@@ -180,6 +186,7 @@ func reshardScenario(t *testing.T, ns, version string) {
 // nothing from a 9.x node into an 8.x one); which methods and pairs occurred depends on timing
 // and is logged.
 func TestReshardDuringUpgrade(t *testing.T) {
+	lane(t)
 	const ns = "reshard-roll"
 	vc := versionedCluster(t, ns, "8.0.1", 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
@@ -500,6 +507,7 @@ func checkEvenSpread(t *testing.T, vc *v1.ValkeyCluster, n int) {
 // move leaves it) is settled by the operator: no node reports an open slot any more, every slot
 // is served once, and the slot's keys read back.
 func TestOpenSlotIsSettled(t *testing.T) {
+	lane(t)
 	ns := "open-slot"
 	vc := activeCluster(t, ns, 2, 1)
 	waitReady(t, vc, 2, 1, nil, formTimeout)
@@ -568,6 +576,7 @@ func TestOpenSlotIsSettled(t *testing.T) {
 // writes; the next operator settles what was left open and finishes: every slot served once,
 // spread even, every seeded and acknowledged key read back.
 func TestOperatorKilledMidMove(t *testing.T) {
+	lane(t)
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) { operatorKilledMidMove(t, "reshard-kill-"+v.name, v.version) })
 	}
@@ -620,6 +629,7 @@ func operatorKilledMidMove(t *testing.T, ns, version string) {
 // write was redirected with ASK); they are counted and logged apart (LostUnreplicated). A write a
 // replica acknowledged (LostReplicated) must survive, and every slot must take writes again.
 func TestReshardDestinationKilled(t *testing.T) {
+	lane(t)
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) { reshardPrimaryKilled(t, "reshard-kill-dst-"+v.name, v.version, 3) })
 	}
@@ -628,6 +638,7 @@ func TestReshardDestinationKilled(t *testing.T) {
 // TestReshardSourceKilled: the same, killing the primary of shard 0, one of the three sources
 // that give slots to the new shard.
 func TestReshardSourceKilled(t *testing.T) {
+	lane(t)
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) { reshardPrimaryKilled(t, "reshard-kill-src-"+v.name, v.version, 0) })
 	}
@@ -676,6 +687,7 @@ func reshardPrimaryKilled(t *testing.T, ns, version string, shard int) {
 // the drain still moves slots. It converges to 3 shards: Active and Ready, spread even, every
 // seeded and acknowledged key read back. No node fails, so no loss is allowed.
 func TestScaleInReverted(t *testing.T) {
+	lane(t)
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) { scaleInReverted(t, "reshard-revert-"+v.name, v.version) })
 	}
@@ -834,6 +846,7 @@ func waitShardPrimaryOpen(t *testing.T, vc *v1.ValkeyCluster, shard int, timeout
 //     a primary with no slot, its replica with it: the operator moves the shard's share back into
 //     it, and retires nothing.
 func TestDrainedShardWantedAgain(t *testing.T) {
+	lane(t)
 	t.Run("replica migration on", func(t *testing.T) { drainedShardWantedAgain(t, "reshard-drained", true) })
 	t.Run("replica migration off", func(t *testing.T) { drainedShardWantedAgain(t, "reshard-drained-nomig", false) })
 }
@@ -947,6 +960,7 @@ func tail(out []byte) string {
 // write is refused for long, every key reads back. Before the cap (break test): 8702 refused
 // connections on the target, application writes reset, 4 min 13 s instead of ~30 s.
 func TestReshardLowMaxclients(t *testing.T) {
+	lane(t)
 	const ns = "reshard-maxclients"
 	setupNamespace(t, ns)
 	img := newImage(ns + "-image")

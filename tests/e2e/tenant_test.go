@@ -26,6 +26,7 @@ import (
 // Before: the operator overwrote a Secret {cluster}-acl with its ACL file, and adopted a planted
 // {cluster}-operator-auth as its credential.
 func TestForeignObjectsAreNeitherChangedNorTrusted(t *testing.T) {
+	lane(t)
 	const ns = "tenant-foreign"
 	setupNamespace(t, ns)
 	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"))
@@ -110,6 +111,7 @@ func TestForeignObjectsAreNeitherChangedNorTrusted(t *testing.T) {
 // reason). Raising the quota heals the cluster. Before: 232 ValkeyNodes and 234 ConfigMaps in
 // 20 s for a one-node cluster, 250 WARN lines, and status said only `waiting for pods`.
 func TestRefusedPodsBackOff(t *testing.T) {
+	lane(t)
 	const ns = "tenant-quota"
 	setupNamespace(t, ns)
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns},
@@ -227,6 +229,7 @@ while True:
 // password) and goes on managing the cluster. Before: it observed the pod as a node, sent it
 // HELLO with its credentials, and the impostor's reply crashed the operator, again and again.
 func TestImpostorPodIsNoNode(t *testing.T) {
+	lane(t)
 	const ns = "tenant-impostor"
 	vc := activeCluster(t, ns, 1, 0)
 	waitReady(t, vc, 1, 0, nil, formTimeout)

@@ -249,6 +249,7 @@ func plaintextPing(a string) (string, error) {
 // TestTLS: a TLS-only 3×1 cluster forms with the docs' TLS-mode settings; clients reach it only
 // over TLS, verifying hostnames through the cluster DNS.
 func TestTLS(t *testing.T) {
+	lane(t)
 	for _, version := range []string{"8.0.1", localcluster.Valkey9Version} {
 		t.Run(version, func(t *testing.T) { testTLS(t, "tls-"+strings.ReplaceAll(version, ".", "-"), version) })
 	}
@@ -352,6 +353,7 @@ func checkServing(t *testing.T, vc *v1.ValkeyCluster, ca *testCA) {
 // makes a running cluster Invalid with the exact reason, while its nodes keep serving the
 // certificate they loaded; a fixed Secret brings it back to Active by itself, no pod replaced.
 func TestTLSInvalidSecret(t *testing.T) {
+	lane(t)
 	vc, ca := tlsCluster(t, "tls-invalid", 2, 1)
 	before := strings.Join(podNames(t, vc), ",")
 	var good corev1.Secret
@@ -450,6 +452,7 @@ const rotationTimeout = 45 * time.Second
 // continuous TLS writes: every node serves each new certificate (by fingerprint, verified under
 // its name), no pod is replaced, no write is refused and none is lost.
 func TestTLSRotation(t *testing.T) {
+	lane(t)
 	vc, ca1 := tlsCluster(t, "tls-rotate", 3, 1)
 	before := strings.Join(podNames(t, vc), ",")
 	ca2 := newTestCA(t, "tls-rotate-ca2")
@@ -522,6 +525,7 @@ const controllersTick = 30 * time.Second
 // CertificateExpiring condition, and the cluster stays Active (expiry is never Invalid); a
 // renewed leaf clears the condition.
 func TestTLSExpiryWarning(t *testing.T) {
+	lane(t)
 	ns := "tls-expiry"
 	setupNamespace(t, ns)
 	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"))
@@ -585,6 +589,7 @@ func waitCondition(t *testing.T, vc *v1.ValkeyCluster, typ string, status metav1
 // shard at a time, by nodes that mount it (a pod's volumes cannot change): afterwards every
 // node serves the new Secret's leaf and the cluster is whole over TLS.
 func TestTLSSecretRefChange(t *testing.T) {
+	lane(t)
 	vc, ca := tlsCluster(t, "tls-ref", 2, 1)
 	before := podNames(t, vc)
 	// The same CA: during the roll, old and new nodes verify each other on the bus.
@@ -621,6 +626,7 @@ func TestTLSSecretRefChange(t *testing.T) {
 // 6 min 7 s; on the pass's one connection 3 min 32 s and 6 min 29 s (scale-in is left to the
 // chaos suite, to keep `make test` short).
 func TestTLSReshard(t *testing.T) {
+	lane(t)
 	const ns, keys = "tls-reshard", 20_000
 	vc, ca := tlsCluster(t, ns, 3, 1, "8.0.1")
 	verifyTLS(t, vc, ca, 3, 1)

@@ -36,6 +36,7 @@ const rollTimeout = 8 * time.Minute
 // acknowledged write reads back. A graceful CLUSTER FAILOVER loses no acknowledged write, so
 // no loss is allowed here, replicated or not.
 func TestRollingConfigChangeTwoClusters(t *testing.T) {
+	lane(t)
 	ns := "roll-config"
 	setupNamespace(t, ns)
 	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"))
@@ -90,6 +91,7 @@ func TestRollingConfigChangeTwoClusters(t *testing.T) {
 // acknowledges no write meanwhile. No slot refuses writes for a second, nothing acknowledged is
 // lost, one failover per shard.
 func TestRollValkey9(t *testing.T) {
+	lane(t)
 	ns := "roll-9"
 	vc := versionedCluster(t, ns, localcluster.Valkey9Version, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
@@ -114,6 +116,7 @@ func TestRollValkey9(t *testing.T) {
 // 9.1.2 (INFO server); exactly one failover per shard; no acknowledged write is lost (a graceful
 // failover loses none, replicated or not).
 func TestUpgrade8To9(t *testing.T) {
+	lane(t)
 	ns := "roll-8to9"
 	vc := activeCluster(t, ns, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
@@ -291,6 +294,7 @@ func valkeyVersion(t testing.TB, vc *v1.ValkeyCluster, p corev1.Pod) string {
 // ever wiped, and every key written during the roll reads back. Without replicas no write is
 // acknowledged by WAIT 1; none acknowledged by the primary may be lost either (nothing crashes).
 func TestRollingResourcesWithoutReplicas(t *testing.T) {
+	lane(t)
 	ns := "roll-surge"
 	vc := activeCluster(t, ns, 3, 0)
 	waitReady(t, vc, 3, 0, nil, formTimeout)
@@ -315,6 +319,7 @@ func TestRollingResourcesWithoutReplicas(t *testing.T) {
 // each step Valkey has exactly the replicas asked for, synced, and every key reads back.
 // Scaling down retires replicas only: no failover, no refused write.
 func TestReplicaScaling(t *testing.T) {
+	lane(t)
 	ns := "scale-replicas"
 	vc := activeCluster(t, ns, 2, 1)
 	waitReady(t, vc, 2, 1, nil, formTimeout)
@@ -344,6 +349,7 @@ func TestReplicaScaling(t *testing.T) {
 // unsatisfiable nodeSelector (the scheduler's reason), then a valkey setting that makes
 // valkey-server exit on start (the exit code).
 func TestRollStallsAndReverts(t *testing.T) {
+	lane(t)
 	ns := "roll-stall"
 	vc := activeCluster(t, ns, 2, 1)
 	waitReady(t, vc, 2, 1, nil, formTimeout)
@@ -395,6 +401,7 @@ func TestRollStallsAndReverts(t *testing.T) {
 // under writes. It resumes from what it observes: the roll finishes, one failover per shard,
 // every acknowledged write reads back.
 func TestOperatorKilledDuringRoll(t *testing.T) {
+	lane(t)
 	ns := "roll-restart"
 	vc := activeCluster(t, ns, 3, 1)
 	waitReady(t, vc, 3, 1, nil, formTimeout)
@@ -422,6 +429,7 @@ func TestOperatorKilledDuringRoll(t *testing.T) {
 // TestZonesChanged: a cluster spread over three zones is moved to two: every pod ends in the new
 // zones, and its data with it.
 func TestZonesChanged(t *testing.T) {
+	lane(t)
 	ns := "roll-zones"
 	setupNamespace(t, ns)
 	create(t, newImage(ns+"-image"), newConfig(ns+"-config", ns+"-image"))

@@ -19,6 +19,7 @@ import (
 // Valkey itself is asked: every node reports valkey_version 9.1.2 and cluster_state ok, and keys
 // written through a cluster client are read back (verifyValkey).
 func TestValkey9Formation(t *testing.T) {
+	lane(t)
 	const ns = "valkey9"
 	version := localcluster.Valkey9Version
 	setupNamespace(t, ns)

@@ -234,6 +234,7 @@ func roundTripKeys(t testing.TB, writeVia, readVia, prefix string) {
 // raising it brings the cluster up. Seen by the break test before: maxclients 16 and a 3 -> 4
 // reshard, every node refusing every new connection and then every pod killed.
 func TestMaxclientsTooLow(t *testing.T) {
+	lane(t)
 	const ns = "maxclients-low"
 	setupNamespace(t, ns)
 	cfg := newConfig(ns+"-config", ns+"-image")

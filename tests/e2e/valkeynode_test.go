@@ -24,6 +24,7 @@ import (
 // ConfigMap are removed. A team granted read access as the docs show can list them. Deleting
 // the cluster removes every ValkeyNode, pod and ConfigMap.
 func TestValkeyNodes(t *testing.T) {
+	lane(t)
 	ns := "vnode"
 	ctx := context.Background()
 	vc := activeCluster(t, ns, 3, 1)

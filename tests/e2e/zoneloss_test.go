@@ -52,6 +52,7 @@ var drillZones = []string{"zone-a", "zone-b", "zone-c"}
 //  6. the zone returns; with no manual step the spread of step 1 holds again;
 //  7. every acknowledged key reads back: none that a replica acknowledged is lost.
 func TestZoneLossDrill(t *testing.T) {
+	lane(t)
 	for _, shards := range []int32{3, 6} {
 		t.Run(fmt.Sprintf("%dx1", shards), func(t *testing.T) {
 			zoneLossDrill(t, fmt.Sprintf("zone-loss-%dx1", shards), shards)

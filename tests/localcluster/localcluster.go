@@ -44,7 +44,7 @@ const K8sVersion = "v1.37.2"
 // the tests run, say). Slot i owns bridge vko<i> and pods on 10.(244+i).0.0/16, the host (and
 // the API server and the cluster DNS, for pods that talk to them) at 10.(244+i).0.1. A slot is
 // held through a lock file; Start takes the highest free one and waits when none is.
-const Slots = 3
+const Slots = 8
 
 // slotNetwork is the pod network of slot i.
 func slotNetwork(i int) kubelet.NetworkConfig {
