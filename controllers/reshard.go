@@ -53,6 +53,7 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 	var wg sync.WaitGroup
 	errs := make([]error, len(order))
 	moved := make([]int, len(order))
+	failed := make([]int, len(order)) // classic moves that failed, per pair
 	method := make([]string, len(order))
 	var mu sync.Mutex
 	// The first failed move stops the batch: no pair opens another slot, the slots in flight
@@ -98,7 +99,12 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 					mu.Lock()
 					if err != nil {
 						stopOnce.Do(func() { close(stop) })
-						errs[i] = errors.Join(errs[i], fmt.Errorf("slot %d from %s to %s: %w", m.Slot, m.Source, m.Target, err))
+						// The first error only, and how many more: the moves in flight when it
+						// came usually fail alike (NOREPLICAS from a slow replica, say), and one
+						// line per slot made a reconcile error of dozens of lines.
+						if failed[i]++; errs[i] == nil {
+							errs[i] = fmt.Errorf("slot %d from %s to %s: %w", m.Slot, m.Source, m.Target, err)
+						}
 					} else {
 						moved[i]++
 					}
@@ -153,6 +159,9 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 	}
 	wg.Wait()
 	for i, k := range order {
+		if failed[i] > 1 {
+			errs[i] = fmt.Errorf("%w (and %d more slots of the pair)", errs[i], failed[i]-1)
+		}
 		tally.add(moved[i], 0)
 		if moved[i] > 0 {
 			log.Info(logging.MsgMovingSlots, logging.Pod(k[0]), zap.String(logging.FieldTarget, k[1]), zap.Int(logging.FieldSlots, moved[i]), zap.String(logging.FieldMethod, method[i]))
