@@ -81,7 +81,7 @@ const (
 	// Once per node introduced through the seed.
 	MsgClusterMeetIssued = "cluster meet issued"
 	// MsgFailoverForUpgrade (INFO, TargetCluster): cluster_name, pod (the replica promoted),
-	// node.
+	// node, shard.
 	MsgFailoverForUpgrade = "failover to up-to-date replica for rolling upgrade"
 	// MsgClusterFormed (INFO, TargetFSM): cluster_name, reason. The Forming→Active transition,
 	// one line: it stands for TransitioningTo("Active") on that transition only.
