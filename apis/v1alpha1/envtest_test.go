@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -69,6 +70,9 @@ func startAPIServer() (client.Client, error) {
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "manifests", "crds")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+		// make test runs several control planes at once on 2 cores; the default 20 s start
+		// timeout failed there (kube-apiserver at load 40).
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
 	cfg, err := testEnv.Start()
 	if err != nil {

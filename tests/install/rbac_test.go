@@ -93,6 +93,9 @@ func TestTenantRBAC(t *testing.T) {
 		CRDDirectoryPaths:     []string{filepath.Join(harness.RepoRoot(), "manifests", "crds")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+		// make test runs several control planes at once on 2 cores; the default 20 s start
+		// timeout failed there (kube-apiserver at load 40).
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
 	cfg, err := env.Start()
 	if err != nil {

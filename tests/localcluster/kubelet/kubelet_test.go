@@ -109,7 +109,9 @@ func setup() (func(), error) {
 			return cleanup, fmt.Errorf("%s is not on PATH: install valkey-server/valkey-tools from bookworm-backports and util-linux/iproute2", b)
 		}
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: binDir}
+	// Several control planes start at once under make test: the default 20 s start timeout is
+	// too short on 2 cores.
+	env := &envtest.Environment{BinaryAssetsDirectory: binDir, ControlPlaneStartTimeout: 2 * time.Minute}
 	// `kubectl logs` reaches the kubelet at the node's InternalIP.
 	env.ControlPlane.GetAPIServer().Configure().Set("kubelet-preferred-address-types", "InternalIP")
 	cfg, err := env.Start()
