@@ -9,11 +9,14 @@ import (
 
 // servedSlots remembers, per cluster and pod, the last time a pass saw the pod's node serve slots
 // or handed them away from it (fsm.Pod.ServedAt): the planners keep such a node a little longer
-// before deleting it (plan.MovedHold). In memory only: after a restart nothing is known, and the
-// deletion it would hold is not held (the lease alone took longer than the hold).
+// before deleting it (plan.MovedHold). In memory only: an operator that has just started (a
+// graceful handover of the lease takes well under the hold) knows nothing of what the previous
+// one handed over, so its first pass of a cluster takes every pod as serving then, and holds
+// each retirement of the hold's kind once, for at most MovedHold.
 type servedSlots struct {
-	mu sync.Mutex
-	at map[string]map[string]time.Time
+	mu   sync.Mutex
+	at   map[string]map[string]time.Time
+	seen map[string]bool // clusters observed since the operator started
 }
 
 // observe records the pods of s whose node serves slots as serving at s.Now, forgets the pods that
@@ -24,11 +27,16 @@ func (t *servedSlots) observe(cluster string, s *fsm.Snapshot) {
 	if t.at == nil {
 		t.at = map[string]map[string]time.Time{}
 	}
+	if t.seen == nil {
+		t.seen = map[string]bool{}
+	}
+	first := !t.seen[cluster]
+	t.seen[cluster] = true
 	old := t.at[cluster]
 	cur := map[string]time.Time{}
 	for i := range s.Pods {
 		p := &s.Pods[i]
-		if n := p.Node; n != nil && n.Reachable && n.Primary && len(n.MySlots) > 0 {
+		if n := p.Node; first || n != nil && n.Reachable && n.Primary && len(n.MySlots) > 0 {
 			cur[p.Name] = s.Now
 		} else if at, ok := old[p.Name]; ok {
 			cur[p.Name] = at
@@ -60,4 +68,5 @@ func (t *servedSlots) forget(cluster string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.at, cluster)
+	delete(t.seen, cluster)
 }
