@@ -23,6 +23,7 @@ package plan
 import (
 	"fmt"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 )
 
@@ -112,12 +113,17 @@ func gone(s fsm.Snapshot, live []fsm.Pod, id string) bool {
 }
 
 // mostUpToDate is the reachable replica of primary with the largest replication offset among
-// those that synced, nil when none did.
+// those that synced, nil when none did. A Leaving replica is never one: it was detached from its
+// primary (its copy stopped at the detach, and TAKEOVER would ignore the no-failover it was given)
+// and is on its way out, as for failovers (bestSynced).
 func mostUpToDate(live []fsm.Pod, primary string) *fsm.Pod {
 	var best *fsm.Pod
 	for i, p := range live {
 		n := p.Node
 		if n.Primary || n.PrimaryID != primary || n.ReplOffset <= 0 {
+			continue
+		}
+		if p.Lifecycle == string(v1.LifecycleLeaving) {
 			continue
 		}
 		if best == nil || n.ReplOffset > best.Node.ReplOffset {

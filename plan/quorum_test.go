@@ -44,6 +44,11 @@ func TestQuorum(t *testing.T) {
 		{"2 of 3 primaries unreachable by the operator only: no takeover",
 			newSnapshot(fsm.Active, 3, 1, formed, withCut("p0-0"), withCut("p1-0")),
 			nil, "waiting for node p0-0 to answer: i/o timeout"},
+		// A Leaving replica was detached from its primary: its copy stopped there, however
+		// large its offset, and it is on its way out.
+		{"1x2 lost its primary: a Leaving replica never takes over",
+			newSnapshot(fsm.Active, 1, 2, formed, withFailed("p0-0"), withFailFlag("id-p0-0"), withOffsets(map[string]int64{"p0-1": 10, "p0-2": 30}), withLifecycle("p0-2", v1.LifecycleLeaving)),
+			[]Action{CreatePod{Shard: 0}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the takeover of shard 0"},
 		{"a replica that never synced is never promoted",
 			newSnapshot(fsm.Active, 1, 1, formed, withFailed("p0-0"), withOffsets(map[string]int64{"p0-1": 0})),
 			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree"},
