@@ -11,7 +11,7 @@ import (
 // or handed them away from it (fsm.Pod.ServedAt): the planners keep such a node a little longer
 // before deleting it (plan.MovedHold). In memory only: an operator that has just started (a
 // graceful handover of the lease takes well under the hold) knows nothing of what the previous
-// one handed over, so its first pass of a cluster takes every pod as serving then, and holds
+// one handed over, so its first pass of a cluster takes every node as serving then, and holds
 // each retirement of the hold's kind once, for at most MovedHold.
 type servedSlots struct {
 	mu   sync.Mutex
@@ -36,7 +36,7 @@ func (t *servedSlots) observe(cluster string, s *fsm.Snapshot) {
 	cur := map[string]time.Time{}
 	for i := range s.Pods {
 		p := &s.Pods[i]
-		if n := p.Node; first || n != nil && n.Reachable && n.Primary && len(n.MySlots) > 0 {
+		if n := p.Node; n != nil && (first || n.Reachable && n.Primary && len(n.MySlots) > 0) {
 			cur[p.Name] = s.Now
 		} else if at, ok := old[p.Name]; ok {
 			cur[p.Name] = at
