@@ -131,6 +131,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		r.forgetCluster(req.String())
 		return ctrl.Result{}, nil // owner references and the garbage collector remove the rest
 	}
+	r.Metrics.Pass(vc.Namespace, vc.Name)
 	// A cluster whose namespace is being deleted is left alone: pods re-created there would be
 	// refused, and its Secrets going first must not read as a credential to regenerate.
 	if gone, err := r.namespaceGoingAway(ctx, vc.Namespace); err != nil || gone {

@@ -69,7 +69,7 @@ type Cluster struct {
 	// served yet, is not down).
 	Shards        int
 	ShardsServing map[int]bool
-	Nodes      []Node
+	Nodes         []Node
 	// Certificates maps tls.crt and ca.crt to their NotAfter (a TLS cluster whose Secret passed
 	// validation); nil otherwise.
 	Certificates map[string]time.Time
@@ -78,6 +78,7 @@ type Cluster struct {
 // cluster is everything kept of one cluster between scrapes.
 type cluster struct {
 	last          Cluster
+	passes        float64
 	failovers     map[string]float64
 	lost          map[int]float64
 	slotsMoved    float64
@@ -153,6 +154,13 @@ func (r *Registry) Observe(o Cluster) {
 	c.last = o
 }
 
+// Pass counts a reconcile pass that read the cluster, whatever it then did (an Invalid cluster's,
+// one that stopped at an error): how often the operator looks at each cluster, and what an
+// "it did nothing more" check waits on to know that it looked.
+func (r *Registry) Pass(ns, name string) {
+	r.add(ns, name, func(c *cluster) { c.passes++ })
+}
+
 // Failover counts a failover the operator issued (KindGraceful, KindForced, KindTakeover).
 func (r *Registry) Failover(ns, name, kind string) {
 	r.add(ns, name, func(c *cluster) { c.failovers[kind]++ })
@@ -212,6 +220,7 @@ var (
 	descNodesOutdated = newDesc("valkey_cluster_nodes_outdated", "Live nodes built from an older spec: a rolling upgrade's progress.", clusterLabels)
 	descSlotsServed   = newDesc("valkey_cluster_slots_served", "Hash slots (of 16384) a reachable primary serves.", clusterLabels)
 	descSlotsInFlight = newDesc("valkey_cluster_slots_in_flight", "Slots open for a move (MIGRATING or IMPORTING) on a reachable primary.", clusterLabels)
+	descPasses        = newDesc("valkey_cluster_reconcile_passes_total", "Reconcile passes that read the cluster, whatever they did: how often the operator looks at it.", clusterLabels)
 	descFailovers     = newDesc("valkey_cluster_failovers_total", "Failovers the operator issued, by kind: graceful (CLUSTER FAILOVER), forced (FORCE), takeover (TAKEOVER).", append(clusterLabels, "kind"))
 	descLost          = newDesc("valkey_cluster_shards_data_lost_total", "Times a shard lost every copy of its data and served its slots again empty.", append(clusterLabels, "shard"))
 	descRecovery      = newDesc("valkey_cluster_failover_recovery_seconds", "Seconds from a shard's slots last being served by a reachable primary of the shard to their being served again, as the operator's passes saw it (about a second apart while a cluster heals).", clusterLabels)
@@ -235,7 +244,7 @@ var (
 	descLag         = newDesc("valkey_node_replication_lag_bytes", "How far a replica's replication offset trails its primary's (replicas only).", nodeLabels)
 	descLinkUp      = newDesc("valkey_node_replication_link_up", "1 when a replica's link to its primary is up (replicas only).", nodeLabels)
 	allDescriptions = []*prometheus.Desc{descState, descReady, descNodesWanted, descNodesReady, descNodesOutdated, descSlotsServed, descSlotsInFlight,
-		descFailovers, descLost, descRecovery, descSlotsMoved, descKeysMoved, descACLFailures, descTLSFailures, descPodsFailed, descCertExpiry,
+		descPasses, descFailovers, descLost, descRecovery, descSlotsMoved, descKeysMoved, descACLFailures, descTLSFailures, descPodsFailed, descCertExpiry,
 		descNodeUp, descNodeRole, descUsedMemory, descMaxMemory, descClients, descCommands, descHits, descMisses, descEvicted, descExpired, descLag, descLinkUp}
 )
 
@@ -280,6 +289,7 @@ func (c *cluster) collect(ch chan<- prometheus.Metric) {
 		gauge(descSlotsServed, float64(o.SlotsServed))
 		gauge(descSlotsInFlight, float64(o.SlotsInFlight))
 	}
+	counter(descPasses, c.passes)
 	for _, kind := range []string{KindGraceful, KindForced, KindTakeover} {
 		counter(descFailovers, c.failovers[kind], kind)
 	}

@@ -32,6 +32,8 @@ func TestRegistry(t *testing.T) {
 	r.Failover("team", "vc", KindForced)
 	r.ShardLost("team", "vc", 0)
 	r.SlotsMoved("team", "vc", 10, 300)
+	r.Pass("team", "vc")
+	r.Pass("team", "vc")
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(r); err != nil {
 		t.Fatal(err)
@@ -55,6 +57,9 @@ valkey_cluster_failover_recovery_seconds_bucket{cluster="vc",namespace="team",le
 valkey_cluster_failover_recovery_seconds_bucket{cluster="vc",namespace="team",le="+Inf"} 1
 valkey_cluster_failover_recovery_seconds_sum{cluster="vc",namespace="team"} 4.5
 valkey_cluster_failover_recovery_seconds_count{cluster="vc",namespace="team"} 1
+# HELP valkey_cluster_reconcile_passes_total Reconcile passes that read the cluster, whatever they did: how often the operator looks at it.
+# TYPE valkey_cluster_reconcile_passes_total counter
+valkey_cluster_reconcile_passes_total{cluster="vc",namespace="team"} 2
 # HELP valkey_cluster_failovers_total Failovers the operator issued, by kind: graceful (CLUSTER FAILOVER), forced (FORCE), takeover (TAKEOVER).
 # TYPE valkey_cluster_failovers_total counter
 valkey_cluster_failovers_total{cluster="vc",kind="forced",namespace="team"} 1
@@ -64,7 +69,7 @@ valkey_cluster_failovers_total{cluster="vc",kind="takeover",namespace="team"} 0
 # TYPE valkey_node_replication_lag_bytes gauge
 valkey_node_replication_lag_bytes{cluster="vc",namespace="team",pod="vc-b",shard="0"} 7
 `
-	if err := testutil.CollectAndCompare(r, strings.NewReader(want), "valkey_cluster_failover_recovery_seconds", "valkey_cluster_failovers_total", "valkey_node_replication_lag_bytes"); err != nil {
+	if err := testutil.CollectAndCompare(r, strings.NewReader(want), "valkey_cluster_failover_recovery_seconds", "valkey_cluster_failovers_total", "valkey_cluster_reconcile_passes_total", "valkey_node_replication_lag_bytes"); err != nil {
 		t.Fatal(err)
 	}
 	if n := testutil.CollectAndCount(r, "valkey_cluster_state"); n != len(States) {

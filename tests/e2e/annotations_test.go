@@ -82,7 +82,7 @@ func TestPodAnnotationsInPlace(t *testing.T) {
 
 	// One patch per pod, and none once they carry the keys (the passes on the tick and on the
 	// pods' own update events find nothing to do).
-	time.Sleep(3 * time.Second)
+	passMark(t, vc)(2)
 	patched := map[string]int{}
 	for _, l := range parseLog(t, operator.Logs()) {
 		if l.message() == logging.MsgPatchingPodAnnotations && l.ref() == "ValkeyCluster.v1alpha1.valkey.gomomento.com/vc."+ns {

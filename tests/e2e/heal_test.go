@@ -236,8 +236,8 @@ func TestPodsFailingOnStartAreNotReplacedWithoutEnd(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	// Several more passes: still exactly two pods.
-	time.Sleep(5 * time.Second)
+	// Two more passes: still exactly two pods.
+	passMark(t, vc)(2)
 	if n := len(podNames(t, vc)); n != 2 {
 		t.Fatalf("%d pods, want the 2 that failed", n)
 	}

@@ -428,8 +428,8 @@ func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
 	if strings.Contains(got.Status.Message, creds.Password) {
 		t.Fatal("the password appears in status.message")
 	}
-	// Give the operator a few more passes to do something wrong.
-	time.Sleep(5 * time.Second)
+	// Give the operator two more passes to do something wrong.
+	passMark(t, vc)(2)
 	if err := k8s.Get(ctx, secretKey, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the credential Secret was recreated by the operator (get: %v)", err)
 	}

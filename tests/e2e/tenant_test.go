@@ -258,8 +258,8 @@ func TestImpostorPodIsNoNode(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	// Passes run every 5 s on a Ready cluster: three of them, at least.
-	time.Sleep(15 * time.Second)
+	// Three passes with the impostor running.
+	passMark(t, vc)(3)
 	if exited, code := operator.Exited(); exited {
 		t.Fatalf("the operator exited (%d)", code)
 	}

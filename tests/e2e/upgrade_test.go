@@ -441,7 +441,7 @@ func TestZonesChanged(t *testing.T) {
 	before := podNameSet(t, vc)
 	// Reordering is not a change.
 	editCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Placement.Zones = []string{"zone-c", "zone-a", "zone-b"} })
-	time.Sleep(3 * time.Second)
+	passMark(t, vc)(2)
 	if after := podNameSet(t, vc); !maps.Equal(after, before) || currentCluster(t, vc).Status.State != v1.StateActive {
 		t.Errorf("reordering zones replaced pods or left Active: %v -> %v", keysOf(before), keysOf(after))
 	}
