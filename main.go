@@ -104,8 +104,8 @@ func run() int {
 		LeaderElectionNamespace:             namespace,
 		LeaderElectionResourceLockInterface: lock,
 		LeaderElectionReleaseOnCancel:       true,
-		Metrics:                metricsOpts,
-		HealthProbeBindAddress: *probeAddr,
+		Metrics:                             metricsOpts,
+		HealthProbeBindAddress:              *probeAddr,
 	})
 	if err != nil {
 		return logging.ClientBuildFailed(os.Stderr, err)
