@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/liveconf"
 )
 
 // Ports and paths inside a Valkey pod.
@@ -193,7 +194,8 @@ func valkey9OrLater(version string) bool {
 }
 
 // buildNodeConfigMap holds the node's rendered valkey.conf, owned by its ValkeyNode. It is
-// created with the node and never updated: a node whose config is out of date is replaced.
+// created with the node; only its live settings are rewritten afterwards (liveConf), once they
+// run on the node: a node whose other settings are out of date is replaced.
 func buildNodeConfigMap(vc *v1.ValkeyCluster, vn *v1.ValkeyNode, conf string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: nodeObjectMeta(vc, vn, v1.NodeConfigMapName(vn.Name)), Data: map[string]string{configFileName: conf}}
 }
@@ -283,10 +285,13 @@ func newPassword() (string, error) {
 // Secret than tls.secretRef names is replaced; the Secret's content is reloaded in place).
 // Nothing else: not the config chain's names, not key order, not zoneSpread (future pods only),
 // and not the operator's shutdownFailover default, which only makes a node leave more gracefully:
-// an operator upgrade that adds it must not roll every pod. The same function hashes a live node's recorded spec and the spec a node created now
+// an operator upgrade that adds it must not roll every pod. Nor the settings Valkey takes at run
+// time (liveconf): the settings planner applies those with CONFIG SET, so a change of them alone
+// replaces no pod. Both sides of the comparison drop them, so the operator upgrade that
+// introduced this rolls nothing either. The same function hashes a live node's recorded spec and the spec a node created now
 // would get, so "outdated" is exactly "built from something else".
 func nodeSpecHash(spec *v1.ValkeyNodeSpec) string {
-	settings := maps.Clone(spec.ValkeySettings)
+	settings := liveconf.WithoutLive(spec.ValkeySettings)
 	if settings[shutdownFailover[0]] == shutdownFailover[1] {
 		delete(settings, shutdownFailover[0])
 	}

@@ -267,6 +267,12 @@ func TestSpecHash(t *testing.T) {
 			r.Resources.Memory = ptr.To(resource.MustParse(fmt.Sprintf("%d", r.Resources.Memory.Value())))
 		},
 		"shutdown-on-sigterm default": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Version = "9.1.2" },
+		// Applied live by the settings planner (liveconf): no pod is replaced for them.
+		"live maxmemory":        func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = map[string]string{"maxmemory": "1mb"} },
+		"live settings removed": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = nil },
+		"live settings changed": func(_ *v1.ValkeyCluster, r *ResolvedConfig) {
+			r.Valkey = map[string]string{"maxmemory-policy": "allkeys-lru", "hz": "50", "timeout": "300", "notify-keyspace-events": "KEA"}
+		},
 	} {
 		c, r := newTestCluster(), newResolved()
 		mutate(c, r)
@@ -277,7 +283,10 @@ func TestSpecHash(t *testing.T) {
 	for name, mutate := range map[string]func(*v1.ValkeyCluster, *ResolvedConfig){
 		"image":        func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Tag = "8.0.2" },
 		"memory":       func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Resources.Memory = ptr.To(resource.MustParse("3Gi")) },
-		"config":       func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = map[string]string{"maxmemory": "1mb"} },
+		"config":       func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = map[string]string{"databases": "4"} },
+		"restart and live config": func(_ *v1.ValkeyCluster, r *ResolvedConfig) {
+			r.Valkey = map[string]string{"maxmemory": "2mb", "appendonly": "yes"}
+		},
 		"zones":        func(c *v1.ValkeyCluster, _ *ResolvedConfig) { c.Spec.Placement.Zones = []string{"zone-c"} },
 		"nodeSelector": func(c *v1.ValkeyCluster, _ *ResolvedConfig) { c.Spec.Placement.NodeSelector = nil },
 	} {

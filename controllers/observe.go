@@ -91,6 +91,9 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			p.Deleting = true
 		} else {
 			p.Lifecycle = string(vn.Spec.Lifecycle)
+			// Recomputed from the record, never taken from the pod's annotation, which an older
+			// operator wrote with its own hash function (live settings included): only a deleting
+			// pod keeps the annotation's, and a deleting pod is never counted outdated.
 			p.SpecHash = nodeSpecHash(&vn.Spec)
 			p.MovedFrom = vn.Annotations[v1.AnnotationMovedFrom]
 		}
