@@ -1,7 +1,9 @@
 package liveconf
 
 import (
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -120,5 +122,22 @@ func TestSameLive(t *testing.T) {
 	}
 	if SameLive(a, map[string]string{"port": "1"}) {
 		t.Error("a removed live setting is the same")
+	}
+}
+
+// The ValkeyNode CEL rule that lets the live settings of a node's record change repeats the
+// allowlist (CEL cannot call Go): it must name exactly Keys().
+func TestCELRuleNamesTheAllowlist(t *testing.T) {
+	src, err := os.ReadFile("../apis/v1alpha1/valkeynode_types.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := make([]string, 0, len(Keys()))
+	for _, k := range Keys() {
+		quoted = append(quoted, "'"+k+"'")
+	}
+	list := "k in [" + strings.Join(quoted, ", ") + "]"
+	if n := strings.Count(string(src), list); n != 2 {
+		t.Errorf("valkeynode_types.go holds %q %d times, want 2 (both directions of the valkeySettings rule)", list, n)
 	}
 }

@@ -26,13 +26,16 @@ const (
 // ValkeyNode, never edited.
 //
 // The CEL rules below keep every field but lifecycle as it was created, so that the pod and the
-// config file of a node always match its record. Its deepcopy is hand-written (deepcopy.go):
+// config file of a node always match its record; the one exception is the settings Valkey takes
+// at run time (package liveconf, whose list the valkeySettings rule repeats: CEL cannot import
+// it, and a test keeps the two equal), which the operator applies with CONFIG SET and then
+// records here. Its deepcopy is hand-written (deepcopy.go):
 // controller-gen's generator mishandles the DirectiveValue alias.
 // +kubebuilder:validation:XValidation:rule="self.clusterName == oldSelf.clusterName && self.image == oldSelf.image && self.shardIndex == oldSelf.shardIndex",message="ValkeyNode spec is immutable except lifecycle: clusterName, image and shardIndex cannot change"
 // +kubebuilder:validation:XValidation:rule="has(self.cpu) == has(oldSelf.cpu) && (!has(self.cpu) || self.cpu == oldSelf.cpu) && has(self.memory) == has(oldSelf.memory) && (!has(self.memory) || self.memory == oldSelf.memory)",message="ValkeyNode spec is immutable except lifecycle: cpu and memory cannot change"
 // +kubebuilder:validation:XValidation:rule="has(self.tlsSecret) == has(oldSelf.tlsSecret) && (!has(self.tlsSecret) || self.tlsSecret == oldSelf.tlsSecret)",message="ValkeyNode spec is immutable except lifecycle: tlsSecret cannot change"
 // +kubebuilder:validation:XValidation:rule="has(self.placement) == has(oldSelf.placement) && (!has(self.placement) || self.placement == oldSelf.placement)",message="ValkeyNode spec is immutable except lifecycle: placement cannot change"
-// +kubebuilder:validation:XValidation:rule="has(self.valkeySettings) == has(oldSelf.valkeySettings) && (!has(self.valkeySettings) || self.valkeySettings == oldSelf.valkeySettings)",message="ValkeyNode spec is immutable except lifecycle: valkeySettings cannot change"
+// +kubebuilder:validation:XValidation:rule="has(self.valkeySettings) == has(oldSelf.valkeySettings) && (!has(self.valkeySettings) || (self.valkeySettings.all(k, k in ['hz', 'latency-monitor-threshold', 'lazyfree-lazy-eviction', 'lazyfree-lazy-expire', 'maxclients', 'maxmemory', 'maxmemory-policy', 'maxmemory-samples', 'notify-keyspace-events', 'slowlog-log-slower-than', 'slowlog-max-len', 'timeout'] || (k in oldSelf.valkeySettings && self.valkeySettings[k] == oldSelf.valkeySettings[k])) && oldSelf.valkeySettings.all(k, k in ['hz', 'latency-monitor-threshold', 'lazyfree-lazy-eviction', 'lazyfree-lazy-expire', 'maxclients', 'maxmemory', 'maxmemory-policy', 'maxmemory-samples', 'notify-keyspace-events', 'slowlog-log-slower-than', 'slowlog-max-len', 'timeout'] || k in self.valkeySettings)))",message="ValkeyNode spec is immutable except lifecycle: valkeySettings cannot change, but for the settings applied live"
 // +kubebuilder:object:generate=false
 type ValkeyNodeSpec struct {
 	// clusterName is the name of the ValkeyCluster this node belongs to, in the same
