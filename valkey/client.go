@@ -390,6 +390,21 @@ func (c *Client) ConfigSet(ctx context.Context, params map[string]string) error 
 	return redact(c.wrap(op, c.do(ctx, cmd.Build()).Error()), secrets...)
 }
 
+// ConfigGet sends one CONFIG GET with every parameter in keys (Valkey 7 and later take several)
+// and returns what the node printed back, by name. A parameter the node does not know is
+// absent from the result.
+func (c *Client) ConfigGet(ctx context.Context, keys ...string) (map[string]string, error) {
+	if len(keys) == 0 {
+		return map[string]string{}, nil
+	}
+	op := "config get"
+	m, err := c.do(ctx, c.c.B().ConfigGet().Parameter(keys...).Build()).AsStrMap()
+	if err != nil {
+		return nil, c.wrap(op, err)
+	}
+	return m, nil
+}
+
 // IsServerError reports whether err carries an error reply from Valkey
 // ("ERR ...", "CLUSTERDOWN ...", "WRONGPASS ...") as opposed to a network
 // failure or timeout: the node answered, and said no.

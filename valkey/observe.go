@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+
+	"github.com/gomomento/valkey-operator/liveconf"
 )
 
 // NodeView is what one node said about the cluster during one Observe. A
@@ -33,6 +35,11 @@ type NodeView struct {
 	// Version is the node's valkey_version (INFO server): what a slot move between two nodes
 	// depends on (a server refuses the DUMP payloads of a newer major).
 	Version string
+	// Config is the node's CONFIG GET of the settings applied live (liveconf.Keys), nil when it
+	// could not be read (ConfigErr): a node whose operator user may not CONFIG GET yet (its ACL
+	// is reloaded by the ACL loop) is still reachable, its settings only unknown.
+	Config    map[string]string
+	ConfigErr error
 }
 
 // Myself returns the node's own CLUSTER NODES entry.
@@ -142,5 +149,8 @@ func observeWith(ctx context.Context, c *Client, v NodeView) NodeView {
 	}
 	v.Version = v.Replication["valkey_version"]
 	v.Reachable = true
+	// One CONFIG GET for every live setting (the settings planner's input). Its failure costs
+	// only the settings: the node answered everything its place in the cluster depends on.
+	v.Config, v.ConfigErr = c.ConfigGet(ctx, liveconf.Keys()...)
 	return v
 }
