@@ -59,6 +59,10 @@ type Snapshot struct {
 	// ReadySince is when the cluster's Ready condition last turned True (status.conditions),
 	// zero when it is not True.
 	ReadySince time.Time
+	// Settings are the valkey settings a node created now gets (its ValkeyNode's
+	// spec.valkeySettings), nil when the spec could not be resolved: the settings planner applies
+	// their live part to the nodes that run something else.
+	Settings map[string]string
 	// ZoneMoveHeld says why no replica is moved to another zone now (a move found no room in
 	// its zone a short while ago), "" when one may be.
 	ZoneMoveHeld string
@@ -142,6 +146,9 @@ type Pod struct {
 	// (plan's spread planner) until it has joined and its shard is back to its count: the zone of
 	// the copy it replaces.
 	MovedFrom string
+	// Settings are the valkey settings its ValkeyNode records (spec.valkeySettings): what the
+	// node was started with, its live settings as last applied.
+	Settings map[string]string
 }
 
 // Node is what one Valkey node said about the cluster (CLUSTER NODES, CLUSTER INFO, INFO
@@ -190,6 +197,8 @@ type Node struct {
 	Migrating, Importing map[int]string
 	// Version is the node's valkey_version (INFO server); "" when unknown.
 	Version string
+	// Config is the node's live settings (CONFIG GET of liveconf.Keys), nil when unknown.
+	Config map[string]string
 }
 
 // Major is the major number of the node's Valkey version; 0 when it is unknown or does not

@@ -61,6 +61,9 @@ const (
 	FieldZone         = "zone"
 	FieldFrom         = "from"
 	FieldMethod       = "method"
+	FieldSettings     = "settings"
+	FieldSetting      = "setting"
+	FieldWant         = "want"
 )
 
 // Values of FieldMethod: how a pair's slots moved.
@@ -207,6 +210,17 @@ const (
 	// keys added or changed, comma-separated). spec.podAnnotations brought onto a live pod in
 	// place.
 	MsgPatchingPodAnnotations = "patching pod annotations"
+	// MsgApplyingSettingsLive (INFO, TargetCluster): cluster_name, pod, settings (the names of
+	// the settings set, comma-separated). Ours: a ValkeyConfig change of settings Valkey takes
+	// at run time (package liveconf) is applied with CONFIG SET on every node, no pod replaced.
+	// A value Valkey refuses is the pass's error (`reconcile error, requeuing`, with Valkey's
+	// reply), retried with back-off; the node is never replaced for it.
+	MsgApplyingSettingsLive = "applying settings live"
+	// MsgSettingDrifted (WARN, TargetCluster): cluster_name, pod, setting, value (what the node
+	// ran), want (what it runs again). Ours: a live setting of a node differs from the one
+	// applied and recorded (someone ran CONFIG SET by hand); it is put back. One line per
+	// setting and node.
+	MsgSettingDrifted = "live setting differs from the one applied, putting it back"
 
 	// MsgCredentialMissing (WARN, TargetCluster): cluster_name, secret, key. The operator's
 	// credential Secret of a cluster that already has pods is missing. It is not regenerated
@@ -301,6 +315,8 @@ var Catalogue = []Entry{
 	{MsgUpdatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldMinAvailable}},
 	{MsgDeletingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
 	{MsgPatchingPodAnnotations, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldKeys}},
+	{MsgApplyingSettingsLive, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSettings}},
+	{MsgSettingDrifted, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSetting, FieldValue, FieldWant}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgShardDataLost, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldSlots}},

@@ -2,7 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/slot"
 )
 
@@ -142,6 +144,19 @@ type CloseSlots struct {
 	Closes []CloseSlot
 }
 
+// SetConfig applies live settings to Pod's node (the settings planner): one CONFIG SET of Set,
+// verified with CONFIG GET, then the node's record (its ValkeyNode's spec.valkeySettings and
+// its ConfigMap) takes the live settings of the desired spec, so that it says what runs. Drift
+// names the settings of Set that the node's record already held (someone changed them on the
+// node), the rest are a change of the spec. With Set empty, the node already runs the desired
+// values and only its record is behind.
+type SetConfig struct {
+	Pod   string
+	Set   []liveconf.Change
+	Drift []string
+}
+
+func (SetConfig) action()     {}
 func (MoveSlots) action()     {}
 func (CloseSlots) action()    {}
 func (CreatePod) action()     {}
@@ -154,6 +169,9 @@ func (Detach) action()        {}
 func (Takeover) action()      {}
 func (FailoverForce) action() {}
 func (Failover) action()      {}
+
+// Disruptive: a setting Valkey takes at run time replaces no pod and moves no slot; harmless.
+func (SetConfig) Disruptive() bool { return false }
 
 // Disruptive: a new pod joins nobody until it is met; harmless.
 func (CreatePod) Disruptive() bool { return false }
@@ -281,4 +299,16 @@ func (a Failover) String() string {
 		return fmt.Sprintf("%s takes shard %d's slots back from %s of another shard", a.Pod, a.Shard, a.PrimaryID)
 	}
 	return fmt.Sprintf("%s fails over shard %d from %s", a.Pod, a.Shard, a.PrimaryID)
+}
+
+// String describes the action.
+func (a SetConfig) String() string {
+	if len(a.Set) == 0 {
+		return "record the live settings of " + a.Pod
+	}
+	keys := make([]string, len(a.Set))
+	for i, c := range a.Set {
+		keys[i] = c.Key
+	}
+	return fmt.Sprintf("set %s live on %s", strings.Join(keys, ", "), a.Pod)
 }

@@ -122,7 +122,8 @@ func (c Chain) Run(in Input) Plan {
 // promote the replica of a primary whose container is gone (or hand over a leaving primary's
 // slots), then save a shard whose primaries lost their majority. Then topology: form the cluster
 // (meet, slots, replicas) and reshard it (slot moves to an even spread, removed shards retired).
-// Then updates: replace nodes of an older spec and remove surplus
+// Then updates: apply the settings Valkey takes at run time to every node (harmless, batched),
+// replace nodes of an older spec and remove surplus
 // replicas, one shard at a time. Cleanup: forget departed nodes, delete failed pods. Placement
 // last, on a cluster with nothing else to do: spread primaries and copies over the zones. A new
 // concern is one new file and one line here.
@@ -134,6 +135,7 @@ func Default() Chain {
 		misplaced,
 		formation,
 		reshard,
+		settings,
 		upgrade,
 		cleanup,
 		spread,
