@@ -57,13 +57,18 @@ const (
 // (chaos seed 4242 lost 48 writes a retiring replica had acknowledged); CONFIG SET also reloads
 // a TLS cluster's certificate files. CONFIG SET is a wide grant, but no wider than what this
 // user already holds over the cluster: it can forget every node, or take any shard over.
+//
+// CONFIG SET and CONFIG GET also apply the settings Valkey takes at run time (package liveconf)
+// and read them back on every pass, to verify and to put back a value changed by hand. CONFIG
+// GET shows no secret to this user that it does not hold already: masterauth is its own
+// cluster's replication password, which its credential Secret holds beside its own.
 var operatorCommands = []string{
 	"ping", "info",
 	"cluster|nodes", "cluster|info", "cluster|myid", "cluster|meet", "cluster|addslotsrange",
 	"cluster|replicate", "cluster|failover", "cluster|forget", "cluster|countkeysinslot",
 	"cluster|setslot", "cluster|getkeysinslot",
 	"acl|load", "acl|list",
-	"client|setinfo", "client|kill", "config|set",
+	"client|setinfo", "client|kill", "config|set", "config|get",
 }
 
 // operatorCommands9 are the operator's Valkey 9 commands (atomic slot migration).

@@ -259,7 +259,9 @@ func TestRenderedACLOnValkey(t *testing.T) {
 		{"rw", "rw-pw", []string{"CLUSTER", "INFO"}, "ERR"}, // allowed, but not a cluster node
 		{OperatorUser, testSys.OperatorPassword, []string{"GET", "app:1"}, "NOPERM"},
 		{OperatorUser, testSys.OperatorPassword, []string{"SET", "app:1", "x"}, "NOPERM"},
-		{OperatorUser, testSys.OperatorPassword, []string{"CONFIG", "GET", "maxmemory"}, "NOPERM"},
+		// CONFIG GET: the settings applied live are read back from every node (liveconf).
+		{OperatorUser, testSys.OperatorPassword, []string{"CONFIG", "GET", "maxmemory"}, "maxmemory"},
+		{OperatorUser, testSys.OperatorPassword, []string{"CONFIG", "RESETSTAT"}, "NOPERM"},
 		{OperatorUser, testSys.OperatorPassword, []string{"FLUSHALL"}, "NOPERM"},
 		{OperatorUser, testSys.OperatorPassword, []string{"CLIENT", "LIST"}, "NOPERM"},
 		{ReplicationUser, testSys.ReplPassword, []string{"GET", "app:1"}, "NOPERM"},

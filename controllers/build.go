@@ -318,6 +318,20 @@ func nodeSpecHash(spec *v1.ValkeyNodeSpec) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// startSpecHash is nodeSpecHash with the live settings too (their values as Valkey reads them
+// back, liveconf.Normalize): what a node starts from. It only tells whether a pod that failed on
+// start failed on the current spec (fsm.Pod.StartHash); it never outdates a running node.
+func startSpecHash(spec *v1.ValkeyNodeSpec) string {
+	live := liveconf.Live(spec.ValkeySettings)
+	var b strings.Builder
+	b.WriteString(nodeSpecHash(spec))
+	for _, k := range slices.Sorted(maps.Keys(live)) {
+		fmt.Fprintf(&b, "\x00%s=%s", k, liveconf.Normalize(k, live[k]))
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+}
+
 // canonicalQuantity is q's value in thousandths ("1000m", "1" and "1.0" are all 1000;
 // "128Mi" and "134217728" are the same memory), or q itself when it does not parse (then it is
 // compared as written).
@@ -335,6 +349,11 @@ func canonicalQuantity(q string) string {
 // desiredSpecHash is nodeSpecHash of the spec a node created now would be built from.
 func desiredSpecHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
 	return nodeSpecHash(&buildValkeyNode(vc, rc, "", 0, "").Spec)
+}
+
+// desiredStartHash is startSpecHash of the spec a node created now would be built from.
+func desiredStartHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
+	return startSpecHash(&buildValkeyNode(vc, rc, "", 0, "").Spec)
 }
 
 func quantity(q *resource.Quantity) string {

@@ -296,6 +296,18 @@ func TestSpecHash(t *testing.T) {
 			t.Errorf("changing %s did not change the spec hash", name)
 		}
 	}
+	// The start hash (did a failed pod fail on the current spec?) sees the live settings too,
+	// compared as Valkey reads them back.
+	c, r := newTestCluster(), newResolved()
+	start := desiredStartHash(c, r)
+	r.Valkey = map[string]string{"maxmemory": "1572864000", "maxmemory-policy": "ALLKEYS-LRU"}
+	if desiredStartHash(c, r) != start {
+		t.Error("the same live values written otherwise changed the start hash")
+	}
+	r.Valkey = map[string]string{"maxmemory": "1gb", "maxmemory-policy": "allkeys-lru"}
+	if desiredStartHash(c, r) == start || desiredSpecHash(c, r) != base {
+		t.Error("a live setting changed must change the start hash, not the spec hash")
+	}
 }
 
 // A TLS cluster's nodes mount the Secret tls.secretRef names: pointing it at another Secret

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ import (
 func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, creds, migrate valkey.Credentials, obs *observation, pl plan.Plan) error {
 	node := func(pod string) (*valkey.Client, error) { return r.nodeClient(vc, obs, pod, creds) }
 	refused := false
+	var deferred error // the errors of steps that hold back nothing after them
 	for _, a := range pl.Actions {
 		var err error
 		unrecorded := false // the action turned out done by someone else: nothing to count
@@ -163,6 +165,14 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					break
 				}
 			}
+		case plan.SetConfig:
+			// Harmless and independent of the rest of the plan: a node that refuses a value
+			// holds back neither the other nodes' settings nor the roll that follows them. Its
+			// error is the pass's (retried with back-off) once every other step has run.
+			if e := r.setConfig(ctx, log, obs, node, a); e != nil {
+				deferred = errors.Join(deferred, fmt.Errorf("%s: %w", a, e))
+				continue
+			}
 		case plan.Detach:
 			if err = r.markLeaving(ctx, obs, a.Pod); err == nil {
 				r.detachReplica(ctx, log, obs, node, a.Pod)
@@ -187,13 +197,13 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			err = fmt.Errorf("broken invariant: no executor for action %T", a)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", a, err)
+			return errors.Join(deferred, fmt.Errorf("%s: %w", a, err))
 		}
 		if !unrecorded {
 			r.recordAction(vc, a)
 		}
 	}
-	return nil
+	return deferred
 }
 
 // tickLog remembers when each cluster last logged its heartbeat, so `active tick` keeps a

@@ -96,6 +96,8 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			// pod keeps the annotation's, and a deleting pod is never counted outdated.
 			p.SpecHash = nodeSpecHash(&vn.Spec)
 			p.MovedFrom = vn.Annotations[v1.AnnotationMovedFrom]
+			p.Settings = vn.Spec.ValkeySettings
+			p.StartHash = startSpecHash(&vn.Spec)
 		}
 		// A deleting pod whose process still runs is asked too: a primary on its way out (a
 		// drain) says which node id it is and whether it still serves, so that its slots are
@@ -110,6 +112,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		if _, ok := o.pods[name]; !ok && vn.DeletionTimestamp == nil {
 			lost := lostNode(vn)
 			lost.SpecHash = nodeSpecHash(&vn.Spec)
+			lost.StartHash = startSpecHash(&vn.Spec)
 			lost.LastNodeID = lastIDs[name]
 			o.snapshot.Pods = append(o.snapshot.Pods, lost)
 		}
@@ -199,6 +202,7 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.ReplOffset, _ = v.ReplicationOffset()
 	n.SyncInProgress = v.Replication["master_sync_in_progress"] == "1"
 	n.Version = v.Version
+	n.Config = v.Config
 	n.Known = map[string]slot.Set{}
 	n.Failed = map[string]bool{}
 	n.Suspected = map[string]bool{}

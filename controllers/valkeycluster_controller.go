@@ -104,7 +104,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=valkey-operator
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
@@ -182,6 +182,10 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
 	obs.snapshot.AtomicMoves = rc != nil && valkey9OrLater(rc.Image.Version)
+	if problem == "" {
+		obs.snapshot.Settings = valkeySettings(rc, vc.Spec.TLS != nil)
+		obs.snapshot.StartHash = desiredStartHash(&vc, rc)
+	}
 	refusedWait := time.Duration(0)
 	obs.snapshot.CreateRefused, obs.snapshot.CreateHeld, refusedWait = r.creates.state(clusterKey(&vc), vc.Generation, obs.snapshot.Now)
 	obs.snapshot.ZoneMoveHeld = r.moves.state(clusterKey(&vc), obs.snapshot.Now)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -95,15 +96,15 @@ func TestObserveJoinsNodesAndPods(t *testing.T) {
 	}
 	// A node's spec hash is what its ValkeyNode records it was built from, pod or no pod.
 	want := []fsm.Pod{
-		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: nodeSpecHash(&joining.Spec)},
-		{Name: lost.Name, Shard: 1, Phase: fsm.PodFailed, Failure: "pod missing", Lifecycle: "Active", SpecHash: nodeSpecHash(&lost.Spec)},
+		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: nodeSpecHash(&joining.Spec), StartHash: startSpecHash(&joining.Spec), Settings: joining.Spec.ValkeySettings},
+		{Name: lost.Name, Shard: 1, Phase: fsm.PodFailed, Failure: "pod missing", Lifecycle: "Active", SpecHash: nodeSpecHash(&lost.Spec), StartHash: startSpecHash(&lost.Spec)},
 		{Name: gone.Name, Shard: 0, Phase: fsm.PodPending, Deleting: true},
 	}
 	if len(obs.snapshot.Pods) != len(want) {
 		t.Fatalf("snapshot pods %+v, want %+v", obs.snapshot.Pods, want)
 	}
 	for i := range want {
-		if obs.snapshot.Pods[i] != want[i] {
+		if !reflect.DeepEqual(obs.snapshot.Pods[i], want[i]) {
 			t.Errorf("pod %d: %+v, want %+v", i, obs.snapshot.Pods[i], want[i])
 		}
 	}

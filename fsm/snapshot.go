@@ -33,6 +33,8 @@ type Snapshot struct {
 	Hostnames bool
 	// SpecHash is the hash of what a node created now would be built from (see Pod.SpecHash).
 	SpecHash string
+	// StartHash is SpecHash with the live settings too (see Pod.StartHash).
+	StartHash string
 	// Pods are the cluster's pods, any phase, sorted by name.
 	Pods []Pod
 	// Failover is the failover the operator issued on an earlier pass and has not seen land
@@ -123,6 +125,11 @@ type Pod struct {
 	// resources, valkey settings, hard placement). A node whose hash is not Snapshot.SpecHash is
 	// outdated and is replaced by a rolling upgrade.
 	SpecHash string
+	// StartHash is SpecHash with the node's live settings too (those a node takes at run time,
+	// which SpecHash leaves out). A pod that failed on start counts against the current spec only
+	// when its StartHash is the snapshot's: a live setting Valkey refused at start, fixed in the
+	// spec, is a new spec for the pods to come although it replaces no running node.
+	StartHash string
 	// Failure says how a Failed pod's container ended ("Error, exit code 1").
 	Failure string
 	// StartFailure is true when the container exited by itself with an error code (1-127), as

@@ -113,11 +113,13 @@ func anyJoining(s fsm.Snapshot) bool {
 	return false
 }
 
-// failedOnStart names the shard's pods of the current spec that failed on start, by name.
+// failedOnStart names the shard's pods of the current spec that failed on start, by name. The
+// current spec includes the live settings (fsm.Pod.StartHash): a value Valkey refused at start
+// that the spec then fixes lets new pods be created again.
 func failedOnStart(s fsm.Snapshot, shard int) []string {
 	var out []string
 	for _, pod := range s.Pods {
-		if pod.Shard == shard && pod.Phase == fsm.PodFailed && pod.StartFailure && !pod.Deleting && pod.SpecHash == s.SpecHash {
+		if pod.Shard == shard && pod.Phase == fsm.PodFailed && pod.StartFailure && !pod.Deleting && pod.SpecHash == s.SpecHash && pod.StartHash == s.StartHash {
 			out = append(out, pod.Name)
 		}
 	}

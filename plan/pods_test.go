@@ -60,6 +60,11 @@ func TestCrashingPodsStopReplacement(t *testing.T) {
 	if len(p.Actions) != 0 || p.Blocked != "shard 0: pods p0-a, p0-b failed on start (Error, exit code 1); not creating more until the spec changes" {
 		t.Fatalf("%v %q", p.Actions, p.Blocked)
 	}
+	s.StartHash = "live2" // a live setting Valkey refused at start was fixed: same SpecHash
+	if p := Pass(fsm.Bootstrapping, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{Shard: 0}}) || p.Blocked != "" {
+		t.Fatalf("after a live setting was fixed: %v %q", p.Actions, p.Blocked)
+	}
+	s.StartHash = ""
 	s.SpecHash = "h2" // the config was fixed
 	if p := Pass(fsm.Bootstrapping, s); !reflect.DeepEqual(p.Actions, []Action{CreatePod{Shard: 0}}) || p.Blocked != "" {
 		t.Fatalf("after a spec change: %v %q", p.Actions, p.Blocked)

@@ -31,7 +31,8 @@ import (
 const rollTimeout = 8 * time.Minute
 
 // TestRollingConfigChangeTwoClusters: two 3×1 clusters share one ValkeyConfig; a `valkey`
-// setting changes under continuous writes. Both roll, one shard at a time each, with exactly
+// setting that needs a restart changes under continuous writes (one Valkey takes at run time
+// applies live instead: TestLiveConfig). Both roll, one shard at a time each, with exactly
 // one failover per shard; every node is replaced and runs the new setting (CONFIG GET); every
 // acknowledged write reads back. A graceful CLUSTER FAILOVER loses no acknowledged write, so
 // no loss is allowed here, replicated or not.
@@ -57,7 +58,8 @@ func TestRollingConfigChangeTwoClusters(t *testing.T) {
 	wa, oa := startWriter(t, a)
 	wb, ob := startWriterPrefix(t, b, ns+":b:")
 
-	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["hz"] = "20" })
+	// tcp-backlog needs a restart (CONFIG SET refuses it), so it rolls; hz would apply live.
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["tcp-backlog"] = "256" })
 	start := time.Now()
 	for _, vc := range []*v1.ValkeyCluster{a, b} {
 		waitRolled(t, vc, 3, 1, before, rollTimeout)
@@ -65,8 +67,8 @@ func TestRollingConfigChangeTwoClusters(t *testing.T) {
 	t.Logf("both clusters rolled in %s", time.Since(start).Round(time.Second))
 	for _, vc := range []*v1.ValkeyCluster{a, b} {
 		for _, p := range clusterPods(t, vc) {
-			if got := configGet(t, p, "hz"); got != "20" {
-				t.Errorf("%s: CONFIG GET hz = %q, want 20", p.Name, got)
+			if got := configGet(t, p, "tcp-backlog"); got != "256" {
+				t.Errorf("%s: CONFIG GET tcp-backlog = %q, want 256", p.Name, got)
 			}
 		}
 	}
@@ -99,7 +101,7 @@ func TestRollValkey9(t *testing.T) {
 	detached := watchRetiringReplicas(t, vc)
 	w, opts := startWriter(t, vc)
 	start := time.Now()
-	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["hz"] = "20" })
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["tcp-backlog"] = "256" })
 	waitRolled(t, vc, 3, 1, before, rollTimeout)
 	t.Logf("rolled in %s", time.Since(start).Round(time.Second))
 	detached()
@@ -379,13 +381,14 @@ func TestRollStallsAndReverts(t *testing.T) {
 		t.Errorf("reverting replaced nodes: before %v, after %v", keysOf(before), keysOf(after))
 	}
 
-	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["maxmemory-policy"] = "no-such-policy" })
+	// A restart setting: a bad value of a live one is refused by CONFIG SET, and never rolls.
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["tcp-backlog"] = "no-such-backlog" })
 	stalled = waitMessage(t, vc, "exit code", 2*time.Minute)
 	t.Logf("stalled: state %s, message %q", stalled.Status.State, stalled.Status.Message)
 	if p := valkeyHealthy(t, vc, 2, 1, nil); p != "" {
 		t.Errorf("the old nodes must keep serving while the roll is stalled: %s", p)
 	}
-	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { delete(c.Spec.Valkey, "maxmemory-policy") })
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { delete(c.Spec.Valkey, "tcp-backlog") })
 	waitRolled(t, vc, 2, 1, nil, rollTimeout)
 	if after := podNameSet(t, vc); !maps.Equal(after, before) {
 		t.Errorf("reverting replaced nodes: before %v, after %v", keysOf(before), keysOf(after))
@@ -408,7 +411,7 @@ func TestOperatorKilledDuringRoll(t *testing.T) {
 	before := podNameSet(t, vc)
 	created := watchCreatedNodes(t, ns)
 	w, opts := startWriter(t, vc)
-	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["hz"] = "15" })
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["tcp-backlog"] = "384" })
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for i := range 3 {
 		d := time.Duration(3+rng.Intn(12)) * time.Second

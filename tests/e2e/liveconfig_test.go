@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	valkeygo "github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/logging"
+)
+
+// liveTimeout bounds the wait for a live setting to reach every node: a safety net, not a speed
+// claim (BenchmarkLiveConfig measures it).
+const liveTimeout = time.Minute
+
+// TestLiveConfig: a 3×1 cluster under the writer has maxmemory and maxmemory-policy changed in
+// its ValkeyConfig. Every node runs the new values (CONFIG GET), no pod is replaced (same names
+// and UIDs), no shard fails over (same primaries, no failover line), the ValkeyNodes and their
+// ConfigMaps record the new values, no write is refused and every acknowledged key reads back.
+// Then maxmemory is changed by hand on one node: the operator says so at WARN and puts it back.
+func TestLiveConfig(t *testing.T) {
+	lane(t)
+	ns := "live-config"
+	vc := activeCluster(t, ns, 3, 1)
+	waitReady(t, vc, 3, 1, nil, formTimeout)
+	uids := podUIDs(t, vc)
+	before := primaryPods(t, vc)
+	w, opts := startWriter(t, vc)
+	time.Sleep(2 * time.Second) // writes before the change, as during it
+
+	logStart := len(parseLog(t, operator.Logs()))
+	start := time.Now()
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) {
+		c.Spec.Valkey["maxmemory"] = "120mb"
+		c.Spec.Valkey["maxmemory-policy"] = "allkeys-lru"
+	})
+	want := map[string]string{"maxmemory": "125829120", "maxmemory-policy": "allkeys-lru"}
+	waitLiveSettings(t, vc, want, liveTimeout)
+	t.Logf("every node runs the new settings %s after the change", time.Since(start).Round(time.Millisecond))
+	waitRecorded(t, vc, map[string]string{"maxmemory": "120mb", "maxmemory-policy": "allkeys-lru"}, liveTimeout)
+	time.Sleep(2 * time.Second) // and writes after it
+
+	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+		t.Errorf("pods replaced by a live setting: before %v, after %v", uids, after)
+	}
+	if after := primaryPods(t, vc); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("primaries changed: before %v, after %v", before, after)
+	}
+	for _, l := range parseLog(t, operator.Logs())[logStart:] {
+		if strings.HasSuffix(l.ref(), "."+ns) && (failoverLine(l.message()) || l.message() == logging.MsgRetiringNode || l.message() == logging.MsgCreatingPod) {
+			t.Errorf("a live setting change logged %q", l.message())
+		}
+	}
+	if !loggedWithPod(t, logging.MsgApplyingSettingsLive, ns) {
+		t.Errorf("no %q line with a pod", logging.MsgApplyingSettingsLive)
+	}
+	r := finishWriter(t, w, vc, opts)
+	failures := 0
+	for _, s := range r.Slots {
+		failures += s.Failures
+	}
+	if failures > 0 || r.LostUnreplicated > 0 {
+		t.Errorf("%d writes refused, %d acknowledged keys lost during a live setting change: want 0", failures, r.LostUnreplicated)
+	}
+
+	// By hand, on one node: put back, and said at WARN.
+	victim := clusterPods(t, vc)[0]
+	configSet(t, victim, "maxmemory", "1mb")
+	deadline := time.Now().Add(liveTimeout)
+	for configGet(t, victim, "maxmemory") != want["maxmemory"] {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: maxmemory set by hand was not put back within %s", victim.Name, liveTimeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	warned := false
+	for _, l := range parseLog(t, operator.Logs()) {
+		if l.message() == logging.MsgSettingDrifted && l.Level == "WARN" && l.Fields[logging.FieldPod] == victim.Name &&
+			l.Fields[logging.FieldSetting] == "maxmemory" && l.Fields[logging.FieldValue] == "1048576" {
+			warned = true
+			t.Logf("WARN: %s", l.raw)
+		}
+	}
+	if !warned {
+		t.Errorf("no WARN %q for %s naming maxmemory and its value", logging.MsgSettingDrifted, victim.Name)
+	}
+	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+		t.Errorf("pods replaced after drift: before %v, after %v", uids, after)
+	}
+}
+
+// primaryPods are the names of the pods whose node serves slots, sorted (status.nodes).
+func primaryPods(t *testing.T, vc *v1.ValkeyCluster) []string {
+	t.Helper()
+	var out []string
+	for _, n := range primaries(t, vc) {
+		out = append(out, n.Pod)
+	}
+	return out
+}
+
+func sameUIDs[M ~map[string]V, V comparable](a, b M) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// waitLiveSettings waits until every running pod of vc answers CONFIG GET with want.
+func waitLiveSettings(t testing.TB, vc *v1.ValkeyCluster, want map[string]string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		miss := ""
+		for _, p := range clusterPods(t, vc) {
+			for k, v := range want {
+				if got := configGetTB(t, p, k); got != v {
+					miss = p.Name + ": " + k + " = " + got
+				}
+			}
+		}
+		if miss == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live settings not applied within %s: %s", timeout, miss)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitRecorded waits until every ValkeyNode of vc records want in spec.valkeySettings and its
+// ConfigMap's valkey.conf holds the same lines.
+func waitRecorded(t *testing.T, vc *v1.ValkeyCluster, want map[string]string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		miss := ""
+		var nodes v1.ValkeyNodeList
+		if err := k8s.List(context.Background(), &nodes, client.InNamespace(vc.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes.Items {
+			var cm corev1.ConfigMap
+			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: vc.Namespace, Name: v1.NodeConfigMapName(n.Name)}, &cm); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range want {
+				if n.Spec.ValkeySettings[k] != v {
+					miss = "ValkeyNode " + n.Name + ": " + k + " = " + n.Spec.ValkeySettings[k]
+				}
+				if !strings.Contains(cm.Data["valkey.conf"], "\n"+k+" "+v+"\n") {
+					miss = "ConfigMap of " + n.Name + " lacks " + k + " " + v
+				}
+			}
+		}
+		if miss == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live settings not recorded within %s: %s", timeout, miss)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// configGetTB is configGet for a benchmark too.
+func configGetTB(t testing.TB, p corev1.Pod, key string) string {
+	t.Helper()
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{addr(p)}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kv, err := c.Do(ctx, c.B().ConfigGet().Parameter(key).Build()).AsStrMap()
+	if err != nil {
+		t.Fatalf("%s: CONFIG GET %s: %v", p.Name, key, err)
+	}
+	return kv[key]
+}
+
+// configSet runs CONFIG SET key value on p's node as the default user: a change by hand.
+func configSet(t *testing.T, p corev1.Pod, key, value string) {
+	t.Helper()
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{addr(p)}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Do(ctx, c.B().ConfigSet().ParameterValue().ParameterValue(key, value).Build()).Error(); err != nil {
+		t.Fatalf("%s: CONFIG SET %s: %v", p.Name, key, err)
+	}
+}
