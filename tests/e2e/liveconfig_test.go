@@ -59,6 +59,18 @@ func TestLiveConfig(t *testing.T) {
 	if !loggedWithPod(t, logging.MsgApplyingSettingsLive, ns) {
 		t.Errorf("no %q line with a pod", logging.MsgApplyingSettingsLive)
 	}
+	applied, errs := 0, 0
+	for _, l := range parseLog(t, operator.Logs())[logStart:] {
+		switch {
+		case !strings.HasSuffix(l.ref(), "."+ns):
+		case l.message() == logging.MsgApplyingSettingsLive:
+			applied++
+		case l.message() == logging.MsgReconcileError:
+			errs++
+			t.Logf("reconcile error: %v", l.Fields[logging.FieldError])
+		}
+	}
+	t.Logf("%d %q lines (one per node: 6), %d reconcile errors", applied, logging.MsgApplyingSettingsLive, errs)
 	r := finishWriter(t, w, vc, opts)
 	failures := 0
 	for _, s := range r.Slots {
