@@ -328,7 +328,9 @@ func (r *runner) change(ctx context.Context, e schedule.Event) {
 		c.spec.Version = schedule.Valkey9
 		c.mu.Unlock()
 	case schedule.Config:
-		err = c.updateConfig(ctx, func(cfg *v1.ValkeyConfig) { cfg.Spec.Valkey["hz"] = fmt.Sprint(e.Value) })
+		// tcp-backlog needs a restart, so the change rolls every node as the schedule means;
+		// hz itself now applies live (liveconf) and would replace nothing.
+		err = c.updateConfig(ctx, func(cfg *v1.ValkeyConfig) { cfg.Spec.Valkey["tcp-backlog"] = fmt.Sprint(500 + e.Value) })
 		c.mu.Lock()
 		c.spec.Hz = e.Value
 		c.mu.Unlock()

@@ -59,7 +59,9 @@ const (
 const (
 	// Upgrade repoints the cluster's ValkeyConfig from the 8.0.1 image to the 9.1.2 one.
 	Upgrade Kind = "upgrade"
-	// Config sets the `hz` setting of the cluster's ValkeyConfig to Value: a rolling replacement.
+	// Config changes the cluster's ValkeyConfig by Value: a rolling replacement. The runner sets
+	// tcp-backlog to 500+Value (a setting that needs a restart; hz, the setting's old name here,
+	// now applies live without one).
 	Config Kind = "config"
 	// Shards sets spec.shards to Value: a reshard, slots and keys moving.
 	Shards Kind = "shards"
