@@ -62,11 +62,18 @@ func nodeDo(p corev1.Pod, user, pw string, args ...string) (string, error) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	s, err := c.Do(ctx, c.B().Arbitrary(args...).Build()).ToString()
-	if valkeygo.IsValkeyNil(err) {
+	res := c.Do(ctx, c.B().Arbitrary(args...).Build())
+	if err := res.Error(); valkeygo.IsValkeyNil(err) {
 		return "", nil
+	} else if err != nil {
+		return "", err
 	}
-	return s, err
+	if s, err := res.ToString(); err == nil {
+		return s, nil
+	}
+	// A reply that is not text (CONFIG GET's map), as text.
+	m, err := res.AsStrMap()
+	return fmt.Sprint(m), err
 }
 
 // expectation checks one reply.
