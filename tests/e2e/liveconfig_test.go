@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/tests/localcluster"
 )
 
 // liveTimeout bounds the wait for a live setting to reach every node: a safety net, not a speed
@@ -27,6 +28,20 @@ func TestLiveConfig(t *testing.T) {
 	lane(t)
 	ns := "live-config"
 	vc := activeCluster(t, ns, 3, 1)
+	checkLiveConfig(t, vc)
+}
+
+// TestLiveConfigValkey9 is TestLiveConfig on Valkey 9.1.2.
+func TestLiveConfigValkey9(t *testing.T) {
+	lane(t)
+	ns := "live-config-9"
+	vc := versionedCluster(t, ns, localcluster.Valkey9Version, 3, 1)
+	checkLiveConfig(t, vc)
+}
+
+// checkLiveConfig is TestLiveConfig on vc, a 3×1 whose ValkeyConfig is {namespace}-config.
+func checkLiveConfig(t *testing.T, vc *v1.ValkeyCluster) {
+	ns := vc.Namespace
 	waitReady(t, vc, 3, 1, nil, formTimeout)
 	uids := podUIDs(t, vc)
 	before := primaryPods(t, vc)
