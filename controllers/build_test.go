@@ -271,7 +271,7 @@ func TestSpecHash(t *testing.T) {
 		"live maxmemory":        func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = map[string]string{"maxmemory": "1mb"} },
 		"live settings removed": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = nil },
 		"live settings changed": func(_ *v1.ValkeyCluster, r *ResolvedConfig) {
-			r.Valkey = map[string]string{"maxmemory-policy": "allkeys-lru", "hz": "50", "timeout": "300", "notify-keyspace-events": "KEA"}
+			r.Valkey = map[string]string{"maxmemory-policy": "allkeys-lru", "hz": "50", "timeout": "300"}
 		},
 	} {
 		c, r := newTestCluster(), newResolved()
@@ -281,9 +281,9 @@ func TestSpecHash(t *testing.T) {
 		}
 	}
 	for name, mutate := range map[string]func(*v1.ValkeyCluster, *ResolvedConfig){
-		"image":        func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Tag = "8.0.2" },
-		"memory":       func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Resources.Memory = ptr.To(resource.MustParse("3Gi")) },
-		"config":       func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = map[string]string{"databases": "4"} },
+		"image":  func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Tag = "8.0.2" },
+		"memory": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Resources.Memory = ptr.To(resource.MustParse("3Gi")) },
+		"config": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = map[string]string{"databases": "4"} },
 		"restart and live config": func(_ *v1.ValkeyCluster, r *ResolvedConfig) {
 			r.Valkey = map[string]string{"maxmemory": "2mb", "appendonly": "yes"}
 		},

@@ -6,6 +6,8 @@
 // The allowlist is conservative: every entry was set with CONFIG SET and read back with
 // CONFIG GET on valkey-server 8.0.1 and 9.1.2, and none is a secret or a directive the operator
 // forces (controllers/build.go, confDirectives). A setting not listed here needs a new pod.
+// notify-keyspace-events is not listed: 8.0.1 reads `KEg$lshzxetmdn` back as `AKEm`, so a value
+// with `n` would never verify and be set again on every pass.
 package liveconf
 
 import (
@@ -26,9 +28,6 @@ const (
 	memory
 	// enum: one word of a closed set, which Valkey takes in any case and prints in lower case.
 	enum
-	// flags: notify-keyspace-events' letters, a set whose order Valkey does not keep (KEA reads
-	// back as AKE) and in which A stands for g$lshzxetd.
-	flags
 )
 
 // setting is one allowlisted directive: how to compare it and Valkey's default (the same on
@@ -54,7 +53,6 @@ var table = map[string]setting{
 	"slowlog-log-slower-than":   {kind: integer, def: "10000"},
 	"slowlog-max-len":           {kind: integer, def: "128"},
 	"latency-monitor-threshold": {kind: integer, def: "0"},
-	"notify-keyspace-events":    {kind: flags, def: ""},
 	"lazyfree-lazy-eviction":    {kind: enum, def: "yes"},
 	"lazyfree-lazy-expire":      {kind: enum, def: "yes"},
 }
@@ -108,8 +106,7 @@ func Unquote(v string) string {
 }
 
 // Normalize returns value as Valkey prints it back for key: memory in bytes, integers in
-// decimal (clamped where Valkey clamps), enums in lower case, keyspace-event flags as a sorted
-// set. A value that does not parse is returned trimmed and unquoted, compared as written (Valkey
+// decimal (clamped where Valkey clamps), enums in lower case. A value that does not parse is returned trimmed and unquoted, compared as written (Valkey
 // refuses it at CONFIG SET, which is reported, not hidden).
 func Normalize(key, value string) string {
 	v := Unquote(value)
@@ -134,8 +131,6 @@ func Normalize(key, value string) string {
 		return v
 	case enum:
 		return strings.ToLower(v)
-	case flags:
-		return normalizeFlags(v)
 	}
 	return v
 }
@@ -167,23 +162,6 @@ func parseMemory(v string) (uint64, bool) {
 		return 0, false
 	}
 	return n * mul, true
-}
-
-// allEvents are the classes notify-keyspace-events' A stands for (Valkey's NOTIFY_ALL).
-const allEvents = "g$lshzxetd"
-
-func normalizeFlags(v string) string {
-	set := map[rune]bool{}
-	for _, r := range v {
-		if r == 'A' {
-			for _, e := range allEvents {
-				set[e] = true
-			}
-			continue
-		}
-		set[r] = true
-	}
-	return string(slices.Sorted(maps.Keys(set)))
 }
 
 // Change is one live setting whose value on a node is not the one wanted.

@@ -25,7 +25,7 @@ func TestConfigLive(t *testing.T) {
 	want := map[string]string{
 		"maxmemory": "100mb", "maxmemory-policy": "ALLKEYS-LRU", "maxmemory-samples": "7", "hz": "20",
 		"timeout": "300", "maxclients": "500", "slowlog-log-slower-than": "5000", "slowlog-max-len": "256",
-		"latency-monitor-threshold": "50", "notify-keyspace-events": "KEA", "lazyfree-lazy-eviction": "no",
+		"latency-monitor-threshold": "50", "lazyfree-lazy-eviction": "no",
 		"lazyfree-lazy-expire": "no",
 	}
 	if len(want) != len(liveconf.Keys()) {
