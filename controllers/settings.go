@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -85,6 +86,9 @@ func (r *ValkeyClusterReconciler) recordLiveSettings(ctx context.Context, obs *o
 		// A node without its ConfigMap is a lost node's: its pod cannot have started.
 	case err != nil:
 		return fmt.Errorf("get ConfigMap %s: %w", key.Name, err)
+	case !metav1.IsControlledBy(&cm, vn):
+		// Own before you touch: another object took the name (the node's own was deleted). The
+		// node runs what it runs; its record below still says so.
 	default:
 		if conf := withLiveSettings(cm.Data[configFileName], live); conf != cm.Data[configFileName] {
 			cm.Data[configFileName] = conf
