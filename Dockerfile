@@ -10,6 +10,7 @@ COPY main.go ./
 COPY apis/ apis/
 COPY controllers/ controllers/
 COPY fsm/ fsm/
+COPY liveconf/ liveconf/
 COPY logging/ logging/
 COPY metrics/ metrics/
 COPY plan/ plan/

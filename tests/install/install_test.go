@@ -186,7 +186,7 @@ type grant struct{ group, resource, verbs string }
 // removed shard), no Deployments or StatefulSets. Pods: patch, for spec.podAnnotations only.
 // Namespaces: get only, to leave alone the clusters of a namespace being deleted.
 var wantGrants = []grant{
-	{"", "configmaps", "create,get,list,watch"},
+	{"", "configmaps", "create,get,list,update,watch"},
 	{"", "namespaces", "get"},
 	{"", "nodes", "list,watch"},
 	{"", "pods", "create,get,list,patch,watch"},

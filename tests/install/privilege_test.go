@@ -57,7 +57,8 @@ var defaultGrants = []string{
 // exerciseDay2 makes the operator use its day-2 grants on the sample: a ValkeyRole and an ACL
 // binding (the ACL Secret is updated), a pod annotation (pods are patched), a second shard
 // (ValkeyNodes, ConfigMaps, pods and a PodDisruptionBudget created, slots moved), then back to one
-// (a PodDisruptionBudget and ValkeyNodes deleted).
+// (a PodDisruptionBudget and ValkeyNodes deleted), and a setting applied live (ConfigMaps and
+// ValkeyNodes updated).
 func exerciseDay2(t *testing.T, c *localcluster.Cluster, k8s client.Client) {
 	t.Helper()
 	role := `apiVersion: valkey.gomomento.com/v1alpha1
@@ -80,6 +81,22 @@ spec:
 	waitShards(t, k8s, 2)
 	user(t, c, `kubectl -n my-app patch valkeycluster my-cluster --type merge -p '{"spec":{"shards":1}}'`)
 	waitShards(t, k8s, 1)
+	// A setting applied live: every node's ConfigMap and ValkeyNode record it (update configmaps).
+	user(t, c, `kubectl patch valkeyconfig standard --type merge -p '{"spec":{"valkey":{"maxmemory":"64mb"}}}'`)
+	waitFor(t, "every ValkeyNode of the sample to record maxmemory 64mb", func() (bool, string) {
+		var nodes v1.ValkeyNodeList
+		if err := k8s.List(context.Background(), &nodes, client.InNamespace(sampleKey.Namespace)); err != nil {
+			return false, err.Error()
+		}
+		var got []string
+		done := len(nodes.Items) > 0
+		for _, n := range nodes.Items {
+			v := string(n.Spec.ValkeySettings["maxmemory"])
+			got = append(got, n.Name+": "+v)
+			done = done && v == "64mb"
+		}
+		return done, strings.Join(got, ", ")
+	})
 }
 
 // waitShards waits until the sample is Active, Ready, with n shards of two nodes each.
