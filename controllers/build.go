@@ -318,15 +318,17 @@ func nodeSpecHash(spec *v1.ValkeyNodeSpec) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// startSpecHash is nodeSpecHash with the live settings too (their values as Valkey reads them
-// back, liveconf.Normalize): what a node starts from. It only tells whether a pod that failed on
+// startSpecHash is nodeSpecHash with the live settings too (their values as written): what a
+// node starts from. It only tells whether a pod that failed on
 // start failed on the current spec (fsm.Pod.StartHash); it never outdates a running node.
 func startSpecHash(spec *v1.ValkeyNodeSpec) string {
 	live := liveconf.Live(spec.ValkeySettings)
 	var b strings.Builder
 	b.WriteString(nodeSpecHash(spec))
 	for _, k := range slices.Sorted(maps.Keys(live)) {
-		fmt.Fprintf(&b, "\x00%s=%s", k, liveconf.Normalize(k, live[k]))
+		// As written (unquoted), not as Valkey compares it: any edit of a value that failed on
+		// start is a new spec to try.
+		fmt.Fprintf(&b, "\x00%s=%s", k, liveconf.Unquote(live[k]))
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:8])

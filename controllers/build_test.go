@@ -296,13 +296,20 @@ func TestSpecHash(t *testing.T) {
 			t.Errorf("changing %s did not change the spec hash", name)
 		}
 	}
-	// The start hash (did a failed pod fail on the current spec?) sees the live settings too,
-	// compared as Valkey reads them back.
+	// The start hash (did a failed pod fail on the current spec?) sees the live settings too, as
+	// written: any edit of a value is a new spec to try, even one Valkey would read the same (a
+	// value that failed on start, "timeout 0300", is fixed as "300", which Go reads alike).
 	c, r := newTestCluster(), newResolved()
 	start := desiredStartHash(c, r)
 	r.Valkey = map[string]string{"maxmemory": "1572864000", "maxmemory-policy": "ALLKEYS-LRU"}
-	if desiredStartHash(c, r) != start {
-		t.Error("the same live values written otherwise changed the start hash")
+	if desiredStartHash(c, r) == start {
+		t.Error("the live values written otherwise left the start hash as it was")
+	}
+	r.Valkey = map[string]string{"maxmemory": `"1572864000"`, "maxmemory-policy": "ALLKEYS-LRU"}
+	quoted := desiredStartHash(c, r)
+	r.Valkey = map[string]string{"maxmemory": "1572864000", "maxmemory-policy": "ALLKEYS-LRU"}
+	if desiredStartHash(c, r) != quoted {
+		t.Error("quoting a value changed the start hash")
 	}
 	r.Valkey = map[string]string{"maxmemory": "1gb", "maxmemory-policy": "allkeys-lru"}
 	if desiredStartHash(c, r) == start || desiredSpecHash(c, r) != base {

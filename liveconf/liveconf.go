@@ -13,6 +13,7 @@ package liveconf
 import (
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,11 +117,17 @@ func Normalize(key, value string) string {
 	}
 	switch s.kind {
 	case integer:
+		// Only what Valkey itself parses as an integer (string2ll: no sign but '-', no leading
+		// zero): Go's ParseInt takes "0300" and "+300", which Valkey refuses, and must not make
+		// them equal to a value that runs. Valkey clamps hz, not a negative one: it refuses it.
+		if !valkeyInteger.MatchString(v) {
+			return v
+		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return v
 		}
-		if s.hi > 0 {
+		if s.hi > 0 && n >= 0 {
 			n = min(max(n, s.lo), s.hi)
 		}
 		return strconv.FormatInt(n, 10)
@@ -134,6 +141,9 @@ func Normalize(key, value string) string {
 	}
 	return v
 }
+
+// valkeyInteger is what Valkey's string2ll accepts.
+var valkeyInteger = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
 
 // Equal reports whether a and b are the same value of key, as Valkey would run them.
 func Equal(key, a, b string) bool { return Normalize(key, a) == Normalize(key, b) }

@@ -26,7 +26,11 @@ func TestNormalize(t *testing.T) {
 		{"hz", "1000", "500"},
 		{"hz", "0", "1"},
 		{"hz", "20", "20"},
-		{"timeout", "0300", "300"},
+		// Valkey refuses these (string2ll): compared as written, so CONFIG SET says so.
+		{"timeout", "0300", "0300"},
+		{"timeout", "+300", "+300"},
+		{"maxclients", "+10", "+10"},
+		{"hz", "-1", "-1"},
 		{"timeout", "-1", "-1"},
 		{"loglevel", "NOTICE", "NOTICE"}, // not live: compared as written
 	} {
