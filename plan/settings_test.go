@@ -57,7 +57,9 @@ func TestPlanSettings(t *testing.T) {
 			want: all(func(p string) Action { return SetConfig{Pod: p} })},
 		{name: "a setting removed from the spec goes back to Valkey's default", state: fsm.Active,
 			opts: []opt{formed, withSettings(map[string]string{"port": "6379"}, map[string]string{"port": "6379", "hz": "50"}, map[string]string{"hz": "50"})},
-			want: all(func(p string) Action { return SetConfig{Pod: p, Set: []liveconf.Change{{Key: "hz", Want: "10", Have: "50"}}} })},
+			want: all(func(p string) Action {
+				return SetConfig{Pod: p, Set: []liveconf.Change{{Key: "hz", Want: "10", Have: "50"}}}
+			})},
 		{name: "unreachable, unread or not Active nodes are left for later", state: fsm.Active,
 			opts: []opt{formed, withSettings(newer, old, runs), withCut("p0-0"), withConfig("p0-1", nil), withLifecycle("p1-0", v1.LifecycleJoining),
 				withLifecycle("p1-1", v1.LifecycleLeaving), withDeleting("p2-0", true)},

@@ -91,7 +91,7 @@ spec:
 		var got []string
 		done := len(nodes.Items) > 0
 		for _, n := range nodes.Items {
-			v := string(n.Spec.ValkeySettings["maxmemory"])
+			v := n.Spec.ValkeySettings["maxmemory"]
 			got = append(got, n.Name+": "+v)
 			done = done && v == "64mb"
 		}
