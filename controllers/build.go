@@ -348,16 +348,6 @@ func canonicalQuantity(q string) string {
 	return strconv.FormatInt(v.MilliValue(), 10)
 }
 
-// desiredSpecHash is nodeSpecHash of the spec a node created now would be built from.
-func desiredSpecHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
-	return nodeSpecHash(&buildValkeyNode(vc, rc, "", 0, "").Spec)
-}
-
-// desiredStartHash is startSpecHash of the spec a node created now would be built from.
-func desiredStartHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
-	return startSpecHash(&buildValkeyNode(vc, rc, "", 0, "").Spec)
-}
-
 func quantity(q *resource.Quantity) string {
 	if q == nil {
 		return ""

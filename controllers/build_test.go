@@ -472,3 +472,14 @@ func TestMaxclientsProblem(t *testing.T) {
 		t.Errorf("message %q, want %q", p, want)
 	}
 }
+
+// desiredSpecHash is nodeSpecHash of the spec a node created now would be built from, as a pass
+// computes it.
+func desiredSpecHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
+	return nodeSpecHash(&buildValkeyNode(vc, rc, "", 0, "").Spec)
+}
+
+// desiredStartHash is startSpecHash of the spec a node created now would be built from.
+func desiredStartHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
+	return startSpecHash(&buildValkeyNode(vc, rc, "", 0, "").Spec)
+}

@@ -167,8 +167,12 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 			return ctrl.Result{}, err
 		}
 	}
+	// The spec a node created now gets: its hash (outdated or not), its settings and its start
+	// hash, built once per pass.
+	var desired *v1.ValkeyNodeSpec
 	if problem == "" {
-		hash = desiredSpecHash(&vc, rc)
+		desired = &buildValkeyNode(&vc, rc, "", 0, "").Spec
+		hash = nodeSpecHash(desired)
 		if tm != nil {
 			creds.TLS = r.tls.get(clusterKey(&vc), tm)
 			migrate.TLS = creds.TLS
@@ -182,9 +186,9 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
 	obs.snapshot.AtomicMoves = rc != nil && valkey9OrLater(rc.Image.Version)
-	if problem == "" {
-		obs.snapshot.Settings = valkeySettings(rc, vc.Spec.TLS != nil)
-		obs.snapshot.StartHash = desiredStartHash(&vc, rc)
+	if desired != nil {
+		obs.snapshot.Settings = desired.ValkeySettings
+		obs.snapshot.StartHash = startSpecHash(desired)
 	}
 	refusedWait := time.Duration(0)
 	obs.snapshot.CreateRefused, obs.snapshot.CreateHeld, refusedWait = r.creates.state(clusterKey(&vc), vc.Generation, obs.snapshot.Now)
