@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -419,20 +417,9 @@ func tickIntervals(b *testing.B, from, to time.Time) (mean, worst float64, n int
 // exposition and its number of series (lines that are not comments).
 func scrapeSize(b *testing.B, addr, token string) (size, series int) {
 	b.Helper()
-	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the operator's self-signed certificate
-	resp, err := hc.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		b.Fatalf("scrape: %d %v", resp.StatusCode, err)
+	code, body, err := getMetrics(addr, token)
+	if err != nil || code != http.StatusOK {
+		b.Fatalf("scrape: %d %v", code, err)
 	}
 	for _, line := range strings.Split(string(body), "\n") {
 		if line != "" && !strings.HasPrefix(line, "#") {

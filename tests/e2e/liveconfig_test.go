@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	valkeygo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -151,7 +150,7 @@ func waitLiveSettings(t testing.TB, vc *v1.ValkeyCluster, want map[string]string
 		miss := ""
 		for _, p := range clusterPods(t, vc) {
 			for k, v := range want {
-				if got := configGetTB(t, p, k); got != v {
+				if got := configGet(t, p, k); got != v {
 					miss = p.Name + ": " + k + " = " + got
 				}
 			}
@@ -201,30 +200,10 @@ func waitRecorded(t *testing.T, vc *v1.ValkeyCluster, want map[string]string, ti
 	}
 }
 
-// configGetTB is configGet for a benchmark too.
-func configGetTB(t testing.TB, p corev1.Pod, key string) string {
-	t.Helper()
-	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{addr(p)}, ForceSingleClient: true, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	kv, err := c.Do(ctx, c.B().ConfigGet().Parameter(key).Build()).AsStrMap()
-	if err != nil {
-		t.Fatalf("%s: CONFIG GET %s: %v", p.Name, key, err)
-	}
-	return kv[key]
-}
-
 // configSet runs CONFIG SET key value on p's node as the default user: a change by hand.
 func configSet(t *testing.T, p corev1.Pod, key, value string) {
 	t.Helper()
-	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{addr(p)}, ForceSingleClient: true, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := defaultUserClient(t, p)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

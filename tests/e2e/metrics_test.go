@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -116,27 +117,38 @@ func metricsReaderToken(t *testing.T) string {
 // scrapeStatus GETs /metrics at addr over HTTPS with token ("" for none) and returns the status.
 func scrapeStatus(t *testing.T, addr, token string) int {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the operator's self-signed certificate
 	// The operator may have (re)started a moment ago: its endpoint is up within seconds.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := hc.Do(req)
+		code, _, err := getMetrics(addr, token)
 		if err == nil {
-			_ = resp.Body.Close()
-			return resp.StatusCode
+			return code
 		}
 		if time.Now().After(deadline) {
 			t.Fatal(err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// getMetrics GETs /metrics at addr over HTTPS with token ("" for none), once, and returns the
+// status and the body.
+func getMetrics(addr, token string) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the operator's self-signed certificate
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
 }
 
 // waitQuery waits until the instant query returns at least n series and returns them.

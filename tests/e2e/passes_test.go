@@ -3,9 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -52,24 +50,15 @@ func passMark(t *testing.T, vc *v1.ValkeyCluster) func(n int) {
 func clusterPasses(t *testing.T, vc *v1.ValkeyCluster) float64 {
 	t.Helper()
 	readerTokenOnce.Do(func() { readerToken = metricsReaderToken(t) })
-	req, err := http.NewRequest(http.MethodGet, "https://"+operator.MetricsAddr+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+readerToken)
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the operator's self-signed certificate
 	var body []byte
 	deadline := time.Now().Add(time.Minute) // an operator (re)started a moment ago serves within seconds
 	for {
-		resp, err := hc.Do(req)
-		if err == nil {
-			body, err = io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			if err == nil && resp.StatusCode != http.StatusOK {
-				err = fmt.Errorf("scrape: %s", resp.Status)
-			}
+		code, b, err := getMetrics(operator.MetricsAddr, readerToken)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("scrape: %d", code)
 		}
 		if err == nil {
+			body = b
 			break
 		}
 		if time.Now().After(deadline) {

@@ -639,12 +639,9 @@ func pendingPods(t *testing.T, vc *v1.ValkeyCluster) map[string]bool {
 }
 
 // configGet asks p's node for CONFIG GET key, as the default user (open: no spec.acl).
-func configGet(t *testing.T, p corev1.Pod, key string) string {
+func configGet(t testing.TB, p corev1.Pod, key string) string {
 	t.Helper()
-	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{addr(p)}, ForceSingleClient: true, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := defaultUserClient(t, p)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -653,6 +650,16 @@ func configGet(t *testing.T, p corev1.Pod, key string) string {
 		t.Fatalf("%s: CONFIG GET %s: %v", p.Name, key, err)
 	}
 	return kv[key]
+}
+
+// defaultUserClient connects to p's node alone, as the default user (open: no spec.acl).
+func defaultUserClient(t testing.TB, p corev1.Pod) valkeygo.Client {
+	t.Helper()
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{addr(p)}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // countLines counts the operator's lines with message in namespace ns (and for cluster, when
