@@ -75,6 +75,9 @@ type ACLReconciler struct {
 
 	// nodeRetries: the WARN throttle per node and the catch-up delay per cluster (retries.go).
 	nodeRetries
+
+	// Dial opens every connection to a node (nil: TCP; see ValkeyClusterReconciler.Dial).
+	Dial valkey.Dialer
 }
 
 // nodeACL is what one node did in a pass.
@@ -316,6 +319,7 @@ func setUsers(ctx context.Context, c *valkey.Client, file string, current []stri
 // or credential Secret changes (both owned by the cluster), and when one of its pods changes (a
 // node that started with an older file). log is the operator's root logger.
 func (r *ACLReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) error {
+	r.conns.Dial = r.Dial
 	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster-acl").

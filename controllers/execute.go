@@ -144,7 +144,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			}
 		case plan.MoveSlots:
 			var tally moveTally
-			err = moveSlots(ctx, log, node, migrator(obs, migrate, creds), func(pod string) string { return obs.pods[pod].Status.PodIP }, a, &tally)
+			err = moveSlots(ctx, log, node, migrator(r.conns.Dial, obs, migrate, creds), func(pod string) string { return obs.pods[pod].Status.PodIP }, a, &tally)
 			r.Metrics.SlotsMoved(vc.Namespace, vc.Name, int(tally.slots.Load()), int(tally.keys.Load()))
 			for _, m := range a.Moves {
 				r.served.handedOver(clusterKey(vc), m.Source, time.Now())
@@ -295,6 +295,7 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 // ValkeyRole objects the clusters reference. Every handler goes through the reason tracker,
 // so each reconcile's span says why it ran; log is the operator's root logger.
 func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) error {
+	r.conns.Dial = r.Dial
 	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
 	owned := t.Owned(&v1.ValkeyCluster{}, mgr.GetRESTMapper())
 	all := t.Related(handler.EnqueueRequestsFromMapFunc(r.allClusters))

@@ -406,6 +406,8 @@ func turnedReplica(err error) bool {
 type migrators struct {
 	// addrOf is the node address of a pod ("" and an error when it has none).
 	addrOf func(pod string) (string, error)
+	// dialer opens the connections (the reconciler's Dialer).
+	dialer valkey.Dialer
 	creds  valkey.Credentials
 	ctl    valkey.Credentials
 	// poolOf is how many connections the pooled client of a pod may open (migratorPool, less
@@ -438,7 +440,7 @@ func migratorPoolFor(maxclients string) int {
 	return max(1, min(migratorPool, n/8))
 }
 
-func migrator(obs *observation, creds, ctl valkey.Credentials) *migrators {
+func migrator(dial valkey.Dialer, obs *observation, creds, ctl valkey.Credentials) *migrators {
 	addrOf := func(pod string) (string, error) {
 		p, ok := obs.pods[pod]
 		if !ok || p.Status.PodIP == "" {
@@ -455,12 +457,14 @@ func migrator(obs *observation, creds, ctl valkey.Credentials) *migrators {
 		}
 		return migratorPool
 	}
-	return &migrators{addrOf: addrOf, creds: creds, ctl: ctl, poolOf: poolOf, open: map[string]*valkey.Client{}, pooled: map[string]*valkey.Client{}}
+	return &migrators{dialer: dial, addrOf: addrOf, creds: creds, ctl: ctl, poolOf: poolOf, open: map[string]*valkey.Client{}, pooled: map[string]*valkey.Client{}}
 }
 
 // get is the MigrationUser client of pod.
 func (m *migrators) get(pod string) (*valkey.Client, error) {
-	return m.dial(m.open, pod, func(addr string) (*valkey.Client, error) { return valkey.NewPooledClient(addr, m.creds, m.poolOf(pod)) })
+	return m.dial(m.open, pod, func(addr string) (*valkey.Client, error) {
+		return m.dialer.NewPooledClient(addr, m.creds, m.poolOf(pod))
+	})
 }
 
 // control is the operator's pooled client of pod, on TLS clusters too. There every pooled
@@ -470,7 +474,7 @@ func (m *migrators) get(pod string) (*valkey.Client, error) {
 // moving slots after 6 min at load 25, 15 slots/s. TestTLSReshard, the two movers side by side
 // at load 37: 3 -> 4 in 2 min 18 s pooled, 3 min 32 s on the one connection.
 func (m *migrators) control(pod string) (*valkey.Client, error) {
-	return m.dial(m.pooled, pod, func(addr string) (*valkey.Client, error) { return valkey.NewPooledClient(addr, m.ctl, m.poolOf(pod)) })
+	return m.dial(m.pooled, pod, func(addr string) (*valkey.Client, error) { return m.dialer.NewPooledClient(addr, m.ctl, m.poolOf(pod)) })
 }
 
 func (m *migrators) dial(open map[string]*valkey.Client, pod string, dial func(string) (*valkey.Client, error)) (*valkey.Client, error) {

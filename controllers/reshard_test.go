@@ -26,7 +26,7 @@ func TestMoveSlotsStopsAtTheFirstFailure(t *testing.T) {
 	var calls atomic.Int32
 	gone := errors.New("connection refused")
 	node := func(string) (*valkey.Client, error) { return nil, gone }
-	mig := migrator(nil, valkey.Credentials{}, valkey.Credentials{})
+	mig := migrator(nil, nil, valkey.Credentials{}, valkey.Credentials{})
 	mig.addrOf = func(string) (string, error) { calls.Add(1); return "", gone }
 	err := moveSlots(context.Background(), zap.NewNop(), node, mig, func(string) string { return "" }, a, nil)
 	if !errors.Is(err, gone) {

@@ -74,6 +74,8 @@ type TLSReconciler struct {
 	tls   tlsConfigs
 
 	nodeRetries
+	// Dial opens every connection to a node (nil: TCP; see ValkeyClusterReconciler.Dial).
+	Dial valkey.Dialer
 
 	// rotations carries a cluster whose TLS Secret changed (SecretSeen) to a pass of its own.
 	rotations chan event.GenericEvent
@@ -197,7 +199,7 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // reloadNode makes one node serve the certificate whose fingerprint is want (rules 2 and 3).
 func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr string, creds valkey.Credentials, want string, always bool) nodeTLS {
 	n := nodeTLS{pod: pod}
-	before, err := servedFingerprint(ctx, addr, creds.ServerName(addr))
+	before, err := servedFingerprint(ctx, r.conns.Dial, addr, creds.ServerName(addr))
 	if err != nil {
 		n.err = err
 		return n
@@ -213,7 +215,7 @@ func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr strin
 	if n.err = c.ConfigSet(ctx, tlsFileParams()); n.err != nil {
 		return n
 	}
-	after, err := servedFingerprint(ctx, addr, creds.ServerName(addr))
+	after, err := servedFingerprint(ctx, r.conns.Dial, addr, creds.ServerName(addr))
 	if err != nil {
 		n.err = err
 		return n
@@ -235,21 +237,32 @@ func tlsFileParams() map[string]string {
 // servedFingerprint is the fingerprint of the certificate the node at addr serves to a new
 // connection. The handshake does not verify it: it is compared, byte for byte through its
 // digest, with the Secret's, which is stronger than verification; and a node that still serves
-// an old certificate must be readable to be reloaded. Nothing is sent over the connection.
-func servedFingerprint(ctx context.Context, addr, serverName string) (string, error) {
+// an old certificate must be readable to be reloaded. Nothing is sent over the connection. dial
+// is the reconciler's Dialer (nil: TCP).
+func servedFingerprint(ctx context.Context, dial valkey.Dialer, addr, serverName string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
 	defer cancel()
-	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: &tls.Config{
+	cfg := &tls.Config{
 		ServerName:         serverName,
 		MinVersion:         tls.VersionTLS12,
 		InsecureSkipVerify: true, //nolint:gosec // the certificate is compared with the Secret's by fingerprint, not trusted
-	}}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	}
+	if dial == nil {
+		d := tls.Dialer{NetDialer: &net.Dialer{}, Config: cfg}
+		dial = func(ctx context.Context, addr string, _ *tls.Config) (net.Conn, error) {
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	}
+	conn, err := dial(ctx, addr, cfg)
 	if err != nil {
 		return "", fmt.Errorf("tls handshake with %s: %w", addr, err)
 	}
 	defer func() { _ = conn.Close() }()
-	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
+	tc, ok := conn.(*tls.Conn)
+	if !ok {
+		return "", fmt.Errorf("tls handshake with %s: not a TLS connection", addr)
+	}
+	certs := tc.ConnectionState().PeerCertificates
 	if len(certs) == 0 {
 		return "", fmt.Errorf("tls handshake with %s: no certificate served", addr)
 	}
@@ -278,6 +291,7 @@ func (r *TLSReconciler) forget(key string) {
 // cluster or one of its pods changes, and when the Secret a cluster names as tls.secretRef
 // changes (SecretSeen: the start of a rotation). log is the operator's root logger.
 func (r *TLSReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) error {
+	r.conns.Dial = r.Dial
 	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
 	r.rotations = make(chan event.GenericEvent, 1024)
 	itself := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {

@@ -82,6 +82,9 @@ type ValkeyClusterReconciler struct {
 	// reads it (the TLS controller starts a rotation from a change: no watch follows Secrets the
 	// operator does not create).
 	TLSSecretSeen func(cluster types.NamespacedName, resourceVersion string)
+	// Dial opens every connection to a node (nil: TCP); the seam a unit test or a simulated
+	// fleet puts its nodes behind (valkey.Dialer). Read once, by SetupWithManager.
+	Dial valkey.Dialer
 }
 
 // Least privilege: exactly the calls the operator makes (tests/install compares these grants with

@@ -98,7 +98,20 @@ type Client struct {
 // topology, which must never come from a cache. Retries are off: a failed
 // command surfaces at once and the next reconcile tries again.
 func NewClient(addr string, creds Credentials) (*Client, error) {
-	return newClient(addr, creds, nil)
+	return Dialer(nil).NewClient(addr, creds)
+}
+
+// Dialer opens the connection to the node at addr, with TLS when tlsConf is not nil: the one seam
+// between the operator and the nodes it runs. nil, the production value, dials TCP within
+// DialTimeout. A unit test or a simulated fleet passes one that reaches an in-memory node
+// (package valkeytest) instead; everything above the connection (valkey-go, the handshake, each
+// method of Client) runs unchanged, so what such a node receives is exactly what a valkey-server
+// would.
+type Dialer func(ctx context.Context, addr string, tlsConf *tls.Config) (net.Conn, error)
+
+// NewClient is the package's NewClient over the connections d opens.
+func (d Dialer) NewClient(addr string, creds Credentials) (*Client, error) {
+	return newClient(d, addr, creds, nil)
 }
 
 // NewPooledClient is NewClient for many concurrent commands that may block on the server: each
@@ -108,13 +121,18 @@ func NewClient(addr string, creds Credentials) (*Client, error) {
 // acknowledge it, since Valkey 8.0) holds up every command behind it on that connection; on
 // separate connections the waits overlap. The slot mover uses it for the length of a batch.
 func NewPooledClient(addr string, creds Credentials, size int) (*Client, error) {
-	return newClient(addr, creds, func(o *valkeygo.ClientOption) {
+	return Dialer(nil).NewPooledClient(addr, creds, size)
+}
+
+// NewPooledClient is the package's NewPooledClient over the connections d opens.
+func (d Dialer) NewPooledClient(addr string, creds Credentials, size int) (*Client, error) {
+	return newClient(d, addr, creds, func(o *valkeygo.ClientOption) {
 		o.DisableAutoPipelining = true
 		o.BlockingPoolSize = size
 	})
 }
 
-func newClient(addr string, creds Credentials, tune func(*valkeygo.ClientOption)) (*Client, error) {
+func newClient(dial Dialer, addr string, creds Credentials, tune func(*valkeygo.ClientOption)) (*Client, error) {
 	opt := valkeygo.ClientOption{
 		InitAddress:       []string{addr},
 		Username:          creds.Username,
@@ -132,6 +150,11 @@ func newClient(addr string, creds Credentials, tune func(*valkeygo.ClientOption)
 		DisableRetry:        true,
 		Dialer:              net.Dialer{Timeout: DialTimeout, KeepAlive: time.Second},
 		ConnWriteTimeout:    CommandTimeout,
+	}
+	if dial != nil {
+		opt.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, tlsConf *tls.Config) (net.Conn, error) {
+			return dial(ctx, addr, tlsConf)
+		}
 	}
 	if tune != nil {
 		tune(&opt)

@@ -28,8 +28,10 @@ type Pool struct {
 	// gen counts each cluster's Forgets: a dial or an observation that completes after the
 	// cluster was forgotten leaves nothing behind.
 	gen map[string]uint64
-	// dial opens a Client; NewClient unless a test replaces it.
+	// dial opens a Client; Dial.NewClient unless a test replaces it.
 	dial func(addr string, creds Credentials) (*Client, error)
+	// Dial opens the connections of the pool's Clients (nil: TCP). Set before first use.
+	Dial Dialer
 }
 
 type pooled struct {
@@ -70,7 +72,7 @@ func (p *Pool) client(cluster, addr string, creds Credentials, gen uint64) (*Cli
 	dial := p.dial
 	p.mu.Unlock()
 	if dial == nil {
-		dial = NewClient
+		dial = p.Dial.NewClient
 	}
 	// Dial outside the lock: other clusters' passes must not wait on this node.
 	c, err := dial(addr, creds)

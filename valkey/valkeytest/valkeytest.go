@@ -1,0 +1,369 @@
+// Package valkeytest puts scripted Valkey nodes behind the operator's Valkey seam
+// (valkey.Dialer): each node speaks RESP3 over an in-memory connection, records every command
+// it receives, in the order the fleet received them, and answers each with what the test
+// scripted (+OK unless told otherwise). The operator's valkey.Client and valkey-go run unchanged
+// above it, so a unit test sees exactly the commands a pass sends, with their arguments, as a
+// valkey-server would receive them.
+//
+// Our own code, not a library's: valkey-go's mock package (gomock over valkeygo.Client) is not
+// served by the module proxy this project builds from, and a mock of the client would stand in
+// for valkey-go itself, hiding the commands as they go out on the wire.
+package valkeytest
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Reply is one RESP3 reply a node sends.
+type Reply interface {
+	write(w *bufio.Writer)
+}
+
+type simple string
+
+func (r simple) write(w *bufio.Writer) { fmt.Fprintf(w, "+%s\r\n", string(r)) }
+
+type errReply string
+
+func (r errReply) write(w *bufio.Writer) { fmt.Fprintf(w, "-%s\r\n", string(r)) }
+
+type integer int64
+
+func (r integer) write(w *bufio.Writer) { fmt.Fprintf(w, ":%d\r\n", int64(r)) }
+
+type bulk string
+
+func (r bulk) write(w *bufio.Writer) { fmt.Fprintf(w, "$%d\r\n%s\r\n", len(r), string(r)) }
+
+type array []Reply
+
+func (r array) write(w *bufio.Writer) {
+	fmt.Fprintf(w, "*%d\r\n", len(r))
+	for _, e := range r {
+		e.write(w)
+	}
+}
+
+type mapReply []Reply // key, value, key, value...
+
+func (r mapReply) write(w *bufio.Writer) {
+	fmt.Fprintf(w, "%%%d\r\n", len(r)/2)
+	for _, e := range r {
+		e.write(w)
+	}
+}
+
+// OK is +OK.
+func OK() Reply { return simple("OK") }
+
+// Err is an error reply; msg starts with its code ("ERR ...", "NOREPLICAS ...").
+func Err(msg string) Reply { return errReply(msg) }
+
+// Int is an integer reply.
+func Int(n int64) Reply { return integer(n) }
+
+// Str is a bulk string reply (INFO, CLUSTER NODES, CLUSTER MYID).
+func Str(s string) Reply { return bulk(s) }
+
+// Strs is an array of bulk strings (ACL LIST, CLUSTER GETKEYSINSLOT).
+func Strs(s ...string) Reply {
+	out := make(array, len(s))
+	for i, e := range s {
+		out[i] = bulk(e)
+	}
+	return out
+}
+
+// Array is an array of replies.
+func Array(r ...Reply) Reply { return array(r) }
+
+// Map is a map of bulk strings, given as key, value, key, value... (CONFIG GET).
+func Map(kv ...string) Reply {
+	out := make(mapReply, len(kv))
+	for i, e := range kv {
+		out[i] = bulk(e)
+	}
+	return out
+}
+
+// Call is one command a node received.
+type Call struct {
+	Addr string
+	Args []string
+}
+
+// String is the node's address and the command as typed: "10.0.0.1:6379 CLUSTER FAILOVER".
+func (c Call) String() string { return c.Addr + " " + strings.Join(c.Args, " ") }
+
+// Fleet is a set of scripted nodes by address, and the log of every command they received.
+// The zero value is not ready: use New.
+type Fleet struct {
+	mu    sync.Mutex
+	nodes map[string]*Node
+	calls []Call
+}
+
+// New returns a fleet with no node.
+func New() *Fleet { return &Fleet{nodes: map[string]*Node{}} }
+
+// Node returns the node at addr, adding one that answers +OK to everything when there is none.
+func (f *Fleet) Node(addr string) *Node {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.nodes[addr]
+	if !ok {
+		n = &Node{addr: addr, fleet: f}
+		f.nodes[addr] = n
+	}
+	return n
+}
+
+// Dial is the fleet's valkey.Dialer: a connection to the node at addr, or the error a dial to
+// an address nobody listens on gets. With tlsConf, the connection is TLS, its handshake done
+// (as tls.Dialer leaves it), with the certificate the node serves (ServeTLS).
+func (f *Fleet) Dial(ctx context.Context, addr string, tlsConf *tls.Config) (net.Conn, error) {
+	f.mu.Lock()
+	n, ok := f.nodes[addr]
+	f.mu.Unlock()
+	if !ok || n.isDown() {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	}
+	client, server := net.Pipe()
+	n.track(server)
+	go n.serve(server, tlsConf != nil)
+	if tlsConf == nil {
+		return client, nil
+	}
+	tc := tls.Client(client, tlsConf)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		client.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// Calls returns every command the fleet's nodes received, in the order they received them,
+// without those valkey-go sends on its own (upkeep).
+func (f *Fleet) Calls() []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// Commands is Calls as strings (Call.String).
+func (f *Fleet) Commands() []string {
+	var out []string
+	for _, c := range f.Calls() {
+		out = append(out, c.String())
+	}
+	return out
+}
+
+// Reset forgets the calls received so far.
+func (f *Fleet) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = nil
+}
+
+func (f *Fleet) record(c Call) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+}
+
+// Node is one scripted node. Safe for concurrent use.
+type Node struct {
+	addr  string
+	fleet *Fleet
+	mu    sync.Mutex
+	rules []rule
+	down  bool
+	conns []net.Conn
+	cert  *tls.Certificate
+}
+
+// ServeTLS sets the certificate the node serves to TLS connections from now on (nil: it
+// speaks no TLS, and a TLS handshake with it fails).
+func (n *Node) ServeTLS(cert *tls.Certificate) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cert = cert
+}
+
+func (n *Node) certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cert == nil {
+		return nil, errors.New("valkeytest: the node serves no TLS")
+	}
+	return n.cert, nil
+}
+
+type rule struct {
+	prefix []string
+	reply  func(args []string) Reply
+}
+
+// Addr is the node's address.
+func (n *Node) Addr() string { return n.addr }
+
+// On makes the node answer r to every command that starts with cmd (words separated by
+// spaces, any case: "CLUSTER FAILOVER", "INFO"). A later rule wins over an earlier one.
+func (n *Node) On(cmd string, r Reply) *Node {
+	return n.OnFunc(cmd, func([]string) Reply { return r })
+}
+
+// OnFunc is On with a reply computed from the command's arguments (all of them, the command's
+// own words included).
+func (n *Node) OnFunc(cmd string, reply func(args []string) Reply) *Node {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.rules = append(n.rules, rule{prefix: strings.Fields(strings.ToUpper(cmd)), reply: reply})
+	return n
+}
+
+// Down stops the node answering: its open connections are closed and new dials refused, as
+// for a process that exited. Down(false) lets it be dialled again.
+func (n *Node) Down(down bool) {
+	n.mu.Lock()
+	n.down = down
+	conns := n.conns
+	if down {
+		n.conns = nil
+	}
+	n.mu.Unlock()
+	if down {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+}
+
+func (n *Node) isDown() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.down
+}
+
+func (n *Node) track(c net.Conn) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.conns = append(n.conns, c)
+}
+
+// answer is the reply to args: the newest matching rule's, else the defaults of a node that
+// takes every command.
+func (n *Node) answer(args []string) Reply {
+	n.mu.Lock()
+	rules := slices.Clone(n.rules)
+	n.mu.Unlock()
+	for i := len(rules) - 1; i >= 0; i-- {
+		if matches(rules[i].prefix, args) {
+			return rules[i].reply(args)
+		}
+	}
+	switch strings.ToUpper(args[0]) {
+	case "HELLO":
+		// proto an integer: valkey-go falls back to RESP2 otherwise.
+		return mapReply{bulk("server"), bulk("valkey"), bulk("version"), bulk("8.0.1"), bulk("proto"), integer(3), bulk("mode"), bulk("cluster")}
+	case "PING":
+		return simple("PONG")
+	}
+	return OK()
+}
+
+func matches(prefix, args []string) bool {
+	if len(args) < len(prefix) {
+		return false
+	}
+	for i, p := range prefix {
+		if strings.ToUpper(args[i]) != p {
+			return false
+		}
+	}
+	return true
+}
+
+// upkeep reports whether args is one of the commands valkey-go sends on its own to keep a
+// connection: the handshake of every new connection (HELLO, CLIENT SETINFO) and the PING it
+// sends to check a quiet connection or to drain one it closes. The operator's own PING
+// (valkey.Client.Ping) is left out with them.
+func upkeep(args []string) bool {
+	return matches([]string{"HELLO"}, args) || matches([]string{"CLIENT", "SETINFO"}, args) || matches([]string{"PING"}, args)
+}
+
+// serve answers the commands of one connection until it closes, over TLS when asked to.
+func (n *Node) serve(c net.Conn, overTLS bool) {
+	defer c.Close()
+	if overTLS {
+		c = tls.Server(c, &tls.Config{GetCertificate: n.certificate, MinVersion: tls.VersionTLS12})
+	}
+	r, w := bufio.NewReader(c), bufio.NewWriter(c)
+	for {
+		args, err := readCommand(r)
+		if err != nil {
+			return
+		}
+		if !upkeep(args) {
+			n.fleet.record(Call{Addr: n.addr, Args: args})
+		}
+		n.answer(args).write(w)
+		if err := w.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// readCommand reads one command as clients send it: an array of bulk strings.
+func readCommand(r *bufio.Reader) ([]string, error) {
+	line, err := readLine(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 2 || line[0] != '*' {
+		return nil, fmt.Errorf("valkeytest: want an array, got %q", line)
+	}
+	count, err := strconv.Atoi(line[1:])
+	if err != nil || count < 1 {
+		return nil, fmt.Errorf("valkeytest: bad array header %q", line)
+	}
+	args := make([]string, count)
+	for i := range args {
+		h, err := readLine(r)
+		if err != nil {
+			return nil, err
+		}
+		if len(h) < 2 || h[0] != '$' {
+			return nil, fmt.Errorf("valkeytest: want a bulk string, got %q", h)
+		}
+		size, err := strconv.Atoi(h[1:])
+		if err != nil || size < 0 {
+			return nil, fmt.Errorf("valkeytest: bad bulk header %q", h)
+		}
+		buf := make([]byte, size+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		args[i] = string(buf[:size])
+	}
+	return args, nil
+}
+
+func readLine(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(line, "\r\n"), nil
+}
