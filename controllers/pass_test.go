@@ -63,7 +63,7 @@ func (f *passFixture) withCredential(password string) *passFixture {
 	return f
 }
 
-func (f *passFixture) build(t *testing.T) (*ValkeyClusterReconciler, client.Client) {
+func (f *passFixture) build(t testing.TB) (*ValkeyClusterReconciler, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -73,7 +73,7 @@ func (f *passFixture) build(t *testing.T) (*ValkeyClusterReconciler, client.Clie
 	return &ValkeyClusterReconciler{Client: c, APIReader: c, DefaultZoneSpread: v1.ZoneSpreadBestEffort}, c
 }
 
-func reconcileOnce(t *testing.T, r *ValkeyClusterReconciler) (ctrl.Result, *observer.ObservedLogs, error) {
+func reconcileOnce(t testing.TB, r *ValkeyClusterReconciler) (ctrl.Result, *observer.ObservedLogs, error) {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	ctx := logging.IntoContext(t.Context(), zap.New(core))

@@ -24,31 +24,32 @@ import (
 	"sync"
 )
 
-// Reply is one RESP3 reply a node sends.
+// Reply is one RESP3 reply a node sends. Its writes go to a bufio.Writer, whose Flush reports
+// their error.
 type Reply interface {
 	write(w *bufio.Writer)
 }
 
 type simple string
 
-func (r simple) write(w *bufio.Writer) { fmt.Fprintf(w, "+%s\r\n", string(r)) }
+func (r simple) write(w *bufio.Writer) { _, _ = fmt.Fprintf(w, "+%s\r\n", string(r)) }
 
 type errReply string
 
-func (r errReply) write(w *bufio.Writer) { fmt.Fprintf(w, "-%s\r\n", string(r)) }
+func (r errReply) write(w *bufio.Writer) { _, _ = fmt.Fprintf(w, "-%s\r\n", string(r)) }
 
 type integer int64
 
-func (r integer) write(w *bufio.Writer) { fmt.Fprintf(w, ":%d\r\n", int64(r)) }
+func (r integer) write(w *bufio.Writer) { _, _ = fmt.Fprintf(w, ":%d\r\n", int64(r)) }
 
 type bulk string
 
-func (r bulk) write(w *bufio.Writer) { fmt.Fprintf(w, "$%d\r\n%s\r\n", len(r), string(r)) }
+func (r bulk) write(w *bufio.Writer) { _, _ = fmt.Fprintf(w, "$%d\r\n%s\r\n", len(r), string(r)) }
 
 type array []Reply
 
 func (r array) write(w *bufio.Writer) {
-	fmt.Fprintf(w, "*%d\r\n", len(r))
+	_, _ = fmt.Fprintf(w, "*%d\r\n", len(r))
 	for _, e := range r {
 		e.write(w)
 	}
@@ -57,7 +58,7 @@ func (r array) write(w *bufio.Writer) {
 type mapReply []Reply // key, value, key, value...
 
 func (r mapReply) write(w *bufio.Writer) {
-	fmt.Fprintf(w, "%%%d\r\n", len(r)/2)
+	_, _ = fmt.Fprintf(w, "%%%d\r\n", len(r)/2)
 	for _, e := range r {
 		e.write(w)
 	}
@@ -146,7 +147,7 @@ func (f *Fleet) Dial(ctx context.Context, addr string, tlsConf *tls.Config) (net
 	}
 	tc := tls.Client(client, tlsConf)
 	if err := tc.HandshakeContext(ctx); err != nil {
-		client.Close()
+		_ = client.Close()
 		return nil, err
 	}
 	return tc, nil
@@ -245,7 +246,7 @@ func (n *Node) Down(down bool) {
 	n.mu.Unlock()
 	if down {
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close()
 		}
 	}
 }
@@ -305,7 +306,7 @@ func upkeep(args []string) bool {
 
 // serve answers the commands of one connection until it closes, over TLS when asked to.
 func (n *Node) serve(c net.Conn, overTLS bool) {
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if overTLS {
 		c = tls.Server(c, &tls.Config{GetCertificate: n.certificate, MinVersion: tls.VersionTLS12})
 	}
@@ -366,4 +367,92 @@ func readLine(r *bufio.Reader) (string, error) {
 		return "", err
 	}
 	return strings.TrimSuffix(line, "\r\n"), nil
+}
+
+// Simulate makes n behave as a cluster-enabled Valkey 8.0.1 node of its own with node id id,
+// announcing ip: a primary that knows no other node, serves the slots CLUSTER ADDSLOTSRANGE
+// gives it, and reports them in CLUSTER NODES, CLUSTER INFO and CLUSTER MYID; INFO and CONFIG
+// GET answer as a node started with Valkey's defaults does. Enough for a 1×0 cluster's passes
+// (formation, the steady state) to run against it; rules added afterwards still win.
+func Simulate(n *Node, id, ip string) *Node {
+	var mu sync.Mutex
+	var slots [][2]int
+	config := map[string]string{}
+	served := func() int {
+		total := 0
+		for _, r := range slots {
+			total += r[1] - r[0] + 1
+		}
+		return total
+	}
+	n.OnFunc("CLUSTER NODES", func([]string) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		line := fmt.Sprintf("%s %s:6379@16379 myself,master - 0 0 1 connected", id, ip)
+		for _, r := range slots {
+			if r[0] == r[1] {
+				line += fmt.Sprintf(" %d", r[0])
+			} else {
+				line += fmt.Sprintf(" %d-%d", r[0], r[1])
+			}
+		}
+		return Str(line + "\n")
+	})
+	n.OnFunc("CLUSTER INFO", func([]string) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		state := "fail"
+		if served() == 16384 {
+			state = "ok"
+		}
+		return Str(fmt.Sprintf("cluster_enabled:1\r\ncluster_state:%s\r\ncluster_slots_assigned:%d\r\ncluster_slots_ok:%d\r\ncluster_known_nodes:1\r\ncluster_size:%d\r\ncluster_current_epoch:1\r\ncluster_my_epoch:1\r\n",
+			state, served(), served(), min(1, served())))
+	})
+	n.On("CLUSTER MYID", Str(id))
+	n.On("INFO", Str("# Server\r\nvalkey_version:8.0.1\r\nredis_version:7.2.4\r\nprocess_id:1\r\n"+
+		"# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n"+
+		"# Memory\r\nused_memory:1000000\r\nmaxmemory:0\r\n# Clients\r\nconnected_clients:1\r\n# Stats\r\ntotal_commands_processed:1\r\n"))
+	n.OnFunc("CONFIG SET", func(args []string) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := 2; i+1 < len(args); i += 2 {
+			config[strings.ToLower(args[i])] = args[i+1]
+		}
+		return OK()
+	})
+	n.OnFunc("CONFIG GET", func(args []string) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		var kv []string
+		for _, k := range args[2:] {
+			v, ok := config[strings.ToLower(k)]
+			if !ok {
+				v = defaults[strings.ToLower(k)]
+			}
+			kv = append(kv, k, v)
+		}
+		return Map(kv...)
+	})
+	n.OnFunc("CLUSTER ADDSLOTSRANGE", func(args []string) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := 2; i+1 < len(args); i += 2 {
+			a, errA := strconv.Atoi(args[i])
+			b, errB := strconv.Atoi(args[i+1])
+			if errA != nil || errB != nil || a > b {
+				return Err("ERR Invalid or out of range slot")
+			}
+			slots = append(slots, [2]int{a, b})
+		}
+		return OK()
+	})
+	return n
+}
+
+// defaults are what CONFIG GET prints for the live settings of a node started with Valkey
+// 8.0.1's defaults (measured on valkey-server 8.0.1).
+var defaults = map[string]string{
+	"maxmemory": "0", "maxmemory-policy": "noeviction", "maxmemory-samples": "5", "hz": "10",
+	"timeout": "0", "maxclients": "10000", "slowlog-log-slower-than": "10000", "slowlog-max-len": "128",
+	"latency-monitor-threshold": "0", "lazyfree-lazy-eviction": "yes", "lazyfree-lazy-expire": "yes",
 }

@@ -1,0 +1,131 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/zap"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/valkey/valkeytest"
+)
+
+// Whole passes through the Valkey seam: the reconciler against a fake API server and one
+// simulated node (valkeytest.Simulate), a 1×0 cluster. What a pass asks every node, and what a
+// pass on a formed cluster costs, are read from here; that the operator forms a real cluster is
+// the end-to-end tests' to show.
+
+// observeCommands are the four queries a pass asks every node, in order.
+var observeCommands = []string{
+	"CLUSTER NODES",
+	"CLUSTER INFO",
+	"INFO server replication memory clients stats",
+	"CONFIG GET hz latency-monitor-threshold lazyfree-lazy-eviction lazyfree-lazy-expire maxclients maxmemory maxmemory-policy maxmemory-samples slowlog-log-slower-than slowlog-max-len timeout",
+}
+
+// seamPass is a 1×0 cluster whose pod vc-aaaaa runs at 10.0.0.1, its node simulated; writes
+// counts the API writes the reconciler makes.
+type seamPass struct {
+	r      *ValkeyClusterReconciler
+	c      client.Client
+	fleet  *valkeytest.Fleet
+	writes atomic.Int32
+}
+
+func newSeamPass(tb testing.TB) *seamPass {
+	s := &seamPass{fleet: valkeytest.New()}
+	pf := newPassFixture().withPod("vc-aaaaa", "10.0.0.1").withCredential("pw")
+	count := func() { s.writes.Add(1) }
+	pf.funcs = interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			count()
+			return c.Create(ctx, o, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			count()
+			return c.Update(ctx, o, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			count()
+			return c.Patch(ctx, o, p, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			count()
+			return c.Delete(ctx, o, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			count()
+			return c.SubResource(sub).Patch(ctx, o, p, opts...)
+		},
+	}
+	s.r, s.c = pf.build(tb)
+	valkeytest.Simulate(s.fleet.Node("10.0.0.1:6379"), strings.Repeat("a", 40), "10.0.0.1")
+	s.r.conns.Dial = s.fleet.Dial
+	tb.Cleanup(func() { s.r.conns.Forget("ns/vc") })
+	return s
+}
+
+// pass runs one pass and returns the commands it sent, and its API writes.
+func (s *seamPass) pass(t testing.TB) ([]string, int) {
+	t.Helper()
+	s.fleet.Reset()
+	s.writes.Store(0)
+	if _, _, err := reconcileOnce(t, s.r); err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string
+	for _, c := range s.fleet.Calls() {
+		cmds = append(cmds, strings.Join(c.Args, " "))
+	}
+	return cmds, int(s.writes.Load())
+}
+
+// TestPassThroughTheSeam: the first pass observes the node and assigns it every slot, the
+// next sees the cluster formed and goes Active; from then on a pass asks the node its four
+// queries and nothing else, and writes nothing to the API server.
+func TestPassThroughTheSeam(t *testing.T) {
+	s := newSeamPass(t)
+	cmds, _ := s.pass(t)
+	if want := append(slices.Clone(observeCommands), "CLUSTER ADDSLOTSRANGE 0 16383"); !slices.Equal(cmds, want) {
+		t.Fatalf("first pass sent:\n  %s\nwant:\n  %s", strings.Join(cmds, "\n  "), strings.Join(want, "\n  "))
+	}
+	if cmds, _ = s.pass(t); !slices.Equal(cmds, observeCommands) {
+		t.Fatalf("second pass sent:\n  %s", strings.Join(cmds, "\n  "))
+	}
+	if vc := vcFor(t, s.c); vc.Status.State != v1.StateActive {
+		t.Fatalf("state %q after the second pass, want Active", vc.Status.State)
+	}
+	s.pass(t) // the cluster's first pass as Active settles its budget (formation asks for one copy)
+	for range 3 {
+		cmds, writes := s.pass(t)
+		if !slices.Equal(cmds, observeCommands) || writes != 0 {
+			t.Fatalf("a steady pass sent:\n  %s\nand made %d API writes, want the four queries and none", strings.Join(cmds, "\n  "), writes)
+		}
+	}
+}
+
+// BenchmarkSteadyPass is one pass of a formed 1×0 cluster, through the seam and a fake API
+// server: the operator's own CPU and allocations per pass, which a fleet pays once per cluster
+// per observation interval (healthyInterval). Run: go test -run '^$' -bench SteadyPass ./controllers/
+func BenchmarkSteadyPass(b *testing.B) {
+	s := newSeamPass(b)
+	for range 4 {
+		s.pass(b)
+	}
+	ctx := logging.IntoContext(b.Context(), zap.NewNop())
+	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "vc"}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.r.Reconcile(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
