@@ -239,7 +239,8 @@ func (t *tickLog) due(key string, now time.Time) bool {
 // but replicas exist, waiting for auto-failover` for every shard that lost its primary while a
 // live, reachable replica that synced still follows it (AwaitingFailover: a shard with no such
 // replica lost its data, which MsgShardDataLost says when it is served again), and at WARN
-// that pods fail on start and are no longer replaced.
+// that pods fail on start and are no longer replaced, that a node's live settings cannot be read
+// (warnSettingsUnread), and that zoneSpread required has too few zones (warnZoneSpread).
 func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyCluster, state fsm.State, obs *observation, pl plan.Plan) {
 	for _, p := range obs.snapshot.Pods {
 		if p.Unschedulable != "" && !p.Deleting && r.ticks.due("blocked/"+vc.Namespace+"/"+p.Name, time.Now()) {
@@ -265,6 +266,10 @@ func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyClu
 			log.Info(logging.MsgPrimaryUnhealthyWaiting, logging.Pod(w.Replica), logging.Node(w.PrimaryID), zap.Int(logging.FieldShard, w.Shard))
 		}
 	}
+	if formed {
+		r.warnSettingsUnread(log, vc, obs)
+	}
+	r.warnZoneSpread(log, vc, obs)
 	if formed && r.ticks.due(vc.Namespace+"/"+vc.Name, time.Now()) {
 		log.Info(logging.MsgActiveTick, zap.Int(logging.FieldShards, int(vc.Spec.Shards)), zap.Int(logging.FieldNodes, len(obs.snapshot.LivePods())))
 	}
@@ -278,6 +283,7 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	if obs.tls != nil {
 		setExpiryCondition(st, vc, obs.tls, now)
 	}
+	setZoneSpreadCondition(st, vc.Generation, spreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
 	if equalStatus(&vc.Status, st) {
 		return h, nil
 	}

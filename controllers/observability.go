@@ -34,6 +34,16 @@ const (
 	EventUnschedulable    = "Unschedulable"
 	EventRollStalled      = "RollStalled"
 	EventCertExpiring     = "CertificateExpiring"
+	// EventSettingsRefused: Valkey refused a live setting (once per node and refusal).
+	EventSettingsRefused = "LiveSettingsRefused"
+	// EventSettingsUnreadable: a node's live settings could not be read (once per tick).
+	EventSettingsUnreadable = "LiveSettingsUnreadable"
+	// EventForeignObject: an object under one of a node's names is not the operator's, and is
+	// left alone (once per tick).
+	EventForeignObject = "ForeignObject"
+	// EventZoneSpreadDegraded: zoneSpread required over fewer zones than a shard has copies
+	// (once per tick).
+	EventZoneSpreadDegraded = "ZoneSpreadDegraded"
 	// eventController is the reportingController of every Event (events.k8s.io/v1).
 	eventController = "valkey-operator"
 )

@@ -31,6 +31,17 @@ type observation struct {
 	tls *tlsMaterial
 	// stats are the figures of each answering node's INFO that only the metrics use, by pod.
 	stats map[string]valkey.NodeStats
+	// vc is the cluster observed (what its Events are recorded on); nil in tests that build an
+	// observation by hand.
+	vc *v1.ValkeyCluster
+}
+
+// clusterKey is the observed cluster's "namespace/name", "" when vc is not set.
+func (o *observation) clusterKey() string {
+	if o.vc == nil {
+		return ""
+	}
+	return clusterKey(o.vc)
 }
 
 // observe lists the cluster's ValkeyNodes and their pods and asks every running pod's node for
@@ -50,7 +61,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}, addrs: podAddrs(list.Items)}
+	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}, addrs: podAddrs(list.Items), vc: vc}
 	creds = withTLS(vc, creds, creds.TLS, o.addrs)
 	o.snapshot = fsm.Snapshot{
 		State:            vc.Status.State,
@@ -203,6 +214,9 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.SyncInProgress = v.Replication["master_sync_in_progress"] == "1"
 	n.Version = v.Version
 	n.Config = v.Config
+	if v.ConfigErr != nil {
+		n.ConfigErr = v.ConfigErr.Error()
+	}
 	n.Known = map[string]slot.Set{}
 	n.Failed = map[string]bool{}
 	n.Suspected = map[string]bool{}

@@ -32,6 +32,15 @@ const (
 	ReasonCreateRefused = "PodCreateRefused"
 	// ReasonShardDataLost is the DataLost condition's reason.
 	ReasonShardDataLost = "ShardDataLost"
+	// ReasonSettingsRefused: Valkey refused a live setting of the ValkeyConfig (CONFIG SET), and
+	// the operator retries it with a back-off until the ValkeyConfig is fixed.
+	ReasonSettingsRefused = "LiveSettingsRefused"
+	// ReasonSettingsUnreadable: a node answered but its live settings could not be read (CONFIG
+	// GET), so they are neither checked nor applied there.
+	ReasonSettingsUnreadable = "LiveSettingsUnreadable"
+	// ReasonTooFewZones and ReasonZonesEnough are the ZoneSpreadDegraded condition's reasons.
+	ReasonTooFewZones = "TooFewZones"
+	ReasonZonesEnough = "ZonesEnough"
 )
 
 // health is how the cluster is, from one snapshot and the pass's plan: Ready, or the reason it
@@ -47,10 +56,12 @@ type health struct {
 }
 
 // decideHealth checks, in order: the spec is usable; every pod can be scheduled; no shard is
-// blocked on pods failing on start; every desired node exists, runs, answers, and the cluster is
-// formed and in agreement (every slot served, one primary per shard, the others its replicas);
-// every replica's link is up; the nodes are what the spec asks for (fsm.Snapshot.Changing: every
-// node of the current spec, each shard at its replica count). The first that fails is the
+// blocked on pods failing on start; the API server took the last pod created; Valkey took the
+// live settings (a refusal stands while the same values are set again); every desired node
+// exists, runs, answers, and the cluster is formed and in agreement (every slot served, one
+// primary per shard, the others its replicas); every replica's link is up; the nodes are what
+// the spec asks for (fsm.Snapshot.Changing: every node of the current spec, each shard at its
+// replica count); every node's live settings could be read. The first that fails is the
 // reason. Pure.
 func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan) health {
 	if state == fsm.Invalid {
@@ -66,6 +77,9 @@ func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan)
 	}
 	if s.CreateRefused != "" {
 		return health{Reason: ReasonCreateRefused, Message: s.CreateRefused, Outside: true}
+	}
+	if s.SettingsRefused != "" {
+		return health{Reason: ReasonSettingsRefused, Message: s.SettingsRefused, Outside: true}
 	}
 	if !s.Formed() {
 		msg := pl.Waiting
@@ -88,6 +102,10 @@ func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan)
 			msg += "; " + pl.Waiting
 		}
 		return health{Reason: ReasonOutdated, Message: msg}
+	}
+	if msg := settingsUnreadMessage(s); msg != "" {
+		// The ACL controller puts back an ACL that denies it: looked at again on the tick.
+		return health{Reason: ReasonSettingsUnreadable, Message: msg, Outside: true}
 	}
 	return health{Ready: true, Reason: ReasonReady}
 }
@@ -203,4 +221,19 @@ func equalStatus(a, b *v1.ValkeyClusterStatus) bool {
 		ac.Conditions[i].LastTransitionTime = bc.Conditions[i].LastTransitionTime
 	}
 	return equality.Semantic.DeepEqual(ac, bc)
+}
+
+// settingsUnreadMessage says which nodes' live settings could not be read, "" when every node's
+// could. Pure.
+func settingsUnreadMessage(s fsm.Snapshot) string {
+	unread := s.SettingsUnread()
+	if len(unread) == 0 {
+		return ""
+	}
+	who := "pod " + unread[0].Name
+	if len(unread) > 1 {
+		who += fmt.Sprintf(" (and %d more)", len(unread)-1)
+	}
+	return fmt.Sprintf("live settings of %s cannot be read (%s): they are neither checked nor applied there; "+
+		"the operator's user needs CONFIG GET on the node (the ACL controller restores it; check the node's ACL if this lasts)", who, unread[0].Node.ConfigErr)
 }

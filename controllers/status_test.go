@@ -99,6 +99,26 @@ func TestBuildStatus(t *testing.T) {
 			snap:  func() fsm.Snapshot { return formedSnapshot(1, 1) },
 			pl:    plan.Plan{Actions: []plan.Action{plan.DeletePod{Pod: "old"}}},
 			ready: true, reason: ReasonReady, readyN: 2, requeue: waitInterval},
+		// Valkey refused a live value, and the pass sets it again: the user must fix the
+		// ValkeyConfig, so the cluster waits on the retries' back-off, not every second.
+		{name: "a live value refused", state: fsm.Active,
+			snap: func() fsm.Snapshot {
+				s := formedSnapshot(1, 1)
+				s.SettingsRefused = "Valkey refused the live settings maxmemory-policy=sometimes on pod p0-0 (and 1 more): ERR …; " + settingsRefusedFix
+				return s
+			},
+			pl:     plan.Plan{Actions: []plan.Action{plan.SetConfig{Pod: "p0-0"}, plan.SetConfig{Pod: "p0-1"}}},
+			reason: ReasonSettingsRefused, message: "Valkey refused the live settings maxmemory-policy=sometimes on pod p0-0 (and 1 more): ERR …", degraded: true, readyN: 2, requeue: waitInterval},
+		{name: "a node's live settings unreadable", state: fsm.Active,
+			snap: func() fsm.Snapshot {
+				s := formedSnapshot(1, 1)
+				for i := range s.Pods {
+					s.Pods[i].Lifecycle = string(v1.LifecycleActive)
+				}
+				s.Pods[1].Node.ConfigErr = "config get on 10.0.0.2:6379: NOPERM User operator has no permissions to run the 'config|get' command"
+				return s
+			},
+			reason: ReasonSettingsUnreadable, message: "live settings of pod p0-1 cannot be read (config get on 10.0.0.2:6379: NOPERM …", degraded: true, readyN: 2, requeue: TickInterval},
 		{name: "a lost shard served again", state: fsm.Active,
 			snap: func() fsm.Snapshot {
 				s := formedSnapshot(3, 1)

@@ -74,6 +74,9 @@ type ValkeyClusterReconciler struct {
 	moves zoneMoveHolds
 	// served remembers when each pod's node last served slots (served.go).
 	served servedSlots
+	// live remembers the live settings set and not yet seen applied, and their refusals
+	// (settings.go).
+	live liveAttempts
 	// Metrics, when set, is given every pass's observation and actions (package metrics);
 	// Events, when set, records Kubernetes Events on the cluster (observability.go).
 	Metrics *metrics.Registry
@@ -221,6 +224,9 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	}
 
 	pass := plan.Pass(state, obs.snapshot)
+	// For status only (no planner reads it): the live values Valkey refused on an earlier pass
+	// that this pass sets again, unchanged.
+	obs.snapshot.SettingsRefused = r.live.standing(clusterKey(&vc), pass)
 	log.Debug(logging.MsgReconcilePass, zap.String(logging.FieldState, string(state)), zap.String(logging.FieldEvent, string(decision.Event)),
 		zap.Int(logging.FieldActions, len(pass.Actions)), zap.String(logging.FieldWaiting, pass.Waiting))
 	// The pass's one status write comes before its steps. The status is computed from this
@@ -419,6 +425,7 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.foreign.forget(key)
 	r.creates.forget(key)
 	r.served.forget(key)
+	r.live.forget(key)
 	if ns, name, ok := strings.Cut(key, "/"); ok {
 		r.Metrics.Forget(ns, name)
 	}

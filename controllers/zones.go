@@ -4,16 +4,21 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
 )
 
 // Zones: the operator reads the Kubernetes nodes (from its cache, stripped to what is used
@@ -115,7 +120,7 @@ func takesPods(n *corev1.Node) bool {
 
 // applyZones fills the snapshot's zones and each pod's zone.
 func applyZones(s *fsm.Snapshot, z nodeZones, pods map[string]*corev1.Pod) {
-	s.Zones, s.ZonesUp = z.zones, z.zonesUp
+	s.Zones, s.ZonesUp, s.ZonesKnown = z.zones, z.zonesUp, true
 	for i := range s.Pods {
 		if pod, ok := pods[s.Pods[i].Name]; ok && pod.Spec.NodeName != "" {
 			s.Pods[i].Zone = z.zoneOf[pod.Spec.NodeName]
@@ -161,4 +166,60 @@ func (h *zoneMoveHolds) state(key string, now time.Time) string {
 		return ""
 	}
 	return fmt.Sprintf("%s; no copy moved to another zone for %s", held.why, held.until.Sub(now).Round(time.Second))
+}
+
+// zoneSpreadShort says why zoneSpread required cannot keep each shard's copies in zones of their
+// own: the cluster's zones (those of the nodes its placement allows) are fewer than 1 +
+// replicasPerShard, so the scheduler puts two copies of a shard in one zone, whose loss costs the
+// shard both. "" when they are enough, when the spread is bestEffort, or when the zones are
+// unknown this pass. Pure.
+func zoneSpreadShort(mode v1.ZoneSpread, s fsm.Snapshot) string {
+	copies := 1 + s.ReplicasPerShard
+	if mode != v1.ZoneSpreadRequired || !s.ZonesKnown || len(s.Zones) >= copies {
+		return ""
+	}
+	have := "no zone: no node the cluster may use has a " + corev1.LabelTopologyZone + " label"
+	switch len(s.Zones) {
+	case 0:
+	case 1:
+		have = "1 zone (" + s.Zones[0] + ")"
+	default:
+		have = fmt.Sprintf("%d zones (%s)", len(s.Zones), strings.Join(s.Zones, ", "))
+	}
+	return fmt.Sprintf("zoneSpread is required but the cluster has %s for the %d copies of each shard (1 + replicasPerShard %d): "+
+		"copies of a shard share a zone, and that zone's loss costs the shard every copy there; "+
+		"give the cluster at least %d zones (placement.zones, or nodes labelled %s) or lower replicasPerShard",
+		have, copies, s.ReplicasPerShard, copies, corev1.LabelTopologyZone)
+}
+
+// warnZoneSpread says, once per tick, that the cluster's zones are too few for zoneSpread
+// required to keep its shards' copies apart (zoneSpreadShort); the ZoneSpreadDegraded condition
+// says the same.
+func (r *ValkeyClusterReconciler) warnZoneSpread(log *zap.Logger, vc *v1.ValkeyCluster, obs *observation) {
+	msg := zoneSpreadShort(spreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
+	if msg == "" || !r.ticks.due("zones/"+clusterKey(vc), time.Now()) {
+		return
+	}
+	log.Warn(logging.MsgZoneSpreadShort, zap.String(logging.FieldZones, strings.Join(obs.snapshot.Zones, ",")), zap.Int(logging.FieldCopies, 1+obs.snapshot.ReplicasPerShard))
+	recordEvent(r.Events, vc, true, EventZoneSpreadDegraded, "Observe", "%s", msg)
+}
+
+// setZoneSpreadCondition sets ZoneSpreadDegraded on st for a cluster under zoneSpread required:
+// True with zoneSpreadShort's message while its zones are fewer than a shard's copies, False
+// once they are enough. A cluster under bestEffort has no such condition, and one whose zones
+// are unknown this pass keeps the condition it had (unknown is not absent). Pure.
+func setZoneSpreadCondition(st *v1.ValkeyClusterStatus, gen int64, mode v1.ZoneSpread, s fsm.Snapshot) {
+	if mode != v1.ZoneSpreadRequired {
+		meta.RemoveStatusCondition(&st.Conditions, v1.ConditionZoneSpreadDegraded)
+		return
+	}
+	if !s.ZonesKnown {
+		return
+	}
+	c := metav1.Condition{Type: v1.ConditionZoneSpreadDegraded, Status: metav1.ConditionFalse, Reason: ReasonZonesEnough, ObservedGeneration: gen,
+		Message: fmt.Sprintf("each shard's %d copies are kept in zones of their own (%s)", 1+s.ReplicasPerShard, strings.Join(s.Zones, ", "))}
+	if msg := zoneSpreadShort(mode, s); msg != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonTooFewZones, msg
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
 }

@@ -68,6 +68,13 @@ type Snapshot struct {
 	// ZoneMoveHeld says why no replica is moved to another zone now (a move found no room in
 	// its zone a short while ago), "" when one may be.
 	ZoneMoveHeld string
+	// ZonesKnown is true when the Kubernetes nodes were read this pass, so Zones says which
+	// zones there are (nil then means no node carries a zone label), not that they are unknown.
+	ZonesKnown bool
+	// SettingsRefused says which nodes refused the live settings this pass still sets on them,
+	// with Valkey's reply (CONFIG SET refused, or a value read back otherwise), "" when none did.
+	// It comes from earlier passes' attempts and is for status only: no planner reads it.
+	SettingsRefused string
 }
 
 // FailoverIntent is a failover the operator issued: Pod, a replica of PrimaryID (the lost
@@ -206,6 +213,9 @@ type Node struct {
 	Version string
 	// Config is the node's live settings (CONFIG GET of liveconf.Keys), nil when unknown.
 	Config map[string]string
+	// ConfigErr is why Config could not be read (the node answered everything else: an ACL
+	// that denies the operator's user CONFIG GET, say), "" when it was read.
+	ConfigErr string
 }
 
 // Major is the major number of the node's Valkey version; 0 when it is unknown or does not
@@ -526,6 +536,19 @@ func (s Snapshot) Unsynced() []string {
 		}
 		if n := p.Node; n != nil && n.Reachable && !n.Primary && !n.LinkUp {
 			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// SettingsUnread are the live, Active pods whose node answered but whose live settings could not
+// be read (Node.ConfigErr): the settings planner neither checks nor applies them there, so they
+// are said rather than skipped in silence. Joining and Leaving nodes are not the planner's.
+func (s Snapshot) SettingsUnread() []Pod {
+	var out []Pod
+	for _, p := range s.LivePods() {
+		if n := p.Node; p.Lifecycle == string(v1.LifecycleActive) && n != nil && n.Reachable && n.ConfigErr != "" {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -64,6 +64,9 @@ const (
 	FieldSettings     = "settings"
 	FieldSetting      = "setting"
 	FieldWant         = "want"
+	FieldConfigMap    = "configmap"
+	FieldZones        = "zones"
+	FieldCopies       = "copies"
 )
 
 // Values of FieldMethod: how a pair's slots moved.
@@ -213,14 +216,32 @@ const (
 	// MsgApplyingSettingsLive (INFO, TargetCluster): cluster_name, pod, settings (the names of
 	// the settings set, comma-separated). Ours: a ValkeyConfig change of settings Valkey takes
 	// at run time (package liveconf) is applied with CONFIG SET on every node, no pod replaced.
-	// A value Valkey refuses is the pass's error (`reconcile error, requeuing`, with Valkey's
-	// reply), retried with back-off; the node is never replaced for it.
+	// Once per node and change: a retry of the same values says nothing again. A value Valkey
+	// refuses is the pass's error (`reconcile error, requeuing`, with Valkey's reply), retried
+	// with back-off, and status.message says it (reason LiveSettingsRefused) until it is fixed;
+	// the node is never replaced for it.
 	MsgApplyingSettingsLive = "applying settings live"
 	// MsgSettingDrifted (WARN, TargetCluster): cluster_name, pod, setting, value (what the node
 	// ran), want (what it runs again). Ours: a live setting of a node differs from the one
 	// applied and recorded (someone ran CONFIG SET by hand); it is put back. One line per
 	// setting and node.
 	MsgSettingDrifted = "live setting differs from the one applied, putting it back"
+	// MsgSettingsUnreadable (WARN, TargetCluster): cluster_name, pod, error (the node's reply to
+	// CONFIG GET, or why it did not come). Ours: the node answered everything else but its live
+	// settings could not be read (an ACL that denies the operator's user CONFIG GET), so they are
+	// neither checked nor applied there until they can be. Once per tick per node while it lasts;
+	// status.message and the Ready condition (reason LiveSettingsUnreadable) say the same.
+	MsgSettingsUnreadable = "live settings not readable on node, not checking or applying them"
+	// MsgNodeConfigMapForeign (WARN, TargetCluster): cluster_name, pod, configmap (its name).
+	// Ours: the node's {node}-config ConfigMap is not controlled by its ValkeyNode (another object
+	// took the name), so the live settings applied to the node are not written into it; it is
+	// never changed. Once per tick per node while it lasts, with a Warning Event.
+	MsgNodeConfigMapForeign = "node ConfigMap not controlled by its ValkeyNode, not recording live settings in it"
+	// MsgZoneSpreadShort (WARN, TargetCluster): cluster_name, zones (the cluster's zones,
+	// comma-separated, "" when no node it may use has a zone label), copies (1 + replicasPerShard).
+	// Ours: under zoneSpread required, fewer zones than a shard has copies cannot keep a shard's
+	// copies apart. Once per tick while it lasts; the ZoneSpreadDegraded condition says the same.
+	MsgZoneSpreadShort = "required zone spread has fewer zones than a shard has copies"
 
 	// MsgCredentialMissing (WARN, TargetCluster): cluster_name, secret, key. The operator's
 	// credential Secret of a cluster that already has pods is missing. It is not regenerated
@@ -317,6 +338,9 @@ var Catalogue = []Entry{
 	{MsgPatchingPodAnnotations, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldKeys}},
 	{MsgApplyingSettingsLive, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSettings}},
 	{MsgSettingDrifted, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSetting, FieldValue, FieldWant}},
+	{MsgSettingsUnreadable, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldError}},
+	{MsgNodeConfigMapForeign, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldConfigMap}},
+	{MsgZoneSpreadShort, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldZones, FieldCopies}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgShardDataLost, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldSlots}},

@@ -163,4 +163,9 @@ const (
 	// makes it Invalid), its message naming which and when; False otherwise. It is left as it
 	// was while the Secret fails validation.
 	ConditionCertificateExpiring = "CertificateExpiring"
+
+	// ConditionZoneSpreadDegraded is on clusters under zoneSpread required only: True while the
+	// zones the cluster may use are fewer than a shard's copies (1 + replicasPerShard), so two
+	// copies of a shard share a zone; False once there are enough.
+	ConditionZoneSpreadDegraded = "ZoneSpreadDegraded"
 )

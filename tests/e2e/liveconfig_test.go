@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -117,6 +121,92 @@ func checkLiveConfig(t *testing.T, vc *v1.ValkeyCluster) {
 	}
 	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
 		t.Errorf("pods replaced after drift: before %v, after %v", uids, after)
+	}
+
+	checkRefusedLiveValue(t, vc, uids)
+}
+
+// checkRefusedLiveValue sets a maxmemory-policy that passes admission but that Valkey refuses:
+// status.message and the Ready condition (reason LiveSettingsRefused) quote Valkey's reply while
+// it stands, `applying settings live` is said once per node however often the pass retries, the
+// nodes keep the value they ran and no pod is replaced; once the ValkeyConfig is fixed, the
+// message clears and the cluster is Ready again.
+func checkRefusedLiveValue(t *testing.T, vc *v1.ValkeyCluster, uids map[string]types.UID) {
+	ns := vc.Namespace
+	logStart := len(parseLog(t, operator.Logs()))
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["maxmemory-policy"] = "sometimes" })
+	start := time.Now()
+	var cur *v1.ValkeyCluster
+	for {
+		cur = currentCluster(t, vc)
+		ready := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionReady)
+		if ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == "LiveSettingsRefused" && ready.Message == cur.Status.Message {
+			break
+		}
+		if time.Since(start) > liveTimeout {
+			t.Fatalf("a refused live value did not reach status within %s: message %q, conditions %+v", liveTimeout, cur.Status.Message, cur.Status.Conditions)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("status.message %s after the change: %q", time.Since(start).Round(time.Millisecond), cur.Status.Message)
+	for _, want := range []string{"Valkey refused the live settings maxmemory-policy=sometimes on pod ", "config set maxmemory-policy on ", "fix the value in the ValkeyConfig"} {
+		if !strings.Contains(cur.Status.Message, want) {
+			t.Errorf("status.message %q lacks %q", cur.Status.Message, want)
+		}
+	}
+	if !meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionDegraded) {
+		t.Errorf("Degraded not True while a live value is refused: %+v", cur.Status.Conditions)
+	}
+	// Let the retries run: the message stays, the nodes keep what they ran.
+	time.Sleep(5 * time.Second)
+	if cur = currentCluster(t, vc); !strings.HasPrefix(cur.Status.Message, "Valkey refused the live settings") {
+		t.Errorf("status.message while the refusal stands: %q", cur.Status.Message)
+	}
+	for _, p := range clusterPods(t, vc) {
+		if got := configGet(t, p, "maxmemory-policy"); got != "allkeys-lru" {
+			t.Errorf("%s runs maxmemory-policy %q, want the value it ran (allkeys-lru)", p.Name, got)
+		}
+	}
+	applied, retries := map[string]int{}, 0
+	for _, l := range parseLog(t, operator.Logs())[logStart:] {
+		switch {
+		case !strings.HasSuffix(l.ref(), "."+ns):
+		case l.message() == logging.MsgApplyingSettingsLive:
+			pod, _ := l.Fields[logging.FieldPod].(string)
+			applied[pod]++
+		case l.message() == logging.MsgReconcileError && strings.Contains(fmt.Sprint(l.Fields[logging.FieldError]), "maxmemory-policy"):
+			retries++
+		}
+	}
+	t.Logf("%d %q lines for %d pods over %d refused passes", len(applied), logging.MsgApplyingSettingsLive, len(clusterPods(t, vc)), retries)
+	if retries < 2 {
+		t.Errorf("%d refused passes logged: want the refusal retried", retries)
+	}
+	for pod, n := range applied {
+		if n != 1 {
+			t.Errorf("%q said %d times for %s: want once per node and change", logging.MsgApplyingSettingsLive, n, pod)
+		}
+	}
+	if len(applied) != len(clusterPods(t, vc)) {
+		t.Errorf("%q said for %d pods, want every one of %d", logging.MsgApplyingSettingsLive, len(applied), len(clusterPods(t, vc)))
+	}
+
+	// Fixed: the message clears, Ready again, nothing replaced.
+	editConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["maxmemory-policy"] = "allkeys-lru" })
+	start = time.Now()
+	for {
+		cur = currentCluster(t, vc)
+		if cur.Status.Message == "" && meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady) {
+			break
+		}
+		if time.Since(start) > liveTimeout {
+			t.Fatalf("status not cleared within %s of the fix: message %q", liveTimeout, cur.Status.Message)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("status.message cleared and Ready %s after the fix", time.Since(start).Round(time.Millisecond))
+	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+		t.Errorf("pods replaced by a refused live value: before %v, after %v", uids, after)
 	}
 }
 
