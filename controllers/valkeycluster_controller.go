@@ -228,7 +228,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	// that this pass sets again, unchanged.
 	obs.snapshot.SettingsRefused = r.live.standing(clusterKey(&vc), pass)
 	log.Debug(logging.MsgReconcilePass, zap.String(logging.FieldState, string(state)), zap.String(logging.FieldEvent, string(decision.Event)),
-		zap.Int(logging.FieldActions, len(pass.Actions)), zap.String(logging.FieldWaiting, pass.Waiting))
+		zap.Int(logging.FieldActions, len(pass.Actions)), zap.String(logging.FieldWaiting, pass.Waiting), zap.Strings(logging.FieldHolds, pass.Holds))
 	// The pass's one status write comes before its steps. The status is computed from this
 	// pass's observation and plan, so it is the same before or after them; written first, it
 	// records the intent of an irreversible step (the failover to issue, in status.failover;

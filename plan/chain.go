@@ -55,7 +55,11 @@ type Plan struct {
 	Actions []Action
 	Waiting string
 	Blocked string
-	Err     error
+	// Holds are every reason a planner held back this pass, closed gates and steps' Hold alike,
+	// in chain order, each as "planner: reason": Waiting carries only the first (it becomes
+	// status.message), and the pass's DEBUG line carries them all.
+	Holds []string
+	Err   error
 }
 
 // Disruptive returns the plan's disruptive action, nil when there is none.
@@ -82,6 +86,7 @@ func (c Chain) Run(in Input) Plan {
 				if p.Waiting == "" {
 					p.Waiting = why
 				}
+				p.Holds = append(p.Holds, pl.Name+": "+why)
 				continue
 			}
 		}
@@ -101,8 +106,11 @@ func (c Chain) Run(in Input) Plan {
 			}
 			p.Actions = append(p.Actions, a)
 		}
-		if st.Hold != "" && p.Waiting == "" {
-			p.Waiting = st.Hold
+		if st.Hold != "" {
+			if p.Waiting == "" {
+				p.Waiting = st.Hold
+			}
+			p.Holds = append(p.Holds, pl.Name+": "+st.Hold)
 		}
 		switch {
 		case st.Blocked != "":

@@ -63,6 +63,22 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunReportsEveryHold: Waiting is the first reason a planner held back, Holds every one of
+// them, closed gates and steps' holds alike, in chain order, named by planner.
+func TestRunReportsEveryHold(t *testing.T) {
+	chain := Chain{
+		fixed("a", "node x does not answer", Step{}),
+		fixed("b", "", Step{Actions: []Action{CreatePod{Shard: 1}}, Hold: "no room in zone z"}),
+		fixed("c", "", Step{}),
+		fixed("d", "shard 2 is moving slots", Step{}),
+	}
+	p := chain.Run(Input{State: fsm.Active})
+	want := []string{"a: node x does not answer", "b: no room in zone z", "d: shard 2 is moving slots"}
+	if p.Waiting != "node x does not answer" || !reflect.DeepEqual(p.Holds, want) || len(p.Actions) != 1 {
+		t.Fatalf("waiting %q, holds %q, actions %v; want the first reason, %q and the one action", p.Waiting, p.Holds, p.Actions, want)
+	}
+}
+
 func TestPass(t *testing.T) {
 	if p := Pass(fsm.Invalid, newSnapshot(fsm.Invalid, 3, 1, withoutPods)); !reflect.DeepEqual(p, Plan{}) {
 		t.Fatalf("invalid plans nothing: %+v", p)
