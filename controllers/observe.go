@@ -214,7 +214,10 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.SyncInProgress = v.Replication["master_sync_in_progress"] == "1"
 	n.Version = v.Version
 	n.Config = v.Config
-	if v.ConfigErr != nil {
+	// Only a refusal (NOPERM, an unknown command) is the node's to report: a CONFIG GET that
+	// timed out on a busy node that answered the rest leaves its settings unchecked for this pass
+	// (Config nil), without turning Ready False for one pass.
+	if v.ConfigErr != nil && valkey.IsServerError(v.ConfigErr) {
 		n.ConfigErr = v.ConfigErr.Error()
 	}
 	n.Known = map[string]slot.Set{}

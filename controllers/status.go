@@ -56,13 +56,12 @@ type health struct {
 }
 
 // decideHealth checks, in order: the spec is usable; every pod can be scheduled; no shard is
-// blocked on pods failing on start; the API server took the last pod created; Valkey took the
-// live settings (a refusal stands while the same values are set again); every desired node
-// exists, runs, answers, and the cluster is formed and in agreement (every slot served, one
+// blocked on pods failing on start; the API server took the last pod created; every desired
+// node exists, runs, answers, and the cluster is formed and in agreement (every slot served, one
 // primary per shard, the others its replicas); every replica's link is up; the nodes are what
 // the spec asks for (fsm.Snapshot.Changing: every node of the current spec, each shard at its
-// replica count); every node's live settings could be read. The first that fails is the
-// reason. Pure.
+// replica count); Valkey took the live settings (a refusal stands while the same values are set
+// again); every node's live settings could be read. The first that fails is the reason. Pure.
 func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan) health {
 	if state == fsm.Invalid {
 		return health{Reason: ReasonInvalid, Message: problem, Outside: true}
@@ -77,9 +76,6 @@ func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan)
 	}
 	if s.CreateRefused != "" {
 		return health{Reason: ReasonCreateRefused, Message: s.CreateRefused, Outside: true}
-	}
-	if s.SettingsRefused != "" {
-		return health{Reason: ReasonSettingsRefused, Message: s.SettingsRefused, Outside: true}
 	}
 	if !s.Formed() {
 		msg := pl.Waiting
@@ -102,6 +98,11 @@ func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan)
 			msg += "; " + pl.Waiting
 		}
 		return health{Reason: ReasonOutdated, Message: msg}
+	}
+	// A refused or unreadable live setting comes last: the node keeps running what it runs, and
+	// a cluster that is not formed, syncing or rolling must say that first.
+	if s.SettingsRefused != "" {
+		return health{Reason: ReasonSettingsRefused, Message: s.SettingsRefused, Outside: true}
 	}
 	if msg := settingsUnreadMessage(s); msg != "" {
 		// The ACL controller puts back an ACL that denies it: looked at again on the tick.
