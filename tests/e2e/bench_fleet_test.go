@@ -56,7 +56,10 @@ const (
 // ~4 GB) with its own network namespace, and all of them, the control plane and the operator
 // share the machine's cores. 500 is what a 2-core machine holds beside another test run.
 //
-// The fleet is built once per process; the framework's b.N only repeats the report.
+// The fleet is built once per process; the framework's b.N only repeats the report. With
+// FLEET_BASELINE_BINARY (an operator built from another commit) each size is measured again under
+// that binary, reported with -baseline after the size: a before and after at one load, without
+// forming the fleet twice.
 // Run: make bench BENCH=Fleet (3 reports of one measurement), or
 // FLEET_SIZES=100,250 go test -run '^$' -bench Fleet -benchtime 1x -timeout 90m ./tests/e2e/
 func BenchmarkFleet(b *testing.B) {
@@ -71,6 +74,14 @@ func BenchmarkFleet(b *testing.B) {
 			fleetSetup[fmt.Sprintf("s/ready@%d", n)] = time.Since(start).Seconds()
 			for unit, v := range measureSteady(b, f) {
 				fleetSetup[fmt.Sprintf("%s@%d", unit, n)] = v
+			}
+			if base := os.Getenv("FLEET_BASELINE_BINARY"); base != "" {
+				// The same fleet, at the same load, under another build of the operator.
+				switchOperator(b, base)
+				for unit, v := range measureSteady(b, f) {
+					fleetSetup[fmt.Sprintf("%s@%d-baseline", unit, n)] = v
+				}
+				switchOperator(b, binary)
 			}
 		}
 	}
@@ -122,6 +133,20 @@ func growFleet(b *testing.B, f fleet, n int) {
 		}
 	}
 	waitFleetReady(b, fleet{ns: f.ns, size: n}, nil, 20*time.Minute, nil)
+}
+
+// switchOperator replaces the running operator with bin, as the audited user.
+func switchOperator(b *testing.B, bin string) {
+	b.Helper()
+	kubeconfig, err := cluster.UserKubeconfig(localcluster.AuditedUser, "system:masters")
+	if err != nil {
+		b.Fatal(err)
+	}
+	operator.Kill(syscall.SIGTERM)
+	if operator, err = harness.StartOperator(bin, cluster, workDir, "operator", "RUST_LOG=info", "KUBECONFIG="+kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("operator now %s", bin)
 }
 
 // auditedOperator is set once the operator runs as localcluster.AuditedUser.
@@ -179,6 +204,8 @@ func measureSteady(b *testing.B, f fleet) map[string]float64 {
 	pid := operator.Pid()
 	auditFrom := fileSize(b, cluster.AuditLog)
 	calls0 := cmds.calls(b)
+	stopProfile := profileOperator(b, fmt.Sprintf("steady-%d", f.size))
+	defer stopProfile()
 	cpu0, start := procCPU(b, pid), time.Now()
 	var rssMax float64
 	for ctx.Err() == nil {
@@ -507,7 +534,7 @@ func medMax(xs []float64) string {
 
 // profileOperator, when BENCH_PROFILE_DIR names a folder, takes a 30 s CPU profile of the
 // operator (its --pprof-bind-address) and, 3 s in, a dump of its goroutines, into files named
-// after what; the returned function waits for both. Without it, it does nothing.
+// after what; the returned function waits for both, then takes a heap profile. Without it, it does nothing.
 func profileOperator(b *testing.B, what string) func() {
 	b.Helper()
 	dir := os.Getenv("BENCH_PROFILE_DIR")
@@ -539,6 +566,7 @@ func profileOperator(b *testing.B, what string) func() {
 	})
 	return func() {
 		wg.Wait()
+		fetch(base+"heap", what+"-"+stamp+".heap.pprof")
 		b.Logf("profiles of %s in %s", what, dir)
 	}
 }
