@@ -55,6 +55,9 @@ func run() int {
 	leaderElect := flag.Bool("leader-elect", true, "run only while holding the leader lease (one active replica at a time)")
 	metricsAddr := flag.String("metrics-bind-address", ":8443", "serve the Prometheus metrics over HTTPS on this address, to callers Kubernetes authenticates and authorizes (get on /metrics); 0 turns the endpoint off")
 	probeAddr := flag.String("health-probe-bind-address", ":8081", "serve /healthz and /readyz on this address; 0 turns them off")
+	// Off unless asked for: the profiles name clusters, pods and addresses, so the endpoint is
+	// for a developer (the benchmarks profile the operator through it), bound to loopback.
+	pprofAddr := flag.String("pprof-bind-address", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060), without authentication; empty turns it off")
 	flag.Parse()
 
 	rustLog := os.Getenv("RUST_LOG")
@@ -106,6 +109,7 @@ func run() int {
 		LeaderElectionReleaseOnCancel:       true,
 		Metrics:                             metricsOpts,
 		HealthProbeBindAddress:              *probeAddr,
+		PprofBindAddress:                    *pprofAddr,
 	})
 	if err != nil {
 		return logging.ClientBuildFailed(os.Stderr, err)

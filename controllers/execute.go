@@ -303,6 +303,7 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) error {
 	r.conns.Dial = r.Dial
 	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
+	r.changes = t
 	owned := t.Owned(&v1.ValkeyCluster{}, mgr.GetRESTMapper())
 	all := t.Related(handler.EnqueueRequestsFromMapFunc(r.allClusters))
 	byNode := t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))

@@ -38,6 +38,11 @@ func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	if res, ok := r.quietLook(pctx, req); ok {
+		return res, nil
+	}
+	// A full pass that fails or acts must not leave the last quiet one to compare with.
+	r.looks.forget(req.String())
 	res, err := r.reconcilePass(pctx, req)
 	switch {
 	case err == nil:

@@ -77,6 +77,10 @@ type ValkeyClusterReconciler struct {
 	// live remembers the live settings set and not yet seen applied, and their refusals
 	// (settings.go).
 	live liveAttempts
+	// looks keeps each Ready cluster's last quiet pass, and changes says when a watch last
+	// enqueued a cluster (look.go; nil, as in unit tests, makes every pass a full one).
+	looks   quietLooks
+	changes changeTracker
 	// Metrics, when set, is given every pass's observation and actions (package metrics);
 	// Events, when set, records Kubernetes Events on the cluster (observability.go).
 	Metrics *metrics.Registry
@@ -123,6 +127,7 @@ type ValkeyClusterReconciler struct {
 // reconcilePass is one level-triggered pass: load → observe → decide → transition → plan →
 // one status write → execute. Reconcile (pass.go) runs it under the pass budget.
 func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
 	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
 	// Read from the API server, not the cache: the status written by the previous pass must be
 	// the one this pass decides from, or a transition would be decided (and logged) twice.
@@ -267,6 +272,11 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	after := requeueAfter(h, pass)
 	if obs.snapshot.CreateHeld && refusedWait < after && !h.Ready {
 		after = refusedWait // the next try of a refused pod
+	}
+	quiet := after == healthyInterval && problem == "" && len(pass.Actions) == 0
+	r.rememberQuiet(start, &vc, state, obs, h, creds, quiet)
+	if after == healthyInterval {
+		after = jittered(after)
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }
@@ -421,6 +431,7 @@ func (r *ValkeyClusterReconciler) checkACLSecret(ctx context.Context, vc *v1.Val
 // forgetCluster drops what the reconciler keeps of a cluster that is gone or going.
 func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.conns.Forget(key)
+	r.looks.forget(key)
 	r.tls.forget(key)
 	r.foreign.forget(key)
 	r.creates.forget(key)
@@ -428,6 +439,9 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.live.forget(key)
 	if ns, name, ok := strings.Cut(key, "/"); ok {
 		r.Metrics.Forget(ns, name)
+		if r.changes != nil {
+			r.changes.Forget(ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		}
 	}
 }
 

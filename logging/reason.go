@@ -71,6 +71,8 @@ type Tracker struct {
 
 	mu      sync.Mutex
 	pending map[reconcile.Request]pendingReason
+	// changed is when a watch last enqueued each request (not a retry: see LastChange).
+	changed map[reconcile.Request]time.Time
 }
 
 type pendingReason struct {
@@ -81,7 +83,30 @@ type pendingReason struct {
 // NewTracker returns a Tracker for a controller whose reconciled kind is primary. scheme
 // resolves the kinds of related objects.
 func NewTracker(primary schema.GroupVersionKind, scheme *runtime.Scheme) *Tracker {
-	return &Tracker{primary: primary, scheme: scheme, now: time.Now, pending: map[reconcile.Request]pendingReason{}}
+	return &Tracker{primary: primary, scheme: scheme, now: time.Now, pending: map[reconcile.Request]pendingReason{}, changed: map[reconcile.Request]time.Time{}}
+}
+
+// change notes that a watched object's event enqueued req.
+func (t *Tracker) change(req reconcile.Request) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.changed[req] = t.now()
+}
+
+// LastChange is when an event of a watched object last enqueued req (zero if none did since
+// Forget): unlike the pending reason, which a retry due earlier keeps, it is never hidden, so a
+// reconciler may tell a pass that nothing watched asked for from one that something did.
+func (t *Tracker) LastChange(req reconcile.Request) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.changed[req]
+}
+
+// Forget drops what the tracker keeps of req (its object is gone).
+func (t *Tracker) Forget(req reconcile.Request) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.changed, req)
 }
 
 // Record notes that req was enqueued for reason, due at due.
@@ -175,16 +200,19 @@ type recordingQueue struct {
 }
 
 func (q recordingQueue) Add(r reconcile.Request) {
+	q.t.change(r)
 	q.t.Record(r, q.reason, q.t.now())
 	q.queue.Add(r)
 }
 
 func (q recordingQueue) AddAfter(r reconcile.Request, d time.Duration) {
+	q.t.change(r)
 	q.t.Record(r, q.reason, q.t.now().Add(d))
 	q.queue.AddAfter(r, d)
 }
 
 func (q recordingQueue) AddRateLimited(r reconcile.Request) {
+	q.t.change(r)
 	q.t.Record(r, q.reason, q.t.now())
 	q.queue.AddRateLimited(r)
 }
@@ -196,6 +224,7 @@ type recordingPriorityQueue struct {
 
 func (q recordingPriorityQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
 	for _, r := range items {
+		q.t.change(r)
 		q.t.Record(r, q.reason, q.t.now().Add(o.After))
 	}
 	q.pq.AddWithOpts(o, items...)

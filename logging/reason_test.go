@@ -156,3 +156,41 @@ func TestTrackerReconcilerGolden(t *testing.T) {
 	}
 	golden(t, "reconcile.golden", out.Bytes())
 }
+
+// A watch event is remembered as a change even when a retry due earlier keeps the pending
+// reason; a retry the reconciler asked for is not a change.
+func TestTrackerLastChange(t *testing.T) {
+	primary := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "my-app", Name: "my-cluster"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "my-cluster", Namespace: "my-app"}}
+	now := time.Date(2026, 12, 4, 6, 0, 0, 0, time.UTC)
+	tr := NewTracker(primary, clientgoscheme.Scheme)
+	tr.now = func() time.Time { return now }
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+
+	if got := tr.LastChange(req); !got.IsZero() {
+		t.Fatalf("LastChange before any event = %v", got)
+	}
+	r := tr.Reconciler(zap.NewNop(), fakeReconciler(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}))
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.LastChange(req); !got.IsZero() {
+		t.Errorf("a requested retry counted as a change: %v", got)
+	}
+	now = now.Add(5 * time.Second) // the retry (due 1 s after the pass) is overdue: it keeps the reason
+	tr.Primary().Update(context.Background(), event.UpdateEvent{ObjectOld: cm, ObjectNew: cm}, q)
+	if got := tr.LastChange(req); !got.Equal(now) {
+		t.Errorf("LastChange = %v, want %v", got, now)
+	}
+	if got := tr.Take(req); got != ReasonReconcilerRetry {
+		t.Errorf("pending reason %q, want the earlier retry's", got)
+	}
+	tr.Forget(req)
+	if got := tr.LastChange(req); !got.IsZero() {
+		t.Errorf("LastChange after Forget = %v", got)
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"sort"
@@ -20,9 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
-	"github.com/gomomento/valkey-operator/controllers"
 	"github.com/gomomento/valkey-operator/logging"
-	"github.com/gomomento/valkey-operator/tests/harness"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -40,48 +39,33 @@ const (
 // scaleSetup is the fleet BenchmarkScale100 builds once and reuses across the framework's
 // calls, with the steady-state numbers measured once on it.
 var scaleSetup struct {
-	names  []string
+	formed bool
 	steady map[string]float64
 }
 
 // BenchmarkScale100 runs 100 clusters of 1x0 in one operator and reports:
 //   - s/form-all: create all 100 until all are Ready (once);
-//   - in the steady state, over steadyTicks active ticks (30 s each): the API writes the
-//     operator makes per tick (ValkeyCluster updates and creates, updates and deletes of
-//     pods, Services, ConfigMaps and Secrets in the namespace written by the operator's field
-//     manager), the operator's RSS (MB, max of the samples) and CPU (% of one core) from
-//     /proc/<pid>, and the `active tick` heartbeats' intervals (mean and max, s);
+//   - in the steady state, over steadyTicks active ticks (30 s each), as measureSteady
+//     measures it: the API writes the operator makes per tick, its RSS and CPU, the `active
+//     tick` intervals, its API requests/s and Valkey commands/s, and how soon a cut is noticed;
 //   - per run, s/ready-after-50-lost: 50 pods (one of every other cluster) killed at the same
-//     moment, until all 100 are Ready again with their replacement pod in status.
+//     moment, until all 100 are Ready again with their replacement pod in status, and where
+//     that time went (recoveryPhases), with a CPU profile of the operator over it when
+//     BENCH_PROFILE_DIR names a folder.
 //
 // Issue 8 measured on main: 0 writes, 65 MB, 4.4 % of a core, ticks 30.0-30.1 s; 17.6 s to
 // recover 50 with one reconcile worker (goal <= 5 s). Numbers are reported, never asserted.
+// BenchmarkFleet measures the same steady state at 100, 250 and 500 clusters.
 // Run alone: go test -run '^$' -bench Scale100 -benchtime 3x -timeout 60m ./tests/e2e/
 func BenchmarkScale100(b *testing.B) {
-	ctx := context.Background()
-	if scaleSetup.names == nil {
+	if !scaleSetup.formed {
+		runAsAuditedUser(b)
 		scaleSetup.steady = map[string]float64{}
-		if err := ensureNS(ctx, scaleNamespace); err != nil {
-			b.Fatal(err)
-		}
-		for _, o := range []client.Object{newImage("scale-image"), newConfig("scale-config", "scale-image")} {
-			if err := k8s.Create(ctx, o); err != nil && !isAlreadyExists(err) {
-				b.Fatal(err)
-			}
-		}
 		start := time.Now()
-		var names []string
-		for i := range scaleClusters {
-			vc := newCluster(scaleNamespace, fmt.Sprintf("vc-%03d", i), "scale-config", withShards(1), withReplicas(0))
-			if err := k8s.Create(ctx, vc); err != nil && !isAlreadyExists(err) {
-				b.Fatal(err)
-			}
-			names = append(names, vc.Name)
-		}
-		waitFleetReady(b, nil, 10*time.Minute)
+		growFleet(b, fleet{ns: scaleNamespace}, scaleClusters)
 		scaleSetup.steady["s/form-all"] = time.Since(start).Seconds()
-		scaleSetup.names = names
-		measureSteady(b)
+		scaleSetup.formed = true
+		maps.Copy(scaleSetup.steady, measureSteady(b, scaleFleet))
 	}
 	for unit, v := range scaleSetup.steady {
 		b.ReportMetric(v, unit)
@@ -89,10 +73,11 @@ func BenchmarkScale100(b *testing.B) {
 	var total time.Duration
 	for range b.N {
 		b.StopTimer()
-		waitFleetReady(b, nil, 5*time.Minute)
-		pods := fleetPods(b)
+		waitFleetReady(b, scaleFleet, nil, 5*time.Minute, nil)
+		pods := fleetPods(b, scaleFleet)
 		victims := map[string]string{} // cluster -> its killed pod
-		for i, name := range scaleSetup.names {
+		for i := range scaleClusters {
+			name := fmt.Sprintf("vc-%03d", i)
 			if i%2 == 0 && len(pods[name]) == 1 {
 				victims[name] = pods[name][0]
 			}
@@ -100,6 +85,8 @@ func BenchmarkScale100(b *testing.B) {
 		if len(victims) != scaleLost {
 			b.Fatalf("%d clusters with exactly one running pod among the even ones, want %d", len(victims), scaleLost)
 		}
+		phases := watchRecovery(b, scaleFleet, victims)
+		stopProfile := profileOperator(b, "recovery")
 		b.StartTimer()
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -113,20 +100,32 @@ func BenchmarkScale100(b *testing.B) {
 			}()
 		}
 		wg.Wait()
-		waitFleetReady(b, victims, 5*time.Minute)
+		readyAt := map[string]time.Time{}
+		waitFleetReady(b, scaleFleet, victims, 5*time.Minute, readyAt)
 		total += time.Since(start)
 		b.StopTimer()
-		checkFleetValkey(b, victims)
+		stopProfile()
+		phases(start, readyAt)
+		checkFleetValkey(b, scaleFleet, victims)
 		b.StartTimer()
 	}
 	b.ReportMetric(total.Seconds()/float64(b.N), "s/ready-after-50-lost")
 }
 
-// fleetPods returns, per cluster of the scale namespace, its running pods.
-func fleetPods(b *testing.B) map[string][]string {
+// fleet is a set of 1x0 clusters named vc-000, vc-001, … in one namespace.
+type fleet struct {
+	ns   string
+	size int
+}
+
+// scaleFleet is BenchmarkScale100's.
+var scaleFleet = fleet{ns: scaleNamespace, size: scaleClusters}
+
+// fleetPods returns, per cluster of f's namespace, its running pods.
+func fleetPods(b *testing.B, f fleet) map[string][]string {
 	b.Helper()
 	var list corev1.PodList
-	if err := k8s.List(context.Background(), &list, client.InNamespace(scaleNamespace)); err != nil {
+	if err := k8s.List(context.Background(), &list, client.InNamespace(f.ns)); err != nil {
 		b.Fatal(err)
 	}
 	out := map[string][]string{}
@@ -138,18 +137,18 @@ func fleetPods(b *testing.B) map[string][]string {
 	return out
 }
 
-// waitFleetReady waits until every cluster of the scale namespace is Ready for its current
-// generation with exactly one running pod, the one status.nodes names; for a cluster in
-// replaced, that pod must not be the one killed.
-func waitFleetReady(b *testing.B, replaced map[string]string, timeout time.Duration) {
+// waitFleetReady waits until every cluster of f is Ready for its current generation with
+// exactly one running pod, the one status.nodes names; for a cluster in replaced, that pod must
+// not be the one killed. readyAt, when not nil, gets the time each cluster was first seen so.
+func waitFleetReady(b *testing.B, f fleet, replaced map[string]string, timeout time.Duration, readyAt map[string]time.Time) {
 	b.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		var list v1.ValkeyClusterList
-		err := k8s.List(context.Background(), &list, client.InNamespace(scaleNamespace))
+		err := k8s.List(context.Background(), &list, client.InNamespace(f.ns))
 		var behind []string
 		if err == nil {
-			pods := fleetPods(b)
+			pods := fleetPods(b, f)
 			for _, vc := range list.Items {
 				running := pods[vc.Name]
 				ok := meta.IsStatusConditionTrue(vc.Status.Conditions, v1.ConditionReady) &&
@@ -158,9 +157,11 @@ func waitFleetReady(b *testing.B, replaced map[string]string, timeout time.Durat
 					running[0] != replaced[vc.Name]
 				if !ok {
 					behind = append(behind, vc.Name)
+				} else if _, seen := readyAt[vc.Name]; readyAt != nil && !seen {
+					readyAt[vc.Name] = time.Now()
 				}
 			}
-			if len(list.Items) < scaleClusters {
+			if len(list.Items) < f.size {
 				behind = append(behind, fmt.Sprintf("(only %d clusters)", len(list.Items)))
 			}
 		}
@@ -175,10 +176,10 @@ func waitFleetReady(b *testing.B, replaced map[string]string, timeout time.Durat
 }
 
 // checkFleetValkey asks the node of every cluster in clusters whether it serves all slots.
-func checkFleetValkey(b *testing.B, clusters map[string]string) {
+func checkFleetValkey(b *testing.B, f fleet, clusters map[string]string) {
 	b.Helper()
 	var list corev1.PodList
-	if err := k8s.List(context.Background(), &list, client.InNamespace(scaleNamespace)); err != nil {
+	if err := k8s.List(context.Background(), &list, client.InNamespace(f.ns)); err != nil {
 		b.Fatal(err)
 	}
 	for _, p := range list.Items {
@@ -186,7 +187,7 @@ func checkFleetValkey(b *testing.B, clusters map[string]string) {
 		if _, ok := clusters[name]; !ok || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
 		}
-		vc := &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: scaleNamespace, Name: name}}
+		vc := &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}
 		v := valkey.Observe(context.Background(), []string{addr(p)}, operatorCreds(b, vc))[0]
 		if !v.ClusterStateOK() || v.ClusterInfo["cluster_slots_assigned"] != "16384" {
 			b.Errorf("%s (%s): CLUSTER INFO %v, %v", name, p.Name, v.ClusterInfo, v.Err)
@@ -194,60 +195,12 @@ func checkFleetValkey(b *testing.B, clusters map[string]string) {
 	}
 }
 
-// measureSteady watches the operator for steadyTicks ticks of a settled fleet and stores the
-// steady-state metrics.
-func measureSteady(b *testing.B) {
-	b.Helper()
-	// Let the passes that formation scheduled run out first.
-	time.Sleep(controllers.TickInterval)
-	window := time.Duration(steadyTicks)*controllers.TickInterval + 5*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), window)
-	defer cancel()
-	writes := countOperatorWrites(ctx, b)
-	// A Prometheus's scrape every 15 s is part of the steady state: its cost is in the figures.
-	token, err := harness.MetricsReaderToken(ctx, k8s)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var scrapeBytes, scrapeSeries int
-	nextScrape := time.Now()
-	pid := operator.Pid()
-	cpu0, start := procCPU(b, pid), time.Now()
-	var rssMax float64
-	for ctx.Err() == nil {
-		rssMax = max(rssMax, procRSS(b, pid))
-		if time.Now().After(nextScrape) {
-			scrapeBytes, scrapeSeries = scrapeSize(b, operator.MetricsAddr, token)
-			nextScrape = nextScrape.Add(15 * time.Second)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-	b.Logf("a scrape of the operator's metrics: %d bytes, %d series", scrapeBytes, scrapeSeries)
-	scaleSetup.steady["bytes/scrape"] = float64(scrapeBytes)
-	scaleSetup.steady["series/scrape"] = float64(scrapeSeries)
-	elapsed := time.Since(start)
-	cpu := procCPU(b, pid) - cpu0
-	n := writes()
-	mean, worst, count := tickIntervals(b, start, start.Add(elapsed))
-	b.Logf("steady state over %s: %d operator writes, RSS max %.1f MB, CPU %.2f s; %d tick intervals, mean %.2f s, max %.2f s",
-		elapsed.Round(time.Second), n, rssMax, cpu.Seconds(), count, mean, worst)
-	ticks := elapsed.Seconds() / controllers.TickInterval.Seconds()
-	scaleSetup.steady["writes/tick"] = float64(n) / ticks
-	scaleSetup.steady["MB-rss"] = rssMax
-	scaleSetup.steady["cpu-%"] = 100 * cpu.Seconds() / elapsed.Seconds()
-	scaleSetup.steady["s/tick-interval-mean"] = mean
-	scaleSetup.steady["s/tick-interval-max"] = worst
-}
-
 // countOperatorWrites watches, until ctx ends, the ValkeyClusters and their children in the
 // scale namespace and counts the writes the operator made: every ValkeyCluster change (only
 // the operator writes them here), and creates, deletes and updates of pods, Services,
 // ConfigMaps and Secrets whose newest managedFields entry is the operator's (the kubelet's
 // pod status updates are not the operator's).
-func countOperatorWrites(ctx context.Context, b *testing.B) func() int {
+func countOperatorWrites(ctx context.Context, b *testing.B, ns string) func() int {
 	b.Helper()
 	cs, err := kubernetes.NewForConfig(cluster.Config)
 	if err != nil {
@@ -285,10 +238,10 @@ func countOperatorWrites(ctx context.Context, b *testing.B) func() int {
 		}
 	}
 	var vcs v1.ValkeyClusterList
-	if err := wc.List(ctx, &vcs, client.InNamespace(scaleNamespace)); err != nil {
+	if err := wc.List(ctx, &vcs, client.InNamespace(ns)); err != nil {
 		b.Fatal(err)
 	}
-	w, err := wc.Watch(ctx, &v1.ValkeyClusterList{}, client.InNamespace(scaleNamespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: vcs.ResourceVersion}})
+	w, err := wc.Watch(ctx, &v1.ValkeyClusterList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: vcs.ResourceVersion}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -307,17 +260,17 @@ func countOperatorWrites(ctx context.Context, b *testing.B) func() int {
 		watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	}{
 		{func(c context.Context, o metav1.ListOptions) (string, error) {
-			return rv(core.Pods(scaleNamespace).List(c, o))
-		}, core.Pods(scaleNamespace).Watch},
+			return rv(core.Pods(ns).List(c, o))
+		}, core.Pods(ns).Watch},
 		{func(c context.Context, o metav1.ListOptions) (string, error) {
-			return rv(core.Services(scaleNamespace).List(c, o))
-		}, core.Services(scaleNamespace).Watch},
+			return rv(core.Services(ns).List(c, o))
+		}, core.Services(ns).Watch},
 		{func(c context.Context, o metav1.ListOptions) (string, error) {
-			return rv(core.ConfigMaps(scaleNamespace).List(c, o))
-		}, core.ConfigMaps(scaleNamespace).Watch},
+			return rv(core.ConfigMaps(ns).List(c, o))
+		}, core.ConfigMaps(ns).Watch},
 		{func(c context.Context, o metav1.ListOptions) (string, error) {
-			return rv(core.Secrets(scaleNamespace).List(c, o))
-		}, core.Secrets(scaleNamespace).Watch},
+			return rv(core.Secrets(ns).List(c, o))
+		}, core.Secrets(ns).Watch},
 	} {
 		version, err := r.list(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -382,13 +335,13 @@ func procRSS(b *testing.B, pid int) float64 {
 }
 
 // tickIntervals returns the mean and the largest interval between consecutive `active tick`
-// lines of one cluster of the scale namespace, for ticks within [from, to], and how many
+// lines of one cluster of namespace ns, for ticks within [from, to], and how many
 // intervals there were.
-func tickIntervals(b *testing.B, from, to time.Time) (mean, worst float64, n int) {
+func tickIntervals(b *testing.B, ns string, from, to time.Time) (mean, worst float64, n int) {
 	b.Helper()
 	ticks := map[string][]time.Time{}
 	for _, l := range parseLog(b, operator.Logs()) {
-		if l.message() != logging.MsgActiveTick || !strings.HasSuffix(l.ref(), "."+scaleNamespace) {
+		if l.message() != logging.MsgActiveTick || !strings.HasSuffix(l.ref(), "."+ns) {
 			continue
 		}
 		ts, err := time.Parse(time.RFC3339Nano, l.Timestamp)

@@ -75,7 +75,10 @@ type Operator struct {
 	// authentication) and /healthz, /readyz: free ports of 127.0.0.1, so that several operators
 	// (the test packages' and a demo's) run side by side on one host.
 	MetricsAddr, HealthAddr string
-	done                    chan struct{}
+	// PprofAddr serves Go's /debug/pprof (the --pprof-bind-address flag), for the benchmarks'
+	// profiles.
+	PprofAddr string
+	done      chan struct{}
 }
 
 // StartOperator runs binary against c with env (e.g. RUST_LOG=info), its stdout and stderr
@@ -89,6 +92,9 @@ func StartOperator(binary string, c *localcluster.Cluster, dir, name string, env
 	if o.HealthAddr, err = freeLoopback(); err != nil {
 		return nil, err
 	}
+	if o.PprofAddr, err = freeLoopback(); err != nil {
+		return nil, err
+	}
 	stdout, err := os.OpenFile(o.Stdout, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -97,7 +103,7 @@ func StartOperator(binary string, c *localcluster.Cluster, dir, name string, env
 	if err != nil {
 		return nil, err
 	}
-	o.cmd = exec.Command(binary, "--metrics-bind-address="+o.MetricsAddr, "--health-probe-bind-address="+o.HealthAddr)
+	o.cmd = exec.Command(binary, "--metrics-bind-address="+o.MetricsAddr, "--health-probe-bind-address="+o.HealthAddr, "--pprof-bind-address="+o.PprofAddr)
 	o.cmd.Env = append(os.Environ(), append([]string{"KUBECONFIG=" + c.Kubeconfig}, env...)...)
 	o.cmd.Stdout, o.cmd.Stderr = stdout, stderr
 	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -421,6 +421,14 @@ func (c *Cluster) writeKubeconfig(path, user string, groups ...string) error {
 	return os.WriteFile(path, data, 0o600)
 }
 
+// UserKubeconfig writes a kubeconfig of a client certificate for user in groups into the
+// cluster's directory and returns its path: a benchmark runs the operator as AuditedUser (with
+// system:masters, so that it needs no RBAC) to count its requests in AuditLog.
+func (c *Cluster) UserKubeconfig(user string, groups ...string) (string, error) {
+	path := filepath.Join(c.Dir, strings.NewReplacer(":", "_", "/", "_").Replace(user)+".kubeconfig")
+	return path, c.writeKubeconfig(path, user, groups...)
+}
+
 // waitReady waits until every Node is registered and Ready, the default ServiceAccount
 // exists (kube-controller-manager is up) and the scheduler has a lease-free start.
 func (c *Cluster) waitReady(ctx context.Context, nodes []kubelet.NodeSpec) error {
