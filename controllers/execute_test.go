@@ -230,6 +230,17 @@ func TestExecuteClassicMove(t *testing.T) {
 		"1: CLUSTER SETSLOT 42 NODE n1",
 		"0: CLUSTER SETSLOT 42 NODE n1",
 	)
+	// MIGRATE, the only command with key access, runs as MigrationUser; everything else as the
+	// operator.
+	for _, c := range f.fleet.Calls() {
+		want := OperatorUser
+		if c.Args[0] == "MIGRATE" {
+			want = MigrationUser
+		}
+		if c.User != want {
+			t.Fatalf("%s sent as %s, want %s", c, c.User, want)
+		}
+	}
 	if n := f.logs.FilterMessage(logging.MsgMovingSlots).FilterField(zap.String("method", "classic")).Len(); n != 1 {
 		t.Fatalf("%d `moved slots` lines with method classic, want 1", n)
 	}

@@ -186,6 +186,11 @@ func zoneSpreadShort(mode v1.ZoneSpread, s fsm.Snapshot) string {
 	default:
 		have = fmt.Sprintf("%d zones (%s)", len(s.Zones), strings.Join(s.Zones, ", "))
 	}
+	if len(s.Zones) == 0 {
+		// Under required (DoNotSchedule) a pod needs a zone-labelled node: nothing is placed.
+		return fmt.Sprintf("zoneSpread is required but the cluster has %s: its pods cannot be scheduled; "+
+			"label the nodes %s (or list them in placement.zones), or use zoneSpread bestEffort", have, corev1.LabelTopologyZone)
+	}
 	return fmt.Sprintf("zoneSpread is required but the cluster has %s for the %d copies of each shard (1 + replicasPerShard %d): "+
 		"copies of a shard share a zone, and that zone's loss costs the shard every copy there; "+
 		"give the cluster at least %d zones (placement.zones, or nodes labelled %s) or lower replicasPerShard",

@@ -236,7 +236,8 @@ const (
 	// MsgNodeConfigMapForeign (WARN, TargetCluster): cluster_name, pod, configmap (its name).
 	// Ours: the node's {node}-config ConfigMap is not controlled by its ValkeyNode (another object
 	// took the name), so the live settings applied to the node are not written into it; it is
-	// never changed. Once per tick per node while it lasts, with a Warning Event.
+	// never changed. When live settings are recorded for the node (a change or a drift to put
+	// back), at most once per tick per node, with a Warning Event.
 	MsgNodeConfigMapForeign = "node ConfigMap not controlled by its ValkeyNode, not recording live settings in it"
 	// MsgZoneSpreadShort (WARN, TargetCluster): cluster_name, zones (the cluster's zones,
 	// comma-separated, "" when no node it may use has a zone label), copies (1 + replicasPerShard).

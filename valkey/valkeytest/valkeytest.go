@@ -97,9 +97,12 @@ func Map(kv ...string) Reply {
 	return out
 }
 
-// Call is one command a node received.
+// Call is one command a node received. User is the user its connection authenticated as in
+// valkey-go's handshake (HELLO 3 AUTH user ...; "default" without AUTH); the password is not
+// kept.
 type Call struct {
 	Addr string
+	User string
 	Args []string
 }
 
@@ -311,13 +314,19 @@ func (n *Node) serve(c net.Conn, overTLS bool) {
 		c = tls.Server(c, &tls.Config{GetCertificate: n.certificate, MinVersion: tls.VersionTLS12})
 	}
 	r, w := bufio.NewReader(c), bufio.NewWriter(c)
+	user := "default"
 	for {
 		args, err := readCommand(r)
 		if err != nil {
 			return
 		}
+		if matches([]string{"HELLO"}, args) {
+			if i := slices.IndexFunc(args, func(a string) bool { return strings.EqualFold(a, "AUTH") }); i >= 0 && i+1 < len(args) {
+				user = args[i+1]
+			}
+		}
 		if !upkeep(args) {
-			n.fleet.record(Call{Addr: n.addr, Args: args})
+			n.fleet.record(Call{Addr: n.addr, User: user, Args: args})
 		}
 		n.answer(args).write(w)
 		if err := w.Flush(); err != nil {

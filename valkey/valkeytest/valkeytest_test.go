@@ -47,6 +47,11 @@ func TestClientThroughTheSeam(t *testing.T) {
 	if got := f.Commands(); !slices.Equal(got, want) {
 		t.Fatalf("commands:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	for _, c := range f.Calls() {
+		if c.User != "op" {
+			t.Fatalf("%s sent as %q, want the handshake's user op", c, c.User)
+		}
+	}
 }
 
 // TestDownNodeRefusesDials: a node that is down cannot be dialled, an unknown address neither.
