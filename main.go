@@ -114,6 +114,10 @@ func run() int {
 	if err != nil {
 		return logging.ClientBuildFailed(os.Stderr, err)
 	}
+	if err := controllers.IndexCaches(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		opLog.Error("controller setup failed", logging.Err(err))
+		return 1
+	}
 	reg := metrics.New()
 	ctrlmetrics.Registry.MustRegister(reg)
 	if err := addProbes(mgr); err != nil {

@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"context"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -43,4 +46,29 @@ func CacheOptions() cache.Options {
 // from a cache (see CacheOptions): a few reads by name per pass, and no informer holding them.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
+}
+
+// IndexByCluster names the cache index of pods and ValkeyNodes by their cluster label
+// (IndexCaches). A label selector on the cache scans every object of the namespace, so with every
+// team's clusters in one namespace the ACL and TLS controllers' listing of one cluster's pods on
+// each pass grew with the square of the fleet: 21 % of the operator's CPU samples at 500
+// clusters of 1×0 in one namespace (the Fleet benchmark's profile). The index makes it a lookup.
+const IndexByCluster = "metadata.labels.cluster"
+
+// IndexCaches registers IndexByCluster on the manager's cache; called once, before it starts.
+func IndexCaches(ctx context.Context, indexer client.FieldIndexer) error {
+	for _, obj := range []client.Object{&corev1.Pod{}, &v1.ValkeyNode{}} {
+		if err := indexer.IndexField(ctx, obj, IndexByCluster, clusterLabel); err != nil {
+			return fmt.Errorf("index %T by cluster: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+// clusterLabel is the index value of an object: its cluster label, when it has one.
+func clusterLabel(o client.Object) []string {
+	if name, ok := o.GetLabels()[v1.LabelCluster]; ok {
+		return []string{name}
+	}
+	return nil
 }

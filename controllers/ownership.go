@@ -157,11 +157,11 @@ func ownedNodePods(pods []corev1.Pod, nodes []v1.ValkeyNode, vc *v1.ValkeyCluste
 // listNodePods lists, from the cache, the pods of vc that one of its ValkeyNodes controls.
 func listNodePods(ctx context.Context, c client.Reader, vc *v1.ValkeyCluster) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace(vc.Namespace), client.MatchingFields{IndexByCluster: vc.Name}); err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	var nodes v1.ValkeyNodeList
-	if err := c.List(ctx, &nodes, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
+	if err := c.List(ctx, &nodes, client.InNamespace(vc.Namespace), client.MatchingFields{IndexByCluster: vc.Name}); err != nil {
 		return nil, fmt.Errorf("list ValkeyNodes: %w", err)
 	}
 	return ownedNodePods(pods.Items, nodes.Items, vc), nil
