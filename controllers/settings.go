@@ -220,16 +220,11 @@ type liveAttempt struct {
 func (l *liveAttempts) announce(cluster, pod, change string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.m == nil {
-		l.m = map[string]map[string]liveAttempt{}
-	}
-	if l.m[cluster] == nil {
-		l.m[cluster] = map[string]liveAttempt{}
-	}
-	if a, ok := l.m[cluster][pod]; ok && a.change == change {
+	pods := l.pods(cluster)
+	if a, ok := pods[pod]; ok && a.change == change {
 		return false
 	}
-	l.m[cluster][pod] = liveAttempt{change: change}
+	pods[pod] = liveAttempt{change: change}
 	return true
 }
 
@@ -238,15 +233,21 @@ func (l *liveAttempts) announce(cluster, pod, change string) bool {
 func (l *liveAttempts) refused(cluster, pod, change, reply string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	pods := l.pods(cluster)
+	prev := pods[pod]
+	pods[pod] = liveAttempt{change: change, refusal: reply}
+	return prev.change != change || prev.refusal != reply
+}
+
+// pods is the cluster's attempts by pod, made when there is none. Called with l.mu held.
+func (l *liveAttempts) pods(cluster string) map[string]liveAttempt {
 	if l.m == nil {
 		l.m = map[string]map[string]liveAttempt{}
 	}
 	if l.m[cluster] == nil {
 		l.m[cluster] = map[string]liveAttempt{}
 	}
-	prev := l.m[cluster][pod]
-	l.m[cluster][pod] = liveAttempt{change: change, refusal: reply}
-	return prev.change != change || prev.refusal != reply
+	return l.m[cluster]
 }
 
 // applied forgets pod's attempt: its node runs the change.
