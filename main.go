@@ -125,18 +125,19 @@ func run() int {
 		return 1
 	}
 	recorder := mgr.GetEventRecorder(controllers.EventRecorderName)
-	tlsr := &controllers.TLSReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metrics: reg, Events: recorder}
+	apiReader := controllers.SecretsByVersion(mgr.GetAPIReader(), mgr.GetCache())
+	tlsr := &controllers.TLSReconciler{Client: mgr.GetClient(), APIReader: apiReader, Metrics: reg, Events: recorder}
 	if err := tlsr.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
-	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), DefaultZoneSpread: spread, TLSSecretSeen: tlsr.SecretSeen,
+	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: apiReader, DefaultZoneSpread: spread, TLSSecretSeen: tlsr.SecretSeen,
 		Metrics: reg, Events: recorder}
 	if err := r.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
-	acl := &controllers.ACLReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metrics: reg}
+	acl := &controllers.ACLReconciler{Client: mgr.GetClient(), APIReader: apiReader, Metrics: reg}
 	if err := acl.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1

@@ -62,7 +62,8 @@ const (
 // ACLReconciler runs the ACL controller (see above) for every ValkeyCluster.
 type ACLReconciler struct {
 	client.Client
-	// APIReader reads the clusters' TLS Secrets, which no cache holds (CacheOptions).
+	// APIReader reads Secrets, which no cache holds (CacheOptions): the clusters' TLS Secrets and
+	// the operator's own (through SecretsByVersion in the operator).
 	APIReader client.Reader
 	// Metrics, when set, counts the nodes that could not be given the ACL.
 	Metrics *metrics.Registry
@@ -192,11 +193,11 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // false while either does not exist, or is not controlled by the cluster (ownership.go: the
 // cluster controller makes it Invalid; neither is used).
 func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file string, creds valkey.Credentials, ok bool, err error) {
-	acl, ok, err := ownedSecret(ctx, r.Client, vc, secretName(vc))
+	acl, ok, err := ownedSecret(ctx, r.APIReader, vc, secretName(vc))
 	if err != nil || !ok {
 		return "", creds, false, err
 	}
-	cred, ok, err := ownedSecret(ctx, r.Client, vc, credentialName(vc))
+	cred, ok, err := ownedSecret(ctx, r.APIReader, vc, credentialName(vc))
 	if err != nil || !ok {
 		return "", creds, false, err
 	}

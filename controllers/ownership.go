@@ -167,8 +167,10 @@ func listNodePods(ctx context.Context, c client.Reader, vc *v1.ValkeyCluster) ([
 	return ownedNodePods(pods.Items, nodes.Items, vc), nil
 }
 
-// ownedSecret reads the Secret name of vc's namespace from the cache: ok is false when it does
-// not exist or vc does not control it (then it is not used; the cluster controller says why).
+// ownedSecret reads the Secret name of vc's namespace with c (a reconciler's APIReader, which
+// keeps a copy of the operator's own Secrets while their resourceVersion stays: SecretsByVersion):
+// ok is false when it does not exist or vc does not control it (then it is not used; the cluster
+// controller says why).
 func ownedSecret(ctx context.Context, c client.Reader, vc *v1.ValkeyCluster, name string) (*corev1.Secret, bool, error) {
 	var s corev1.Secret
 	if err := c.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: name}, &s); err != nil {

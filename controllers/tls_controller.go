@@ -60,7 +60,8 @@ const tlsHandshakeTimeout = 2 * time.Second
 // TLSReconciler runs the TLS controller (see above) for every TLS ValkeyCluster.
 type TLSReconciler struct {
 	client.Client
-	// APIReader reads the clusters' TLS Secrets, which no cache holds (CacheOptions).
+	// APIReader reads Secrets, which no cache holds (CacheOptions): the clusters' TLS Secrets and
+	// the operator's own (through SecretsByVersion in the operator).
 	APIReader client.Reader
 	// Metrics, when set, counts the nodes that could not reload; Events, when set, records a
 	// certificate about to expire on the cluster.
@@ -272,7 +273,7 @@ func servedFingerprint(ctx context.Context, dial valkey.Dialer, addr, serverName
 // credentials reads the operator's credentials for vc from the cache; ok is false while the
 // Secret does not exist (the cluster controller creates it, or says it is missing).
 func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (valkey.Credentials, bool, error) {
-	s, ok, err := ownedSecret(ctx, r.Client, vc, credentialName(vc))
+	s, ok, err := ownedSecret(ctx, r.APIReader, vc, credentialName(vc))
 	if err != nil || !ok {
 		return valkey.Credentials{}, false, err
 	}
