@@ -53,7 +53,9 @@ const (
 // config objects and pods, forms the Valkey cluster and heals it.
 type ValkeyClusterReconciler struct {
 	client.Client
-	// APIReader reads without the cache (the operator's credential Secret, read once per pass).
+	// APIReader reads without the cache: the cluster itself, lists that must see the pass's own
+	// writes, and Secrets (in the operator through SecretsByVersion, which keeps a copy of the
+	// operator's own Secrets while their resourceVersion stays).
 	APIReader client.Reader
 	// DefaultZoneSpread is DEFAULT_ZONE_SPREAD (the operator ConfigMap's defaultZoneSpread).
 	DefaultZoneSpread v1.ZoneSpread
@@ -77,6 +79,8 @@ type ValkeyClusterReconciler struct {
 	// live remembers the live settings set and not yet seen applied, and their refusals
 	// (settings.go).
 	live liveAttempts
+	// versions is the version of each cluster its last pass ended with (versions.go).
+	versions clusterVersions
 	// looks keeps each Ready cluster's last quiet pass, and changes says when a watch last
 	// enqueued a cluster (look.go; nil, as in unit tests, makes every pass a full one).
 	looks   quietLooks
@@ -126,18 +130,19 @@ type ValkeyClusterReconciler struct {
 
 // reconcilePass is one level-triggered pass: load → observe → decide → transition → plan →
 // one status write → execute. Reconcile (pass.go) runs it under the pass budget.
-func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Request) (_ ctrl.Result, passErr error) {
 	start := time.Now()
 	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
-	// Read from the API server, not the cache: the status written by the previous pass must be
-	// the one this pass decides from, or a transition would be decided (and logged) twice.
 	var vc v1.ValkeyCluster
-	if err := r.APIReader.Get(ctx, req.NamespacedName, &vc); err != nil {
+	if err := r.versions.load(ctx, r.Client, r.APIReader, req.NamespacedName, &vc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forgetCluster(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// The version the pass ends with, its own status write included, is what the next pass may
+	// read from the cache.
+	defer func() { r.versions.end(req.String(), vc.ResourceVersion, passErr == nil) }()
 	if vc.DeletionTimestamp != nil {
 		r.forgetCluster(req.String())
 		return ctrl.Result{}, nil // owner references and the garbage collector remove the rest
@@ -409,23 +414,10 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 }
 
 // checkACLSecret returns a *SpecProblem when a Secret of the ACL Secret's name exists that vc
-// does not control: the pass renders and mounts that Secret into every pod. From the cache when
-// it is there (the operator's own is labelled), else from the API server.
+// does not control: the pass renders and mounts that Secret into every pod.
 func (r *ValkeyClusterReconciler) checkACLSecret(ctx context.Context, vc *v1.ValkeyCluster) error {
-	var s corev1.Secret
-	err := r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: secretName(vc)}, &s)
-	switch {
-	case err == nil && metav1.IsControlledBy(&s, vc):
-		return nil
-	case err == nil:
-		r.foreign.add(clusterKey(vc), objectRef{"Secret", s.Name})
-		return notControlled("Secret", s.Name, vc.Name)
-	case apierrors.IsNotFound(err):
-		_, err = r.checkOwned(ctx, vc, &corev1.Secret{}, "Secret", secretName(vc))
-		return err
-	default:
-		return fmt.Errorf("get secret %s: %w", secretName(vc), err)
-	}
+	_, err := r.checkOwned(ctx, vc, &corev1.Secret{}, "Secret", secretName(vc))
+	return err
 }
 
 // forgetCluster drops what the reconciler keeps of a cluster that is gone or going.
@@ -437,6 +429,7 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.creates.forget(key)
 	r.served.forget(key)
 	r.live.forget(key)
+	r.versions.forget(key)
 	if ns, name, ok := strings.Cut(key, "/"); ok {
 		r.Metrics.Forget(ns, name)
 		if r.changes != nil {
