@@ -2,8 +2,11 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -127,5 +130,64 @@ func BenchmarkSteadyPass(b *testing.B) {
 		if _, err := s.r.Reconcile(ctx, req); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// apiReads counts the reads made through it, by kind and verb ("get Secret vc-credential").
+type apiReads struct {
+	client.Reader
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *apiReads) count(verb string, obj any, name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n == nil {
+		a.n = map[string]int{}
+	}
+	a.n[fmt.Sprintf("%s %T %s", verb, obj, name)]++
+}
+
+func (a *apiReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	a.count("get", obj, key.Name)
+	return a.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (a *apiReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	a.count("list", list, "")
+	return a.Reader.List(ctx, list, opts...)
+}
+
+func (a *apiReads) take() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := a.n
+	a.n = nil
+	return n
+}
+
+// TestSteadyPassAPIReads: what a steady pass of a formed cluster still reads from the API server,
+// with the reader the operator uses (SecretsByVersion over the API server, the cache beside it):
+// not its cluster (the cache shows the version the last pass ended with), not its Secrets (their
+// versions did not move); only what must see the pass's own writes and the namespace.
+func TestSteadyPassAPIReads(t *testing.T) {
+	s := newSeamPass(t)
+	reads := &apiReads{Reader: s.c}
+	s.r.APIReader = SecretsByVersion(reads, s.c)
+	for range 4 {
+		s.pass(t)
+	}
+	reads.take()
+	s.pass(t)
+	got := reads.take()
+	want := map[string]int{
+		"get *v1.Namespace ns":              1,
+		"list *v1.PodList ":                 1,
+		"list *v1alpha1.ValkeyNodeList ":    1,
+		"list *v1.PodDisruptionBudgetList ": 1,
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("a steady pass read from the API server:\n  %v\nwant:\n  %v", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -273,6 +274,9 @@ func fileSize(b *testing.B, path string) int64 {
 	return st.Size()
 }
 
+// fleetMember is the name of a fleet's cluster (vc-000, vc-001, …) at the start of an object's.
+var fleetMember = regexp.MustCompile(`^vc-[0-9]+`)
+
 // auditEvent is the part of an audit log line that auditedRequests reads.
 type auditEvent struct {
 	Stage     string                    `json:"stage"`
@@ -281,6 +285,7 @@ type auditEvent struct {
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
 }
@@ -324,6 +329,10 @@ func auditedRequests(b *testing.B, path string, offset int64, from, to time.Time
 			what += " " + e.ObjectRef.Resource
 			if e.ObjectRef.Subresource != "" {
 				what += "/" + e.ObjectRef.Subresource
+			}
+			if e.Verb == "get" && e.ObjectRef.Name != "" {
+				// Which of a cluster's objects: vc-042-acl reads as {cluster}-acl.
+				what += " " + fleetMember.ReplaceAllString(e.ObjectRef.Name, "{cluster}")
 			}
 		}
 		byCall[what]++
