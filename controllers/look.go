@@ -18,9 +18,8 @@ import (
 //
 // A Ready cluster with nothing to do is looked at every healthyInterval, because nothing in
 // Kubernetes says that a node stopped answering (healthyInterval's comment). A full pass reads
-// the cluster, its namespace, its Secrets, ValkeyNodes and pods from the API server (about seven
-// requests) before it asks Valkey anything; at 100 clusters every 5 s that tripled the
-// operator's steady CPU. Yet what those looks are for is on the Valkey side: a change on the
+// from the API server what must see its own writes (TestSteadyPassAPIReads) before it asks
+// Valkey anything; at 100 clusters full passes every 5 s tripled the operator's steady CPU. Yet what those looks are for is on the Valkey side: a change on the
 // Kubernetes side reaches the operator by a watch, which enqueues the cluster.
 //
 // So a look at a cluster whose last full pass found it Ready with nothing to do, and about which
