@@ -261,7 +261,7 @@ func (k *Kubelet) renewLeases() error {
 		case apierrors.IsNotFound(err):
 			_, err = leases.Create(k.ctx, &coordinationv1.Lease{
 				ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: corev1.NamespaceNodeLease},
-				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(n), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &now},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(n), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &now},
 			}, metav1.CreateOptions{})
 		case err == nil:
 			l.Spec.RenewTime = &now
