@@ -160,6 +160,30 @@ func (f *Fleet) Dial(ctx context.Context, addr string, tlsConf *tls.Config) (net
 	return tc, nil
 }
 
+// Serve answers every connection that l accepts as the node whose address the client dialled
+// (the connection's local address), until l is closed, and returns Accept's error then
+// (net.ErrClosed after a Close). A connection to an address with no node, or to a node that is
+// Down, is closed at once. A listener on the wildcard address ("0.0.0.0:6379") so serves a whole
+// fleet of nodes on loopback addresses (127.10.0.1:6379, 127.10.0.2:6379, …: Linux routes
+// all of 127.0.0.0/8 to the loopback device) with one file descriptor, where a listener per
+// node (Node.Serve) would take thousands.
+func (f *Fleet) Serve(l net.Listener) error {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		n, ok := f.nodes[c.LocalAddr().String()]
+		f.mu.Unlock()
+		if !ok {
+			_ = c.Close()
+			continue
+		}
+		n.accept(c)
+	}
+}
+
 // Calls returns every command the fleet's nodes received, in the order they received them,
 // without those valkey-go sends on its own (upkeep).
 func (f *Fleet) Calls() []Call {
@@ -310,16 +334,21 @@ func (n *Node) Serve(l net.Listener) error {
 		if err != nil {
 			return err
 		}
-		if n.isDown() {
-			_ = c.Close()
-			continue
-		}
-		n.mu.Lock()
-		overTLS := n.cert != nil
-		n.mu.Unlock()
-		n.track(c)
-		go n.serve(c, overTLS)
+		n.accept(c)
 	}
+}
+
+// accept serves c, a connection a listener accepted for n, or closes it while n is Down.
+func (n *Node) accept(c net.Conn) {
+	n.mu.Lock()
+	down, overTLS := n.down, n.cert != nil
+	n.mu.Unlock()
+	if down {
+		_ = c.Close()
+		return
+	}
+	n.track(c)
+	go n.serve(c, overTLS)
 }
 
 // answer is the reply to args: the newest matching rule's, else the defaults of a node that

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -157,5 +158,36 @@ func TestSimulatedACL(t *testing.T) {
 	want := []string{"user app on #abc ~app:* +get", "user default on nopass sanitize-payload ~* &* +@all"}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("ACL LIST = %q, %v, want %q", got, err, want)
+	}
+}
+
+// TestFleetServesByAddress: one wildcard listener serves every node of the fleet, each
+// connection as the node whose loopback address was dialled; an address with no node is
+// closed.
+func TestFleetServesByAddress(t *testing.T) {
+	ctx := context.Background()
+	probe, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(probe.Addr().String())
+	f := valkeytest.New()
+	for i, ip := range []string{"127.10.0.1", "127.10.0.2"} {
+		valkeytest.Simulate(f.Node(net.JoinHostPort(ip, port)), strings.Repeat(strconv.Itoa(i+1), 40), ip)
+	}
+	served := make(chan error, 1)
+	go func() { served <- f.Serve(probe) }()
+	for i, ip := range []string{"127.10.0.1", "127.10.0.2"} {
+		v := valkey.Observe(ctx, []string{net.JoinHostPort(ip, port)}, valkey.Credentials{})[0]
+		if v.ID != strings.Repeat(strconv.Itoa(i+1), 40) {
+			t.Fatalf("%s answered as %q (%v)", ip, v.ID, v.Err)
+		}
+	}
+	if v := valkey.Observe(ctx, []string{net.JoinHostPort("127.10.0.3", port)}, valkey.Credentials{})[0]; v.Reachable {
+		t.Fatal("an address with no node answered")
+	}
+	_ = probe.Close()
+	if err := <-served; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Serve returned %v after Close, want net.ErrClosed", err)
 	}
 }

@@ -10,8 +10,12 @@
 // Why loopback and not the Valkey seam in process (valkey.Dialer): the operator must run as its
 // own process for its RSS and CPU to be its own; a node per loopback address keeps a pod's
 // address what the operator dials, as on a real cluster. Linux routes all of 127.0.0.0/8 to
-// the loopback device, so no address has to be configured. Addresses are never reused, so a
-// replacement pod never inherits its predecessor's simulated state.
+// the loopback device, so no address has to be configured, and one listener on the wildcard
+// address at port 6379 (valkeytest.Fleet.Serve) serves every node by the address dialled: a
+// listener per node would take 5 000 of the 20 000 file descriptors a process may hold here
+// (the hard limit, which the test cannot raise), beside a connection or two per node.
+// Addresses are never reused, so a replacement pod never inherits its predecessor's simulated
+// state.
 //
 // What is not simulated: probes, volumes, logs, exec, restarts, eviction. A pod that is deleted
 // loses its node (connections closed) and is removed with grace 0, as a kubelet that stopped
@@ -41,6 +45,7 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
@@ -50,6 +55,9 @@ import (
 // Label marks the simulated Nodes (value "true"): a ValkeyCluster whose
 // spec.placement.nodeSelector names it runs on them and nowhere else.
 const Label = "valkey-operator.test/simulated"
+
+// Port is where every simulated node listens, as valkey-server's default and the operator's.
+const Port = "6379"
 
 // Config is what Start needs.
 type Config struct {
@@ -79,6 +87,7 @@ type Kubelet struct {
 	mu      sync.Mutex
 	running map[string]*simPod // namespace/name
 	next    int                // addresses handed out so far
+	l       net.Listener       // the fleet's, on the wildcard address at port 6379
 }
 
 // simPod is one pod's simulated node.
@@ -86,7 +95,6 @@ type simPod struct {
 	uid  types.UID
 	ip   string
 	node *valkeytest.Node
-	l    net.Listener
 }
 
 // Start registers the Nodes, keeps their leases fresh, and runs the pods bound to them.
@@ -111,9 +119,14 @@ func Start(ctx context.Context, cfg Config) (*Kubelet, error) {
 	}
 	fleet := valkeytest.New()
 	fleet.Quiet()
+	l, err := net.Listen("tcp", ":"+Port)
+	if err != nil {
+		return nil, fmt.Errorf("simkubelet: the simulated nodes' port: %w", err)
+	}
+	go func() { _ = fleet.Serve(l) }()
 	ctx, cancel := context.WithCancel(ctx)
 	k := &Kubelet{
-		cfg: cfg, client: client, fleet: fleet, ctx: ctx, cancel: cancel,
+		cfg: cfg, client: client, fleet: fleet, ctx: ctx, cancel: cancel, l: l,
 		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		nodes:   map[string]bool{},
 		running: map[string]*simPod{},
@@ -185,12 +198,26 @@ func (k *Kubelet) Running() int {
 	return len(k.running)
 }
 
+// Cordon marks the simulated Nodes unschedulable: their pods keep running, and new pods go
+// elsewhere (a test that runs after a simulated fleet, in the same local cluster, wants real
+// pods).
+func (k *Kubelet) Cordon(ctx context.Context) error {
+	for n := range k.nodes {
+		patch := []byte(`{"spec":{"unschedulable":true}}`)
+		if _, err := k.client.CoreV1().Nodes().Patch(ctx, n, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("simkubelet: cordon %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
 // Stop closes every simulated node and removes the Nodes and their leases; the pods left on
 // them are the garbage collector's (orphaned pods).
 func (k *Kubelet) Stop() {
 	k.cancel()
 	k.queue.ShutDown()
 	k.wg.Wait()
+	_ = k.l.Close()
 	k.mu.Lock()
 	for key, p := range k.running {
 		p.close()
@@ -232,7 +259,7 @@ func (k *Kubelet) register(name, zone string) error {
 	cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason string) corev1.NodeCondition {
 		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, LastHeartbeatTime: now, LastTransitionTime: now}
 	}
-	node.Status = corev1.NodeStatus{
+	status := corev1.NodeStatus{
 		Capacity: capacity, Allocatable: capacity, Phase: corev1.NodeRunning,
 		Conditions: []corev1.NodeCondition{
 			cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady"),
@@ -243,7 +270,19 @@ func (k *Kubelet) register(name, zone string) error {
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: name}},
 		NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: "v1.37.2-simulated", OperatingSystem: "linux", Architecture: "amd64"},
 	}
-	if _, err := nodes.UpdateStatus(k.ctx, node, metav1.UpdateOptions{}); err != nil {
+	// kube-controller-manager taints a Node it has just seen (not ready yet): read it again when
+	// the write loses that race.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node.Status = status
+		_, err := nodes.UpdateStatus(k.ctx, node, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if cur, getErr := nodes.Get(k.ctx, name, metav1.GetOptions{}); getErr == nil {
+				node = cur
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("simkubelet: node %s status: %w", name, err)
 	}
 	return nil
@@ -330,7 +369,7 @@ func (k *Kubelet) sync(key string) error {
 	return err
 }
 
-// start returns pod key's simulated node, listening, starting it on a new address the first
+// start returns pod key's simulated node, starting it on a new address the first
 // time (or when the name now belongs to another pod).
 func (k *Kubelet) start(key string, uid types.UID) (*simPod, error) {
 	k.mu.Lock()
@@ -344,14 +383,9 @@ func (k *Kubelet) start(key string, uid types.UID) (*simPod, error) {
 	}
 	k.next++
 	ip := loopbackIP(k.next)
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "6379"))
-	if err != nil {
-		return nil, fmt.Errorf("simkubelet: pod %s: %w", key, err)
-	}
 	sum := sha1.Sum([]byte(uid)) //nolint:gosec // see the import
-	node := valkeytest.Simulate(k.fleet.Node(l.Addr().String()), hex.EncodeToString(sum[:]), ip)
-	go func() { _ = node.Serve(l) }()
-	p := &simPod{uid: uid, ip: ip, node: node, l: l}
+	node := valkeytest.Simulate(k.fleet.Node(net.JoinHostPort(ip, Port)), hex.EncodeToString(sum[:]), ip)
+	p := &simPod{uid: uid, ip: ip, node: node}
 	k.running[key] = p
 	return p, nil
 }
@@ -366,10 +400,7 @@ func (k *Kubelet) release(key string, uid types.UID) {
 	}
 }
 
-func (p *simPod) close() {
-	_ = p.l.Close()
-	p.node.Down(true)
-}
+func (p *simPod) close() { p.node.Down(true) }
 
 // loopbackIP is the n-th address (from 1) of 127.10.0.0 and up, skipping .0 and .255 in the
 // last byte: 127.10.0.1 … 127.10.0.254, 127.10.1.1, …

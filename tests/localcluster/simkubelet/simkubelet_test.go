@@ -2,6 +2,7 @@ package simkubelet
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +25,14 @@ func TestLoopbackIP(t *testing.T) {
 // of its own; a pod of the same name but another UID gets a new address and a fresh node, and
 // a released pod's address refuses connections.
 func TestPodNode(t *testing.T) {
-	k := &Kubelet{fleet: valkeytest.New(), running: map[string]*simPod{}}
+	fleet := valkeytest.New()
+	l, err := net.Listen("tcp", ":"+Port)
+	if err != nil {
+		t.Skipf("port %s is taken (a simulated fleet runs on this machine): %v", Port, err)
+	}
+	defer func() { _ = l.Close() }()
+	go func() { _ = fleet.Serve(l) }()
+	k := &Kubelet{fleet: fleet, running: map[string]*simPod{}}
 	p, err := k.start("ns/vc-0", "uid-1")
 	if err != nil {
 		t.Fatal(err)
