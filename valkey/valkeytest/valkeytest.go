@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Reply is one RESP3 reply a node sends. Its writes go to a bufio.Writer, whose Flush reports
@@ -115,6 +116,9 @@ type Fleet struct {
 	mu    sync.Mutex
 	nodes map[string]*Node
 	calls []Call
+	// quiet stops keeping calls (Quiet); received counts them all the same.
+	quiet    bool
+	received atomic.Int64
 }
 
 // New returns a fleet with no node.
@@ -156,6 +160,30 @@ func (f *Fleet) Dial(ctx context.Context, addr string, tlsConf *tls.Config) (net
 	return tc, nil
 }
 
+// Serve answers every connection that l accepts as the node whose address the client dialled
+// (the connection's local address), until l is closed, and returns Accept's error then
+// (net.ErrClosed after a Close). A connection to an address with no node, or to a node that is
+// Down, is closed at once. A listener on the wildcard address ("0.0.0.0:6379") so serves a whole
+// fleet of nodes on loopback addresses (127.10.0.1:6379, 127.10.0.2:6379, …: Linux routes
+// all of 127.0.0.0/8 to the loopback device) with one file descriptor, where a listener per
+// node (Node.Serve) would take thousands.
+func (f *Fleet) Serve(l net.Listener) error {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		n, ok := f.nodes[c.LocalAddr().String()]
+		f.mu.Unlock()
+		if !ok {
+			_ = c.Close()
+			continue
+		}
+		n.accept(c)
+	}
+}
+
 // Calls returns every command the fleet's nodes received, in the order they received them,
 // without those valkey-go sends on its own (upkeep).
 func (f *Fleet) Calls() []Call {
@@ -173,6 +201,19 @@ func (f *Fleet) Commands() []string {
 	return out
 }
 
+// Quiet stops the fleet keeping the calls it receives (Calls then returns only those received
+// before): a fleet of thousands of nodes serving for minutes would otherwise hold every command
+// in memory. Received still counts them.
+func (f *Fleet) Quiet() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.quiet = true
+}
+
+// Received is how many commands the fleet's nodes have received, without those valkey-go sends
+// on its own (upkeep), kept or not.
+func (f *Fleet) Received() int64 { return f.received.Load() }
+
 // Reset forgets the calls received so far.
 func (f *Fleet) Reset() {
 	f.mu.Lock()
@@ -181,9 +222,12 @@ func (f *Fleet) Reset() {
 }
 
 func (f *Fleet) record(c Call) {
+	f.received.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, c)
+	if !f.quiet {
+		f.calls = append(f.calls, c)
+	}
 }
 
 // Node is one scripted node. Safe for concurrent use.
@@ -266,6 +310,47 @@ func (n *Node) track(c net.Conn) {
 	n.conns = append(n.conns, c)
 }
 
+// untrack forgets c once it is closed, so that a node serving for long, its clients coming and
+// going, does not hold every connection it ever had.
+func (n *Node) untrack(c net.Conn) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if i := slices.Index(n.conns, c); i >= 0 {
+		n.conns = slices.Delete(n.conns, i, i+1)
+	}
+}
+
+// Serve answers as n every connection that l accepts, until l is closed, and returns Accept's
+// error then (net.ErrClosed after a Close). A connection is TLS when the node serves a
+// certificate (ServeTLS), as a Valkey whose port is tls-port. While n is Down an accepted
+// connection is closed at once: to its client, a node that went away.
+//
+// Through Serve a node is a real TCP endpoint that another process can dial: the operator's
+// binary, unchanged, against a fleet the test simulates (one listener per node, each on its own
+// address, so the node's address is what the operator dials).
+func (n *Node) Serve(l net.Listener) error {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return err
+		}
+		n.accept(c)
+	}
+}
+
+// accept serves c, a connection a listener accepted for n, or closes it while n is Down.
+func (n *Node) accept(c net.Conn) {
+	n.mu.Lock()
+	down, overTLS := n.down, n.cert != nil
+	n.mu.Unlock()
+	if down {
+		_ = c.Close()
+		return
+	}
+	n.track(c)
+	go n.serve(c, overTLS)
+}
+
 // answer is the reply to args: the newest matching rule's, else the defaults of a node that
 // takes every command.
 func (n *Node) answer(args []string) Reply {
@@ -309,7 +394,11 @@ func upkeep(args []string) bool {
 
 // serve answers the commands of one connection until it closes, over TLS when asked to.
 func (n *Node) serve(c net.Conn, overTLS bool) {
-	defer func() { _ = c.Close() }()
+	raw := c
+	defer func() {
+		_ = c.Close()
+		n.untrack(raw)
+	}()
 	if overTLS {
 		c = tls.Server(c, &tls.Config{GetCertificate: n.certificate, MinVersion: tls.VersionTLS12})
 	}
@@ -381,12 +470,52 @@ func readLine(r *bufio.Reader) (string, error) {
 // Simulate makes n behave as a cluster-enabled Valkey 8.0.1 node of its own with node id id,
 // announcing ip: a primary that knows no other node, serves the slots CLUSTER ADDSLOTSRANGE
 // gives it, and reports them in CLUSTER NODES, CLUSTER INFO and CLUSTER MYID; INFO and CONFIG
-// GET answer as a node started with Valkey's defaults does. Enough for a 1×0 cluster's passes
-// (formation, the steady state) to run against it; rules added afterwards still win.
+// GET answer as a node started with Valkey's defaults does; ACL LIST shows the users ACL
+// SETUSER set (rules as sent, after a leading reset) beside the default user, and ACL DELUSER
+// removes them, so the ACL controller's passes settle as on a real 8.x node. Enough for a 1×0
+// cluster's passes (formation, the steady state) to run against it; rules added afterwards
+// still win.
 func Simulate(n *Node, id, ip string) *Node {
 	var mu sync.Mutex
 	var slots [][2]int
 	config := map[string]string{}
+	users := map[string][]string{"default": strings.Fields(defaultUser)}
+	n.OnFunc("ACL LIST", func([]string) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		var lines []string
+		for name, rules := range users {
+			lines = append(lines, strings.Join(append([]string{"user", name}, rules...), " "))
+		}
+		slices.Sort(lines)
+		return Strs(lines...)
+	})
+	n.OnFunc("ACL SETUSER", func(args []string) Reply {
+		if len(args) < 3 {
+			return Err("ERR wrong number of arguments for 'acl|setuser' command")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		name, rules := args[2], args[3:]
+		if len(rules) > 0 && strings.EqualFold(rules[0], "reset") {
+			users[name] = slices.Clone(rules[1:])
+		} else {
+			users[name] = append(users[name], rules...)
+		}
+		return OK()
+	})
+	n.OnFunc("ACL DELUSER", func(args []string) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		deleted := 0
+		for _, name := range args[2:] {
+			if _, ok := users[name]; ok && name != "default" {
+				delete(users, name)
+				deleted++
+			}
+		}
+		return Int(int64(deleted))
+	})
 	served := func() int {
 		total := 0
 		for _, r := range slots {
@@ -457,6 +586,10 @@ func Simulate(n *Node, id, ip string) *Node {
 	})
 	return n
 }
+
+// defaultUser is the default user's rules as ACL LIST prints them on a node started without
+// an ACL file (valkey-server 8.0.1).
+const defaultUser = "on nopass sanitize-payload ~* &* +@all"
 
 // defaults are what CONFIG GET prints for the live settings of a node started with Valkey
 // 8.0.1's defaults (measured on valkey-server 8.0.1).
