@@ -69,7 +69,8 @@ func (f *passFixture) build(t testing.TB) (*ValkeyClusterReconciler, client.Clie
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(f.objects...).
-		WithStatusSubresource(&v1.ValkeyCluster{}).WithInterceptorFuncs(f.funcs).Build()
+		WithStatusSubresource(&v1.ValkeyCluster{}).WithInterceptorFuncs(f.funcs).
+		WithIndex(&corev1.Pod{}, IndexByCluster, clusterLabel).WithIndex(&v1.ValkeyNode{}, IndexByCluster, clusterLabel).Build()
 	return &ValkeyClusterReconciler{Client: c, APIReader: c, DefaultZoneSpread: v1.ZoneSpreadBestEffort}, c
 }
 
