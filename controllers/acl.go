@@ -158,16 +158,11 @@ type systemUsers struct {
 	LegacyReplication bool
 	// SetUsers: the cluster runs Valkey 8, where ACL LOAD crashes a replica (8.0.1 dereferences
 	// the user of its primary's connection, which has none). The ACL controller applies the
-	// file there with ACL SETUSER / DELUSER instead (see aclLoadSafe), which the operator's user
+	// file there with ACL SETUSER / DELUSER instead (see version.Valkey.SafeACLLoad), which the operator's user
 	// must then be allowed. That is a wider grant (the user could grant itself more), so it is
 	// given only to clusters whose image is Valkey 8.
 	SetUsers bool
 }
-
-// aclLoadSafe reports whether ACL LOAD is safe on a node running version (INFO server's
-// valkey_version): from Valkey 9 on. 8.0.1 crashes a replica on ACL LOAD (measured); later 8.x
-// releases are not assumed fixed.
-func aclLoadSafe(version string) bool { return valkey9OrLater(version) }
 
 // withSetUsers returns file with the operator's user granted ACL SETUSER and DELUSER, as the
 // ACL controller needs on a node where ACL LOAD is unsafe. The file is rendered for the image

@@ -22,6 +22,7 @@ import (
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/valkey"
+	"github.com/gomomento/valkey-operator/version"
 )
 
 // The ACL controller makes every running node of a cluster enforce the cluster's ACL file, the
@@ -262,7 +263,7 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 		n.err = err
 		return n
 	}
-	if aclLoadSafe(info["valkey_version"]) {
+	if version.Parse(info["valkey_version"]).SafeACLLoad() {
 		n.err = c.ACLLoad(ctx)
 	} else {
 		file = withSetUsers(forValkey8(file))
@@ -282,7 +283,7 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 	return n
 }
 
-// setUsers makes a node whose ACL LOAD is unsafe (aclLoadSafe) enforce file: ACL SETUSER name
+// setUsers makes a node whose ACL LOAD is unsafe (version.Valkey.SafeACLLoad) enforce file: ACL SETUSER name
 // reset <rules> for every user whose rules differ from what the node has (the operator's own
 // last), then ACL DELUSER for every user the file does not name. It applies what the operator
 // rendered, not the node's mounted file, so there is no file to catch up with.

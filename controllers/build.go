@@ -18,8 +18,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
-	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/liveconf"
+	"github.com/gomomento/valkey-operator/version"
 )
 
 // Ports and paths inside a Valkey pod.
@@ -155,7 +155,7 @@ func confDirectives(rc *ResolvedConfig, withTLS bool) [][2]string {
 	// Tunables with an operator default that a ValkeyConfig may override: a replaced pod is a
 	// new node that resyncs from its primary, so nothing needs to be on disk by default.
 	defaults := [][2]string{{"appendonly", "no"}, {"save", `""`}}
-	if handsOverOnSIGTERM(rc.Image) {
+	if version.Parse(rc.Image.Version).HandsOverOnSIGTERM() {
 		defaults = append(defaults, shutdownFailover)
 	}
 	for _, kv := range defaults {
@@ -182,16 +182,6 @@ func confDirectives(rc *ResolvedConfig, withTLS bool) [][2]string {
 // value (its shutdown-on-sigterm knows default, save, nosave, now and force): there the pod's
 // preStop delay gives the operator time for a graceful CLUSTER FAILOVER instead.
 var shutdownFailover = [2]string{"shutdown-on-sigterm", "failover"}
-
-// handsOverOnSIGTERM reports whether the image's Valkey (9.x and later) accepts
-// shutdownFailover.
-func handsOverOnSIGTERM(img v1.ValkeyImageSpec) bool { return valkey9OrLater(img.Version) }
-
-// valkey9OrLater reports whether version (a ValkeyImage's version, or INFO server's
-// valkey_version) is Valkey 9 or later; false when it does not parse.
-func valkey9OrLater(version string) bool {
-	return fsm.MajorVersion(version) >= 9
-}
 
 // buildNodeConfigMap holds the node's rendered valkey.conf, owned by its ValkeyNode. It is
 // created with the node; only its live settings are rewritten afterwards (liveConf), once they

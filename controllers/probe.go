@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/version"
 )
 
 // Liveness probe timing: a server that has not answered for about 50 s (five misses, 10 s
@@ -166,7 +167,7 @@ func peerTLS(vc *v1.ValkeyCluster) string {
 // preStop holds SIGTERM back on Valkey 8 (see preStopScript). On 9.x the server hands over
 // itself on SIGTERM (shutdown-on-sigterm failover), and the pod has no hook.
 func preStop(vc *v1.ValkeyCluster, img v1.ValkeyImageSpec) *corev1.Lifecycle {
-	if handsOverOnSIGTERM(img) {
+	if version.Parse(img.Version).HandsOverOnSIGTERM() {
 		return nil
 	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{

@@ -15,6 +15,7 @@ import (
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/valkey"
+	"github.com/gomomento/valkey-operator/version"
 )
 
 const (
@@ -195,7 +196,7 @@ func (v *versionCache) atomic(ctx context.Context, pod string) bool {
 	}
 	ok := false
 	if c, err := v.node(pod); err == nil {
-		if ver, err := c.Version(ctx); err == nil && valkey9OrLater(ver) {
+		if ver, err := c.Version(ctx); err == nil && version.Parse(ver).AtomicSlotMigration() {
 			list, err := c.ACLList(ctx)
 			ok = err == nil && enforcesSlotImport(list)
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/valkey"
+	"github.com/gomomento/valkey-operator/version"
 )
 
 // Requeue intervals.
@@ -196,7 +197,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	creds, migrate = withTLS(&vc, creds, creds.TLS, obs.addrs), withTLS(&vc, migrate, migrate.TLS, obs.addrs)
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
-	obs.snapshot.AtomicMoves = rc != nil && valkey9OrLater(rc.Image.Version)
+	obs.snapshot.AtomicMoves = rc != nil && version.Parse(rc.Image.Version).AtomicSlotMigration()
 	if desired != nil {
 		obs.snapshot.Settings = desired.ValkeySettings
 		obs.snapshot.StartHash = startSpecHash(desired)
@@ -378,8 +379,8 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	if sys.LegacyReplication, err = r.legacyReplication(ctx, vc); err != nil {
 		return sys, creds, migrate, err
 	}
-	sys.SetUsers = !aclLoadSafe(rc.Image.Version)
-	sys.Atomic = aclLoadSafe(rc.Image.Version)
+	sys.SetUsers = !version.Parse(rc.Image.Version).SafeACLLoad()
+	sys.Atomic = version.Parse(rc.Image.Version).AtomicSlotMigration()
 	creds = valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}
 	migrate = valkey.Credentials{Username: MigrationUser, Password: sys.MigratePassword}
 

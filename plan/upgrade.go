@@ -96,7 +96,7 @@ func planUpgrade(in Input) Step {
 			if why := servedRecently(s, p); why != "" {
 				return Step{Wait: why}
 			}
-			if p.SpecHash != s.SpecHash && p.Node.Major() >= 9 {
+			if p.SpecHash != s.SpecHash && p.Node.Valkey().HandsOverOnSIGTERM() {
 				d.Reason = RetireOutdated // only a 9.x node is held; an 8.x one was interrupted
 			}
 		}
@@ -379,7 +379,7 @@ const MovedHold = 3 * time.Second
 // hand them over, less than MovedHold ago (fsm.Pod.ServedAt; unknown after a restart, when the
 // lease alone took longer).
 func servedRecently(s fsm.Snapshot, p fsm.Pod) string {
-	if p.Node == nil || p.Node.Major() < 9 || p.ServedAt.IsZero() || len(p.Node.MySlots) > 0 {
+	if p.Node == nil || !p.Node.Valkey().HandsOverOnSIGTERM() || p.ServedAt.IsZero() || len(p.Node.MySlots) > 0 {
 		return ""
 	}
 	if left := MovedHold - s.Now.Sub(p.ServedAt); left > 0 {
