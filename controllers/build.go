@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/version"
@@ -229,12 +230,12 @@ func nodeObjectMeta(vc *v1.ValkeyCluster, vn *v1.ValkeyNode, name string) metav1
 
 // buildSecret holds the ACL file and auth.conf: masteruser / masterauth, with which replicas
 // authenticate to their primary as the replication user (and the liveness probe PINGs).
-func buildSecret(vc *v1.ValkeyCluster, acl, replPassword string) *corev1.Secret {
-	auth := fmt.Sprintf("masteruser %s\nmasterauth %s\n", ReplicationUser, replPassword)
+func buildSecret(vc *v1.ValkeyCluster, aclFile, replPassword string) *corev1.Secret {
+	auth := fmt.Sprintf("masteruser %s\nmasterauth %s\n", acl.ReplicationUser, replPassword)
 	return &corev1.Secret{
 		ObjectMeta: objectMeta(vc, secretName(vc)),
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{aclFileName: []byte(acl), authFileName: []byte(auth)},
+		Data:       map[string][]byte{aclFileName: []byte(aclFile), authFileName: []byte(auth)},
 	}
 }
 
@@ -362,9 +363,9 @@ func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 	meta.Annotations = map[string]string{}
 	maps.Copy(meta.Annotations, vc.Spec.PodAnnotations)
 	meta.Annotations[v1.AnnotationSpecHash] = hash
-	// Says the node replicates as ReplicationUser: a pod without it was started by an older
-	// operator, whose replicas authenticate as OperatorUser (see systemUsers).
-	meta.Annotations[v1.AnnotationReplicationUser] = ReplicationUser
+	// Says the node replicates as acl.ReplicationUser: a pod without it was started by an older
+	// operator, whose replicas authenticate as acl.OperatorUser (see acl.SystemUsers).
+	meta.Annotations[v1.AnnotationReplicationUser] = acl.ReplicationUser
 
 	res := corev1.ResourceList{}
 	if q := rc.Resources.CPU; q != nil {

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 )
 
@@ -152,45 +152,13 @@ func resolveRoles(ctx context.Context, c client.Reader, bindings []v1.ACLBinding
 				}
 				return nil, fmt.Errorf("get ValkeyRole %s: %w", p.RoleRef, err)
 			}
-			if err := checkCommands(p.RoleRef, role.Spec); err != nil {
-				return nil, err
+			if problem := acl.CheckCommands(p.RoleRef, role.Spec); problem != "" {
+				return nil, &SpecProblem{Reason: problem}
 			}
 			roles[p.RoleRef] = role.Spec
 		}
 	}
 	return roles, nil
-}
-
-// knownCommandsFile lists Valkey's commands (see the file's header).
-//
-//go:embed valkey_commands.txt
-var knownCommandsFile string
-
-// knownCommands is knownCommandsFile as a set: command and command|subcommand, lowercase.
-var knownCommands = func() map[string]bool {
-	out := map[string]bool{}
-	for _, l := range strings.Split(knownCommandsFile, "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			out[l] = true
-		}
-	}
-	return out
-}()
-
-// checkCommands refuses a role that names a command Valkey does not have: a node refuses an ACL
-// file with an unknown command, and a new node aborts at start on one, so every pod replaced
-// after the edit would fail (found by a break test). Module commands are not known here yet.
-func checkCommands(role string, spec v1.ValkeyRoleSpec) error {
-	for _, c := range spec.Commands {
-		name := strings.ToLower(c.Name)
-		if c.Subcommand != "" {
-			name += "|" + strings.ToLower(c.Subcommand)
-		}
-		if !knownCommands[name] {
-			return &SpecProblem{Reason: fmt.Sprintf("ValkeyRole %q: unknown command %q (neither Valkey 8.0 nor 9.1 has it)", role, name)}
-		}
-	}
-	return nil
 }
 
 // minMaxclients is the lowest maxclients a cluster of nodes runs with: Valkey counts the cluster

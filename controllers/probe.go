@@ -98,7 +98,7 @@ const (
 // online replica, until limit seconds have passed since it began. It authenticates as the
 // liveness script does: the replication user and its password from the mounted auth.conf, the
 // password through the environment. ROLE is the one command that user has for this (see
-// replicationCommands); the operator's own password is never in the pod. Any other reply (a
+// the replication commands of package acl); the operator's own password is never in the pod. Any other reply (a
 // replica, an error, no answer) ends the hold: valkey-cli prints ROLE of a primary as "master",
 // its offset, then ip, port and offset per online replica, so more than two words means one.
 //

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
@@ -277,7 +278,7 @@ func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (
 		return valkey.Credentials{}, false, err
 	}
 	pw := string(s.Data[operatorPasswordKey])
-	return valkey.Credentials{Username: OperatorUser, Password: pw}, pw != "", nil
+	return valkey.Credentials{Username: acl.OperatorUser, Password: pw}, pw != "", nil
 }
 
 // forget drops what the controller keeps of a cluster.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 )
 
@@ -246,9 +247,9 @@ func TestTLSExpiry(t *testing.T) {
 // cluster's certificate files, the detach of a replica it retires (valkey.Client.Detach), and the
 // settings applied live, set and read back.
 func TestRenderACLConfigSet(t *testing.T) {
-	sys := systemUsers{OperatorPassword: "op", ReplPassword: "repl", MigratePassword: "mig"}
-	for _, l := range strings.Split(renderACL(nil, nil, sys), "\n") {
-		if strings.HasPrefix(l, "user "+OperatorUser+" ") {
+	sys := acl.SystemUsers{OperatorPassword: "op", ReplPassword: "repl", MigratePassword: "mig"}
+	for _, l := range strings.Split(acl.Render(nil, nil, sys), "\n") {
+		if strings.HasPrefix(l, "user "+acl.OperatorUser+" ") {
 			if !strings.Contains(l, "+config|set") || !strings.Contains(l, "+config|get") || !strings.Contains(l, "+client|kill") {
 				t.Errorf("operator user may not CONFIG SET, CONFIG GET or CLIENT KILL: %s", l)
 			}

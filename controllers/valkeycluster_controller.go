@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
@@ -158,14 +159,14 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 	var rc *ResolvedConfig
-	var acl *resolvedACL
+	var users *resolvedACL
 	if problem == "" {
-		if rc, acl, problem, err = r.load(ctx, &vc); err != nil {
+		if rc, users, problem, err = r.load(ctx, &vc); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	var creds, migrate valkey.Credentials
-	var sys systemUsers
+	var sys acl.SystemUsers
 	var hash string
 	if problem == "" {
 		sys, creds, migrate, err = r.ensureObjects(ctx, log, &vc, rc)
@@ -259,7 +260,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		// The ACL Secret goes before the steps: a pod this pass creates mounts it. It is rendered
 		// from this pass's observation, which says whether a reshard is pending (SlotImport).
 		sys.SlotImport = sys.Atomic && plan.ReshardPending(obs.snapshot)
-		if err := r.apply(ctx, buildSecret(&vc, renderACL(acl.bindings, acl.roles, sys), sys.ReplPassword)); err != nil {
+		if err := r.apply(ctx, buildSecret(&vc, acl.Render(users.bindings, users.roles, sys), sys.ReplPassword)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -345,9 +346,9 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 	if problem := maxclientsProblem(rc.Valkey["maxclients"], int(vc.Spec.Shards)*(int(vc.Spec.ReplicasPerShard)+1)); problem != "" {
 		return nil, nil, problem, nil
 	}
-	bindings, err := mergeBindings(rc.ACL, vc.Spec.ACL)
-	if errors.As(err, &sp) {
-		return nil, nil, sp.Reason, nil
+	bindings, problem := acl.MergeBindings(rc.ACL, vc.Spec.ACL)
+	if problem != "" {
+		return nil, nil, problem, nil
 	}
 	roles, err := resolveRoles(ctx, r.Client, bindings)
 	if errors.As(err, &sp) {
@@ -366,7 +367,7 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 // Each of them, and the ACL Secret, is used only when the cluster controls it (ownership.go): an
 // object of one of their names that it does not control is returned as a *SpecProblem, before
 // any pod could mount it.
-func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig) (sys systemUsers, creds, migrate valkey.Credentials, err error) {
+func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig) (sys acl.SystemUsers, creds, migrate valkey.Credentials, err error) {
 	if err = r.recheckForeign(ctx, vc); err != nil {
 		return sys, creds, migrate, err
 	}
@@ -381,8 +382,8 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	}
 	sys.SetUsers = !version.Parse(rc.Image.Version).SafeACLLoad()
 	sys.Atomic = version.Parse(rc.Image.Version).AtomicSlotMigration()
-	creds = valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}
-	migrate = valkey.Credentials{Username: MigrationUser, Password: sys.MigratePassword}
+	creds = valkey.Credentials{Username: acl.OperatorUser, Password: sys.OperatorPassword}
+	migrate = valkey.Credentials{Username: acl.MigrationUser, Password: sys.MigratePassword}
 
 	var svc corev1.Service
 	err = r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: serviceName(vc)}, &svc)
@@ -450,34 +451,34 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 // a cluster that has no pod yet. Missing under a cluster that has pods, it is a
 // *credentialMissing: never regenerated (see credential.go). A Secret from an operator that
 // had no replication user gets its repl-password key added (see replPassword).
-func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (systemUsers, error) {
+func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (acl.SystemUsers, error) {
 	var s corev1.Secret
 	key := types.NamespacedName{Namespace: vc.Namespace, Name: credentialName(vc)}
 	err := r.APIReader.Get(ctx, key, &s)
 	if apierrors.IsNotFound(err) {
 		live, err := r.hasPods(ctx, vc)
 		if err != nil {
-			return systemUsers{}, err
+			return acl.SystemUsers{}, err
 		}
 		if live {
-			return systemUsers{}, &credentialMissing{Secret: key.Name, Key: operatorPasswordKey, ACLSecret: secretName(vc)}
+			return acl.SystemUsers{}, &credentialMissing{Secret: key.Name, Key: operatorPasswordKey, ACLSecret: secretName(vc)}
 		}
 		fresh, err := buildCredentialSecret(vc)
 		if err != nil {
-			return systemUsers{}, err
+			return acl.SystemUsers{}, err
 		}
 		if err := r.Create(ctx, fresh); err != nil {
 			if !apierrors.IsAlreadyExists(err) {
-				return systemUsers{}, fmt.Errorf("create credential secret: %w", err)
+				return acl.SystemUsers{}, fmt.Errorf("create credential secret: %w", err)
 			}
 			if err := r.APIReader.Get(ctx, key, &s); err != nil {
-				return systemUsers{}, fmt.Errorf("get credential secret: %w", err)
+				return acl.SystemUsers{}, fmt.Errorf("get credential secret: %w", err)
 			}
 		} else {
 			s = *fresh
 		}
 	} else if err != nil {
-		return systemUsers{}, fmt.Errorf("get credential secret: %w", err)
+		return acl.SystemUsers{}, fmt.Errorf("get credential secret: %w", err)
 	}
 	if !metav1.IsControlledBy(&s, vc) {
 		// A Secret the user restored by hand (from a backup, after it was deleted: see
@@ -487,30 +488,30 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 		// password.
 		live, err := r.hasPods(ctx, vc)
 		if err != nil {
-			return systemUsers{}, err
+			return acl.SystemUsers{}, err
 		}
 		if !live || metav1.GetControllerOf(&s) != nil {
 			r.foreign.add(clusterKey(vc), objectRef{"Secret", s.Name})
-			return systemUsers{}, notControlled("Secret", s.Name, vc.Name)
+			return acl.SystemUsers{}, notControlled("Secret", s.Name, vc.Name)
 		}
 		s.OwnerReferences = append(s.OwnerReferences, ownerRef(vc))
 		if err := r.Update(ctx, &s); err != nil {
-			return systemUsers{}, fmt.Errorf("adopt restored credential secret: %w", err)
+			return acl.SystemUsers{}, fmt.Errorf("adopt restored credential secret: %w", err)
 		}
 	}
 	r.foreign.drop(clusterKey(vc), objectRef{"Secret", s.Name})
 	pw := string(s.Data[operatorPasswordKey])
 	if pw == "" {
-		return systemUsers{}, fmt.Errorf("credential secret %s has no key %q", s.Name, operatorPasswordKey)
+		return acl.SystemUsers{}, fmt.Errorf("credential secret %s has no key %q", s.Name, operatorPasswordKey)
 	}
 	repl := string(s.Data[replPasswordKey])
 	if repl == "" {
 		if repl, err = r.replPassword(ctx, vc); err != nil {
-			return systemUsers{}, err
+			return acl.SystemUsers{}, err
 		}
 		s.Data[replPasswordKey] = []byte(repl)
 		if err := r.Update(ctx, &s); err != nil {
-			return systemUsers{}, fmt.Errorf("add %s to credential secret: %w", replPasswordKey, err)
+			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", replPasswordKey, err)
 		}
 	}
 	migrate := string(s.Data[migratePasswordKey])
@@ -518,14 +519,14 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 		// The Secret predates the migration user: no node uses its password yet, so a new one
 		// is safe; the ACL controller gives it to every node.
 		if migrate, err = newPassword(); err != nil {
-			return systemUsers{}, err
+			return acl.SystemUsers{}, err
 		}
 		s.Data[migratePasswordKey] = []byte(migrate)
 		if err := r.Update(ctx, &s); err != nil {
-			return systemUsers{}, fmt.Errorf("add %s to credential secret: %w", migratePasswordKey, err)
+			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", migratePasswordKey, err)
 		}
 	}
-	return systemUsers{OperatorPassword: pw, ReplPassword: repl, MigratePassword: migrate}, nil
+	return acl.SystemUsers{OperatorPassword: pw, ReplPassword: repl, MigratePassword: migrate}, nil
 }
 
 // replPassword is the replication password for a credential Secret that lacks it: the one the
@@ -550,7 +551,7 @@ func (r *ValkeyClusterReconciler) replPassword(ctx context.Context, vc *v1.Valke
 			pw = v
 		}
 	}
-	if user == ReplicationUser && pw != "" {
+	if user == acl.ReplicationUser && pw != "" {
 		return pw, nil
 	}
 	return newPassword()
@@ -558,7 +559,7 @@ func (r *ValkeyClusterReconciler) replPassword(ctx context.Context, vc *v1.Valke
 
 // legacyReplication reports whether a live pod of vc was started by an operator whose replicas
 // authenticated as the operator's user (it lacks the replication-user annotation): see
-// systemUsers.LegacyReplication. Read from the cache: the operator never creates such a pod, so
+// acl.SystemUsers.LegacyReplication. Read from the cache: the operator never creates such a pod, so
 // a stale list can only keep the transition a moment longer.
 func (r *ValkeyClusterReconciler) legacyReplication(ctx context.Context, vc *v1.ValkeyCluster) (bool, error) {
 	var list corev1.PodList
