@@ -194,3 +194,19 @@ func TestForValkey8(t *testing.T) {
 		t.Error("the replication user has slot import rules with no reshard pending")
 	}
 }
+
+// Every cluster's operator user may CONFIG SET, CONFIG GET and CLIENT KILL: the reload of a TLS
+// cluster's certificate files, the detach of a replica it retires (valkey.Client.Detach), and the
+// settings applied live, set and read back.
+func TestRenderACLConfigSet(t *testing.T) {
+	sys := SystemUsers{OperatorPassword: "op", ReplPassword: "repl", MigratePassword: "mig"}
+	for _, l := range strings.Split(Render(nil, nil, sys), "\n") {
+		if strings.HasPrefix(l, "user "+OperatorUser+" ") {
+			if !strings.Contains(l, "+config|set") || !strings.Contains(l, "+config|get") || !strings.Contains(l, "+client|kill") {
+				t.Errorf("operator user may not CONFIG SET, CONFIG GET or CLIENT KILL: %s", l)
+			}
+			return
+		}
+	}
+	t.Fatal("no operator user")
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/liveconf"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/version"
 )
 
@@ -432,7 +433,7 @@ func buildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 		// certificate rotation is an update of the Secret in place.
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: vn.Spec.TLSSecret, DefaultMode: ptr.To[int32](0o440),
-			Items: []corev1.KeyToPath{{Key: tlsCertKey, Path: tlsCertKey}, {Key: tlsKeyKey, Path: tlsKeyKey}, {Key: tlsCAKey, Path: tlsCAKey}}}}})
+			Items: []corev1.KeyToPath{{Key: tlsmaterial.CertKey, Path: tlsmaterial.CertKey}, {Key: tlsmaterial.KeyKey, Path: tlsmaterial.KeyKey}, {Key: tlsmaterial.CAKey, Path: tlsmaterial.CAKey}}}}})
 	}
 	applyPlacement(pod, vc, shard, defaultSpread)
 	return pod

@@ -22,6 +22,7 @@ import (
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/slot"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/valkey"
 	"github.com/gomomento/valkey-operator/valkey/valkeytest"
 )
@@ -320,7 +321,7 @@ func TestTLSReloadThroughTheSeam(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, certFingerprint(c.Certificate[0])
+		return c, tlsmaterial.Fingerprint(c.Certificate[0])
 	}
 	oldCert, _ := leaf()
 	newCert, want := leaf()

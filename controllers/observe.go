@@ -15,6 +15,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/slot"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -28,7 +29,7 @@ type observation struct {
 	// under).
 	addrs map[string]string
 	// tls is the TLS Secret's material when the cluster runs TLS and it passed validation.
-	tls *tlsMaterial
+	tls *tlsmaterial.Material
 	// stats are the figures of each answering node's INFO that only the metrics use, by pod.
 	stats map[string]valkey.NodeStats
 	// vc is the cluster observed (what its Events are recorded on); nil in tests that build an

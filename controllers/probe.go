@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/version"
 )
 
@@ -161,7 +162,7 @@ func peerTLS(vc *v1.ValkeyCluster) string {
 	if vc.Spec.TLS == nil {
 		return ""
 	}
-	return " --tls --cacert " + tlsMountPath + "/" + tlsCAKey
+	return " --tls --cacert " + tlsMountPath + "/" + tlsmaterial.CAKey
 }
 
 // preStop holds SIGTERM back on Valkey 8 (see preStopScript). On 9.x the server hands over

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 )
 
 // TestLivenessTLSBadSecret: the liveness probe of a TLS node must not depend on the mounted TLS
@@ -67,7 +69,7 @@ func TestLivenessTLSBadSecret(t *testing.T) {
 	}
 
 	// The mounted Secret as it was when the server started: the probe passes.
-	write(filepath.Join(tlsDir, tlsCAKey), ca.pem)
+	write(filepath.Join(tlsDir, tlsmaterial.CAKey), ca.pem)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ok, out := probe()
@@ -83,12 +85,12 @@ func TestLivenessTLSBadSecret(t *testing.T) {
 	// alive, and the probe must say so.
 	other := newPKI(t, "another-ca")
 	for name, data := range map[string][]byte{"another CA": other.pem, "garbage": []byte("garbage\n"), "empty": {}} {
-		write(filepath.Join(tlsDir, tlsCAKey), data)
+		write(filepath.Join(tlsDir, tlsmaterial.CAKey), data)
 		if ok, out := probe(); !ok {
 			t.Errorf("ca.crt %s in the mounted Secret: the probe failed against a live server (%q), so every pod would be killed", name, out)
 		}
 	}
-	_ = os.Remove(filepath.Join(tlsDir, tlsCAKey))
+	_ = os.Remove(filepath.Join(tlsDir, tlsmaterial.CAKey))
 	if ok, out := probe(); !ok {
 		t.Errorf("ca.crt missing from the mounted Secret: the probe failed against a live server (%q)", out)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/valkey"
 	"github.com/gomomento/valkey-operator/version"
 )
@@ -309,7 +310,7 @@ type resolvedACL struct {
 // Secret that fails is the reason the cluster is Invalid, said once per new reason on the TLS
 // target in the original's words. Its nodes are left as they are, serving the certificate they
 // have. Nil material and no problem for a cluster without TLS.
-func (r *ValkeyClusterReconciler) validateTLS(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster) (*tlsMaterial, string, error) {
+func (r *ValkeyClusterReconciler) validateTLS(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster) (*tlsmaterial.Material, string, error) {
 	if vc.Spec.TLS == nil {
 		return nil, "", nil
 	}

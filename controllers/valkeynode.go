@@ -17,6 +17,7 @@ import (
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -55,7 +56,7 @@ func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logge
 	}
 	announce := ""
 	if vc.Spec.TLS != nil {
-		announce = podDNSName(vc, vn.Name)
+		announce = tlsmaterial.PodDNSName(vc, vn.Name)
 	}
 	err = r.Create(ctx, buildNodeConfigMap(vc, vn, renderValkeyConf(rc, announce)))
 	if apierrors.IsAlreadyExists(err) {
