@@ -22,6 +22,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey"
 	"github.com/gomomento/valkey-operator/version"
 )
@@ -194,16 +195,16 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // false while either does not exist, or is not controlled by the cluster (ownership.go: the
 // cluster controller makes it Invalid; neither is used).
 func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file string, creds valkey.Credentials, ok bool, err error) {
-	secret, ok, err := ownedSecret(ctx, r.Client, vc, secretName(vc))
+	secret, ok, err := ownedSecret(ctx, r.Client, vc, resources.ACLSecretName(vc))
 	if err != nil || !ok {
 		return "", creds, false, err
 	}
-	cred, ok, err := ownedSecret(ctx, r.Client, vc, credentialName(vc))
+	cred, ok, err := ownedSecret(ctx, r.Client, vc, resources.CredentialSecretName(vc))
 	if err != nil || !ok {
 		return "", creds, false, err
 	}
-	pw := string(cred.Data[operatorPasswordKey])
-	file = string(secret.Data[aclFileName])
+	pw := string(cred.Data[resources.OperatorPasswordKey])
+	file = string(secret.Data[resources.ACLFileName])
 	if pw == "" || file == "" {
 		return "", creds, false, nil
 	}

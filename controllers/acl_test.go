@@ -22,6 +22,7 @@ import (
 
 	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -107,7 +108,7 @@ func TestRenderedACLOnValkey(t *testing.T) {
 	sys := testSys
 	sys.SetUsers = true
 	file := acl.Render(bindings, testRoles, sys)
-	aclPath := filepath.Join(dir, aclFileName)
+	aclPath := filepath.Join(dir, resources.ACLFileName)
 	if err := os.WriteFile(aclPath, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 	for range 3 {
 		port := freePortPair(t)
 		d := t.TempDir()
-		n := &node{port: port, file: filepath.Join(d, aclFileName)}
+		n := &node{port: port, file: filepath.Join(d, resources.ACLFileName)}
 		if err := os.WriteFile(n.file, []byte(wide), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/resources"
 )
 
 // SpecProblem is a reason the spec cannot be carried out (a reference that does not resolve,
@@ -22,22 +23,6 @@ import (
 type SpecProblem struct{ Reason string }
 
 func (p *SpecProblem) Error() string { return p.Reason }
-
-// ResolvedConfig is a ValkeyConfig with its baseRef chain merged and its image resolved.
-type ResolvedConfig struct {
-	// Chain is the config names from the cluster's configRef to the root base.
-	Chain []string
-	// Image is the ValkeyImage the chain resolves to.
-	Image v1.ValkeyImageSpec
-	// Resources are the merged cpu / memory (nil fields: not set anywhere in the chain).
-	Resources v1.ValkeyResources
-	// Valkey is the merged valkey.conf directive map (child keys win).
-	Valkey map[string]string
-	// ACL is the config-level bindings: those of the first config up the chain (from the
-	// cluster's configRef towards the root) that sets acl at all, replacing, never merging with,
-	// its bases'. An explicit empty list there clears the inherited bindings.
-	ACL []v1.ACLBinding
-}
 
 // maxConfigDepth bounds a baseRef chain: at most 10 configs, the cluster's own included
 // (reference/api/valkeyconfig.md). A cycle is reported as a chain that exceeds it, with the
@@ -60,7 +45,7 @@ const (
 // config, base or image, a chain deeper than maxConfigDepth (a cycle among them), or an owned
 // directive in the merged map is a *SpecProblem; API errors other than NotFound are returned as
 // they are.
-func resolveConfig(ctx context.Context, c client.Reader, name string) (*ResolvedConfig, error) {
+func resolveConfig(ctx context.Context, c client.Reader, name string) (*resources.ResolvedConfig, error) {
 	var chain []v1.ValkeyConfig
 	for next := name; next != ""; {
 		if len(chain) >= maxConfigDepth {
@@ -76,7 +61,7 @@ func resolveConfig(ctx context.Context, c client.Reader, name string) (*Resolved
 		chain = append(chain, cfg)
 		next = cfg.Spec.BaseRef
 	}
-	r := &ResolvedConfig{Valkey: map[string]string{}, ACL: configACL(chain)}
+	r := &resources.ResolvedConfig{Valkey: map[string]string{}, ACL: configACL(chain)}
 	imageRef := ""
 	// Walk from the root base to the child so that children override.
 	for i := len(chain) - 1; i >= 0; i-- {

@@ -23,6 +23,7 @@ import (
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/tlsmaterial"
+	"github.com/gomomento/valkey-operator/tlsmaterial/tlstest"
 	"github.com/gomomento/valkey-operator/valkey"
 	"github.com/gomomento/valkey-operator/valkey/valkeytest"
 )
@@ -314,9 +315,9 @@ func TestSetUsersPushesOnlyWhatDiffers(t *testing.T) {
 // a node that already serves it is sent nothing; one still serving the old one after the reload
 // is behind.
 func TestTLSReloadThroughTheSeam(t *testing.T) {
-	ca := newPKI(t, "ca")
+	ca := tlstest.NewPKI(t, "ca")
 	leaf := func() (tls.Certificate, string) {
-		certPEM, keyPEM := ca.issue(leafSpec{})
+		certPEM, keyPEM := ca.Issue(tlstest.Leaf{})
 		c, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			t.Fatal(err)
@@ -326,7 +327,7 @@ func TestTLSReloadThroughTheSeam(t *testing.T) {
 	oldCert, _ := leaf()
 	newCert, want := leaf()
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AddCert(ca.Cert)
 	creds := valkey.Credentials{Username: acl.OperatorUser, Password: "op-pw", TLS: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		ServerName: func(string) string { return "p0.vc.ns.svc.cluster.local" }}
 	for _, tc := range []struct {

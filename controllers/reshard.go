@@ -14,6 +14,7 @@ import (
 	"github.com/gomomento/valkey-operator/acl"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/valkey"
 	"github.com/gomomento/valkey-operator/version"
@@ -360,7 +361,7 @@ func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, m p
 		}
 		// REPLACE: the source is authoritative for every key it still holds (a key written on
 		// the target during the move was absent from the source, by ASK's rule).
-		if err := mover.MigrateKeys(ctx, ip, ClientPort, keys, migrateTimeout, true); err != nil {
+		if err := mover.MigrateKeys(ctx, ip, resources.ClientPort, keys, migrateTimeout, true); err != nil {
 			return moved, err
 		}
 		moved += len(keys)
@@ -425,7 +426,7 @@ type migrators struct {
 const migratorPool = 4 * slotsInFlight
 
 // migratorPoolFor is the pool of each of a batch's two clients of a node (the operator's and
-// acl.MigrationUser's) for a node started with maxclients (its ValkeyNode's valkeySettings; ""
+// acl.MigrationUser's) for a node started with maxclients (its ValkeyNode's resources.ValkeySettings; ""
 // when the ValkeyConfig leaves Valkey's 10000): an eighth of it at most, so that the two take
 // a quarter and a scale-out never takes the connections the applications need. valkey-go runs
 // MIGRATE (it has a timeout) on a pooled connection of its own too, so an uncapped

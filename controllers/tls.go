@@ -20,12 +20,6 @@ import (
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
-// A TLS cluster's nodes mount its Secret at tlsMountPath, and valkey.conf points Valkey at the
-// three files there (tlsmaterial's CertKey, KeyKey, CAKey). The path is beside the ACL Secret's
-// (secretMountPath), not under configMountPath: a mount nested inside a ConfigMap volume needs
-// its mount point created in a read-only volume.
-const tlsMountPath = "/etc/valkey-tls"
-
 // tlsConfigs keeps one client tls.Config per cluster and Secret content, so that the pointer
 // stays the same across passes while the Secret does (the connection pool compares it, and
 // redials when it changes: a rotated CA or client certificate).
@@ -65,24 +59,6 @@ func (t *tlsConfigs) forget(cluster string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.m, cluster)
-}
-
-// tlsDirectives are the directives of a TLS cluster's valkey.conf (reference/forced-settings.md,
-// TLS mode) shared by every node: the plaintext port closed, TLS on the client port, the cluster
-// bus and replication, the mounted Secret's files, no client certificates asked of clients (ACL
-// users authenticate them), and hostnames in redirects so that clients verify what they reach.
-// The per-node cluster-announce-hostname is added at render time (renderValkeyConf).
-func tlsDirectives() [][2]string {
-	return [][2]string{
-		{"tls-port", fmt.Sprint(ClientPort)},
-		{"tls-cluster", "yes"},
-		{"tls-replication", "yes"},
-		{"tls-cert-file", tlsMountPath + "/" + tlsmaterial.CertKey},
-		{"tls-key-file", tlsMountPath + "/" + tlsmaterial.KeyKey},
-		{"tls-ca-cert-file", tlsMountPath + "/" + tlsmaterial.CAKey},
-		{"tls-auth-clients", "no"},
-		{"cluster-preferred-endpoint-type", "hostname"},
-	}
 }
 
 // readTLSSecret reads and validates a TLS cluster's Secret, by name from the API server (c is an

@@ -27,6 +27,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/valkey"
 )
@@ -230,9 +231,9 @@ func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr strin
 // tlsFileParams points a node at its mounted certificate files, which makes it re-read them.
 func tlsFileParams() map[string]string {
 	return map[string]string{
-		"tls-cert-file":    tlsMountPath + "/" + tlsmaterial.CertKey,
-		"tls-key-file":     tlsMountPath + "/" + tlsmaterial.KeyKey,
-		"tls-ca-cert-file": tlsMountPath + "/" + tlsmaterial.CAKey,
+		"tls-cert-file":    resources.TLSMountPath + "/" + tlsmaterial.CertKey,
+		"tls-key-file":     resources.TLSMountPath + "/" + tlsmaterial.KeyKey,
+		"tls-ca-cert-file": resources.TLSMountPath + "/" + tlsmaterial.CAKey,
 	}
 }
 
@@ -274,11 +275,11 @@ func servedFingerprint(ctx context.Context, dial valkey.Dialer, addr, serverName
 // credentials reads the operator's credentials for vc from the cache; ok is false while the
 // Secret does not exist (the cluster controller creates it, or says it is missing).
 func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (valkey.Credentials, bool, error) {
-	s, ok, err := ownedSecret(ctx, r.Client, vc, credentialName(vc))
+	s, ok, err := ownedSecret(ctx, r.Client, vc, resources.CredentialSecretName(vc))
 	if err != nil || !ok {
 		return valkey.Credentials{}, false, err
 	}
-	pw := string(s.Data[operatorPasswordKey])
+	pw := string(s.Data[resources.OperatorPasswordKey])
 	return valkey.Credentials{Username: acl.OperatorUser, Password: pw}, pw != "", nil
 }
 

@@ -1,13 +1,8 @@
 package tlsmaterial
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"testing"
 	"time"
 
@@ -15,77 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/tlsmaterial/tlstest"
 )
-
-// pki makes the certificates of the validation tests (the same helper as controllers' tests).
-type pki struct {
-	t    *testing.T
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newPKI(t *testing.T, name string) *pki {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &pki{t: t, cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// intermediate returns a CA signed by p.
-func (p *pki) intermediate(name string) *pki {
-	p.t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &pki{t: p.t, cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-type leafSpec struct {
-	names     []string
-	usages    []x509.ExtKeyUsage
-	notBefore time.Time
-	notAfter  time.Time
-}
-
-// issue returns a leaf signed by the CA and its key, as PEM.
-func (p *pki) issue(l leafSpec) (certPEM, keyPEM []byte) {
-	p.t.Helper()
-	if l.names == nil {
-		l.names = []string{"vc.ns.svc.cluster.local", "*.vc.ns.svc.cluster.local"}
-	}
-	if l.usages == nil {
-		l.usages = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
-	}
-	if l.notBefore.IsZero() {
-		l.notBefore = time.Now().Add(-time.Hour)
-	}
-	if l.notAfter.IsZero() {
-		l.notAfter = time.Now().Add(90 * 24 * time.Hour)
-	}
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "vc"}, DNSNames: l.names,
-		NotBefore: l.notBefore, NotAfter: l.notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: l.usages}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
 
 func tlsTestCluster() *v1.ValkeyCluster {
 	return &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "vc", Namespace: "ns"},
@@ -96,25 +22,25 @@ func tlsTestCluster() *v1.ValkeyCluster {
 // (operations/troubleshooting.md), then ours in the same style; a good Secret passes, and so
 // does an expired certificate (expiry is a warning, never Invalid).
 func TestValidateTLSSecret(t *testing.T) {
-	ca, other := newPKI(t, "ca"), newPKI(t, "other")
-	crt, key := ca.issue(leafSpec{})
-	_, otherKey := ca.issue(leafSpec{})
-	noWildcard, nwKey := ca.issue(leafSpec{names: []string{"vc.ns.svc.cluster.local"}})
-	noService, nsKey := ca.issue(leafSpec{names: []string{"*.vc.ns.svc.cluster.local"}})
-	foreign, foreignKey := other.issue(leafSpec{})
-	serverOnly, soKey := ca.issue(leafSpec{usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-	clientOnly, coKey := ca.issue(leafSpec{usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-	expired, exKey := ca.issue(leafSpec{notBefore: time.Now().Add(-48 * time.Hour), notAfter: time.Now().Add(-24 * time.Hour)})
+	ca, other := tlstest.NewPKI(t, "ca"), tlstest.NewPKI(t, "other")
+	crt, key := ca.Issue(tlstest.Leaf{})
+	_, otherKey := ca.Issue(tlstest.Leaf{})
+	noWildcard, nwKey := ca.Issue(tlstest.Leaf{Names: []string{"vc.ns.svc.cluster.local"}})
+	noService, nsKey := ca.Issue(tlstest.Leaf{Names: []string{"*.vc.ns.svc.cluster.local"}})
+	foreign, foreignKey := other.Issue(tlstest.Leaf{})
+	serverOnly, soKey := ca.Issue(tlstest.Leaf{Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	clientOnly, coKey := ca.Issue(tlstest.Leaf{Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	expired, exKey := ca.Issue(tlstest.Leaf{NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
 	garbageDER := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("not a certificate")})
-	inter := ca.intermediate("intermediate")
-	viaInter, viKey := inter.issue(leafSpec{})
-	viaInterChain := append(append([]byte{}, viaInter...), inter.pem...)
+	inter := ca.Intermediate("intermediate")
+	viaInter, viKey := inter.Issue(tlstest.Leaf{})
+	viaInterChain := append(append([]byte{}, viaInter...), inter.PEM...)
 
 	data := func(crt, key, ca []byte) map[string][]byte {
 		return map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca}
 	}
 	without := func(k string) map[string][]byte {
-		d := data(crt, key, ca.pem)
+		d := data(crt, key, ca.PEM)
 		delete(d, k)
 		return d
 	}
@@ -129,27 +55,27 @@ func TestValidateTLSSecret(t *testing.T) {
 		{name: "no tls.crt", data: without("tls.crt"), want: `TLS Secret "vc-tls" missing required key "tls.crt"`},
 		{name: "no tls.key", data: without("tls.key"), want: `TLS Secret "vc-tls" missing required key "tls.key"`},
 		{name: "no ca.crt", data: without("ca.crt"), want: `TLS Secret "vc-tls" missing required key "ca.crt"`},
-		{name: "not PEM", data: data([]byte("hello"), key, ca.pem), want: `TLS Secret "vc-tls": tls.crt is not valid PEM`},
-		{name: "not X.509", data: data(garbageDER, key, ca.pem), want: `TLS Secret "vc-tls": tls.crt is not a valid X.509 certificate`},
-		{name: "no service SAN", data: data(noService, nsKey, ca.pem), want: `TLS cert in Secret "vc-tls" missing SAN "vc.ns.svc.cluster.local"`},
-		{name: "no wildcard SAN", data: data(noWildcard, nwKey, ca.pem), want: `TLS cert in Secret "vc-tls" missing SAN "*.vc.ns.svc.cluster.local"`},
-		{name: "key of another certificate", data: data(crt, otherKey, ca.pem), want: `TLS Secret "vc-tls": tls.key does not match the certificate in tls.crt`},
-		{name: "key not a key", data: data(crt, []byte("nope"), ca.pem), want: `TLS Secret "vc-tls": tls.key is not a valid private key`},
+		{name: "not PEM", data: data([]byte("hello"), key, ca.PEM), want: `TLS Secret "vc-tls": tls.crt is not valid PEM`},
+		{name: "not X.509", data: data(garbageDER, key, ca.PEM), want: `TLS Secret "vc-tls": tls.crt is not a valid X.509 certificate`},
+		{name: "no service SAN", data: data(noService, nsKey, ca.PEM), want: `TLS cert in Secret "vc-tls" missing SAN "vc.ns.svc.cluster.local"`},
+		{name: "no wildcard SAN", data: data(noWildcard, nwKey, ca.PEM), want: `TLS cert in Secret "vc-tls" missing SAN "*.vc.ns.svc.cluster.local"`},
+		{name: "key of another certificate", data: data(crt, otherKey, ca.PEM), want: `TLS Secret "vc-tls": tls.key does not match the certificate in tls.crt`},
+		{name: "key not a key", data: data(crt, []byte("nope"), ca.PEM), want: `TLS Secret "vc-tls": tls.key is not a valid private key`},
 		{name: "ca.crt not PEM", data: data(crt, key, []byte("nope")), want: `TLS Secret "vc-tls": ca.crt is not valid PEM holding X.509 certificates`},
-		{name: "signed by another CA", data: data(foreign, foreignKey, ca.pem), want: `TLS cert in Secret "vc-tls" is not signed by a CA in ca.crt`},
-		{name: "server auth only", data: data(serverOnly, soKey, ca.pem), want: `TLS cert in Secret "vc-tls" lacks the client auth usage (nodes are TLS clients of their peers)`},
-		{name: "client auth only", data: data(clientOnly, coKey, ca.pem), want: `TLS cert in Secret "vc-tls" lacks the server auth usage`},
-		{name: "valid", data: data(crt, key, ca.pem)},
-		{name: "valid, two CAs", data: data(crt, key, append(append([]byte{}, other.pem...), ca.pem...))},
-		{name: "expired is not invalid", data: data(expired, exKey, ca.pem)},
+		{name: "signed by another CA", data: data(foreign, foreignKey, ca.PEM), want: `TLS cert in Secret "vc-tls" is not signed by a CA in ca.crt`},
+		{name: "server auth only", data: data(serverOnly, soKey, ca.PEM), want: `TLS cert in Secret "vc-tls" lacks the client auth usage (nodes are TLS clients of their peers)`},
+		{name: "client auth only", data: data(clientOnly, coKey, ca.PEM), want: `TLS cert in Secret "vc-tls" lacks the server auth usage`},
+		{name: "valid", data: data(crt, key, ca.PEM)},
+		{name: "valid, two CAs", data: data(crt, key, append(append([]byte{}, other.PEM...), ca.PEM...))},
+		{name: "expired is not invalid", data: data(expired, exKey, ca.PEM)},
 		// An intermediate: in tls.crt after the leaf, with the root in ca.crt, as OpenSSL needs.
-		{name: "valid, intermediate in tls.crt", data: data(viaInterChain, viKey, ca.pem)},
-		{name: "valid, intermediate and root in ca.crt", data: data(viaInter, viKey, append(append([]byte{}, inter.pem...), ca.pem...))},
+		{name: "valid, intermediate in tls.crt", data: data(viaInterChain, viKey, ca.PEM)},
+		{name: "valid, intermediate and root in ca.crt", data: data(viaInter, viKey, append(append([]byte{}, inter.PEM...), ca.PEM...))},
 		// The intermediate alone in ca.crt: Go's x509 takes it as a root, OpenSSL (every node,
 		// valkey-cli) does not, and every handshake fails with "unknown ca".
-		{name: "intermediate alone in ca.crt", data: data(viaInter, viKey, inter.pem),
+		{name: "intermediate alone in ca.crt", data: data(viaInter, viKey, inter.PEM),
 			want: `TLS cert in Secret "vc-tls" does not chain to a self-signed root CA in ca.crt (Valkey trusts no intermediate as a root: add the root CA to ca.crt)`},
-		{name: "intermediate alone in ca.crt, chain in tls.crt", data: data(viaInterChain, viKey, inter.pem),
+		{name: "intermediate alone in ca.crt, chain in tls.crt", data: data(viaInterChain, viKey, inter.PEM),
 			want: `TLS cert in Secret "vc-tls" does not chain to a self-signed root CA in ca.crt (Valkey trusts no intermediate as a root: add the root CA to ca.crt)`},
 	}
 	for _, c := range cases {
@@ -172,9 +98,9 @@ func TestValidateTLSSecret(t *testing.T) {
 // The digest changes with any of the three files and with nothing else; the fingerprint is the
 // leaf's alone.
 func TestTLSMaterialDigest(t *testing.T) {
-	ca, other := newPKI(t, "ca"), newPKI(t, "other")
-	crt, key := ca.issue(leafSpec{})
-	crt2, key2 := ca.issue(leafSpec{})
+	ca, other := tlstest.NewPKI(t, "ca"), tlstest.NewPKI(t, "other")
+	crt, key := ca.Issue(tlstest.Leaf{})
+	crt2, key2 := ca.Issue(tlstest.Leaf{})
 	get := func(crt, key, bundle []byte) *Material {
 		m, problem := Validate(tlsTestCluster(), &corev1.Secret{Data: map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": bundle}})
 		if problem != "" {
@@ -182,14 +108,14 @@ func TestTLSMaterialDigest(t *testing.T) {
 		}
 		return m
 	}
-	a, b := get(crt, key, ca.pem), get(crt, key, ca.pem)
+	a, b := get(crt, key, ca.PEM), get(crt, key, ca.PEM)
 	if a.Digest != b.Digest || a.Fingerprint() != b.Fingerprint() {
 		t.Fatal("the same Secret gave two digests")
 	}
-	if c := get(crt2, key2, ca.pem); c.Digest == a.Digest || c.Fingerprint() == a.Fingerprint() {
+	if c := get(crt2, key2, ca.PEM); c.Digest == a.Digest || c.Fingerprint() == a.Fingerprint() {
 		t.Error("a new leaf kept the digest or the fingerprint")
 	}
-	if c := get(crt, key, append(append([]byte{}, ca.pem...), other.pem...)); c.Digest == a.Digest || c.Fingerprint() != a.Fingerprint() {
+	if c := get(crt, key, append(append([]byte{}, ca.PEM...), other.PEM...)); c.Digest == a.Digest || c.Fingerprint() != a.Fingerprint() {
 		t.Error("a new CA bundle kept the digest, or changed the leaf's fingerprint")
 	}
 }

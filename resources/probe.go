@@ -1,4 +1,4 @@
-package controllers
+package resources
 
 import (
 	"fmt"
@@ -59,7 +59,7 @@ reply=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" valkey-cli --no-auth-warning%[4
 case "$reply" in *PONG*|*LOADING*|*MASTERDOWN*|*NOAUTH*|*"max number of clients"*) exit 0 ;; esac
 echo "PING: ${reply:-no reply}"
 exit 1
-`, secretMountPath, authFileName, ClientPort, cliTLS(vc))
+`, secretMountPath, AuthFileName, ClientPort, cliTLS(vc))
 }
 
 // livenessProbe is the pod's only probe, as the original's pods carry (concepts/pod-management):
@@ -140,7 +140,7 @@ while [ $(($(date +%%s) - start)) -lt %[5]d ]; do
   fi
   sleep 0.2
 done
-`, secretMountPath, authFileName, ClientPort, delay, limit, cliTLS(vc), peerTLS(vc), handoverRetrySeconds, movedHoldSeconds)
+`, secretMountPath, AuthFileName, ClientPort, delay, limit, cliTLS(vc), peerTLS(vc), handoverRetrySeconds, movedHoldSeconds)
 }
 
 // movedHoldSeconds is how long a server the hook handed over keeps answering (MOVED, to the
@@ -162,7 +162,7 @@ func peerTLS(vc *v1.ValkeyCluster) string {
 	if vc.Spec.TLS == nil {
 		return ""
 	}
-	return " --tls --cacert " + tlsMountPath + "/" + tlsmaterial.CAKey
+	return " --tls --cacert " + TLSMountPath + "/" + tlsmaterial.CAKey
 }
 
 // preStop holds SIGTERM back on Valkey 8 (see preStopScript). On 9.x the server hands over

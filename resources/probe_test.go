@@ -1,4 +1,4 @@
-package controllers
+package resources
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestLivenessScript(t *testing.T) {
 	const password = "0123456789abcdef-liveness"
 	sum := sha256.Sum256([]byte(password))
 	writeAuth := func(pw string) {
-		if err := os.WriteFile(filepath.Join(dir, authFileName), []byte("masteruser "+acl.ReplicationUser+"\nmasterauth "+pw+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, AuthFileName), []byte("masteruser "+acl.ReplicationUser+"\nmasterauth "+pw+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,7 +157,7 @@ func TestPreStopScript(t *testing.T) {
 	}
 	dir := t.TempDir()
 	sys := acl.SystemUsers{OperatorPassword: "0123456789abcdef-operator", ReplPassword: "0123456789abcdef-prestop"}
-	if err := os.WriteFile(filepath.Join(dir, authFileName), []byte("masteruser "+acl.ReplicationUser+"\nmasterauth "+sys.ReplPassword+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, AuthFileName), []byte("masteruser "+acl.ReplicationUser+"\nmasterauth "+sys.ReplPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const adminPassword = "admin-pw"
