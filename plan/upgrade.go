@@ -370,7 +370,7 @@ func retireStep(s fsm.Snapshot, shard int, p fsm.Pod, reason string) Step {
 // MOVED answers, not from dialling an address that is gone: measured, a Valkey 9 primary of a
 // removed shard deleted 65 ms after its last slots moved left two of them refusing writes for
 // 1.2 s, the writer's dials to the vanished pod IP timing out. A Valkey 8 pod's preStop hook holds
-// every deleted pod 5 s already (controllers/probe.go); a Valkey 9 pod has no hook (it hands over
+// every deleted pod 5 s already (resources/probe.go); a Valkey 9 pod has no hook (it hands over
 // by itself on SIGTERM), so the hold is the operator's.
 const MovedHold = 3 * time.Second
 
