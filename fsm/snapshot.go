@@ -256,6 +256,16 @@ func (p Pod) Lost() bool {
 	return p.NodeLost && !p.Deleting && (p.Node == nil || !p.Node.Reachable)
 }
 
+// ClaimedID is the node id p's pod claims: the one its node reports now when it answers with
+// one (what it says now wins over the last status), else the one the last status recorded for
+// it; "" when neither is known. A silent node is not taken to be gone: it still claims its id.
+func (p Pod) ClaimedID() string {
+	if p.Node != nil && p.Node.Reachable && p.Node.ID != "" {
+		return p.Node.ID
+	}
+	return p.LastNodeID
+}
+
 // ShardPods returns the live pods of each shard 0..Shards-1.
 func (s Snapshot) ShardPods() [][]Pod {
 	out := make([][]Pod, s.Shards)
