@@ -18,10 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey"
+	"github.com/gomomento/valkey-operator/version"
 )
 
 // The ACL controller makes every running node of a cluster enforce the cluster's ACL file, the
@@ -133,7 +136,7 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 		creds = withTLS(&vc, creds, r.tls.get(req.String(), tm), podAddrs(list.Items))
 	}
-	want := normalizeACL(file)
+	want := acl.Normalize(file)
 	var addrs []string
 	results := make(chan nodeACL, len(list.Items))
 	var wg sync.WaitGroup
@@ -177,7 +180,7 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			if !r.warnDue(req.String()+"/"+n.pod, n.err.Error(), time.Now()) {
 				continue
 			}
-			log.Warn(logging.MsgACLLoadFailed, logging.Pod(n.pod), zap.String(logging.FieldError, scrubHashes(n.err.Error())))
+			log.Warn(logging.MsgACLLoadFailed, logging.Pod(n.pod), zap.String(logging.FieldError, acl.ScrubHashes(n.err.Error())))
 		case n.changed:
 			log.Info(logging.MsgACLApplied, logging.Pod(n.pod))
 		case !n.enforcing:
@@ -193,20 +196,20 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // false while either does not exist, or is not controlled by the cluster (ownership.go: the
 // cluster controller makes it Invalid; neither is used).
 func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file string, creds valkey.Credentials, ok bool, err error) {
-	acl, ok, err := ownedSecret(ctx, r.APIReader, vc, secretName(vc))
+	secret, ok, err := ownedSecret(ctx, r.APIReader, vc, resources.ACLSecretName(vc))
 	if err != nil || !ok {
 		return "", creds, false, err
 	}
-	cred, ok, err := ownedSecret(ctx, r.APIReader, vc, credentialName(vc))
+	cred, ok, err := ownedSecret(ctx, r.APIReader, vc, resources.CredentialSecretName(vc))
 	if err != nil || !ok {
 		return "", creds, false, err
 	}
-	pw := string(cred.Data[operatorPasswordKey])
-	file = string(acl.Data[aclFileName])
+	pw := string(cred.Data[resources.OperatorPasswordKey])
+	file = string(secret.Data[resources.ACLFileName])
 	if pw == "" || file == "" {
 		return "", creds, false, nil
 	}
-	return file, valkey.Credentials{Username: OperatorUser, Password: pw}, true, nil
+	return file, valkey.Credentials{Username: acl.OperatorUser, Password: pw}, true, nil
 }
 
 // aclStartGrace is how long after its container started a node is left to read its ACL file
@@ -245,7 +248,7 @@ func aclTarget(p *corev1.Pod) bool {
 }
 
 // loadNode loads the ACL file on one node and compares what it enforces, before and after,
-// with want (normalizeACL of the file).
+// with want (acl.Normalize of the file).
 func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string, creds valkey.Credentials, file string, want map[string]string) nodeACL {
 	n := nodeACL{pod: pod}
 	c, err := r.conns.Client(cluster, addr, creds)
@@ -263,11 +266,11 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 		n.err = err
 		return n
 	}
-	if aclLoadSafe(info["valkey_version"]) {
+	if version.Parse(info["valkey_version"]).SafeACLLoad() {
 		n.err = c.ACLLoad(ctx)
 	} else {
-		file = withSetUsers(forValkey8(file))
-		want = normalizeACL(file)
+		file = acl.WithSetUsers(acl.ForValkey8(file))
+		want = acl.Normalize(file)
 		n.err = setUsers(ctx, c, file, before)
 	}
 	if n.err != nil {
@@ -278,12 +281,12 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 		n.err = err
 		return n
 	}
-	n.enforcing = maps.Equal(normalizeACL(strings.Join(after, "\n")), want)
-	n.changed = n.enforcing && !maps.Equal(normalizeACL(strings.Join(before, "\n")), want)
+	n.enforcing = maps.Equal(acl.Normalize(strings.Join(after, "\n")), want)
+	n.changed = n.enforcing && !maps.Equal(acl.Normalize(strings.Join(before, "\n")), want)
 	return n
 }
 
-// setUsers makes a node whose ACL LOAD is unsafe (aclLoadSafe) enforce file: ACL SETUSER name
+// setUsers makes a node whose ACL LOAD is unsafe (version.Valkey.SafeACLLoad) enforce file: ACL SETUSER name
 // reset <rules> for every user whose rules differ from what the node has (the operator's own
 // last), then ACL DELUSER for every user the file does not name. It applies what the operator
 // rendered, not the node's mounted file, so there is no file to catch up with.
@@ -292,14 +295,14 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 // there left the default user open behind a half-applied file (found by a break test). The
 // refused ones are returned together.
 func setUsers(ctx context.Context, c *valkey.Client, file string, current []string) error {
-	have := normalizeACL(strings.Join(current, "\n"))
-	want := normalizeACL(file)
+	have := acl.Normalize(strings.Join(current, "\n"))
+	want := acl.Normalize(file)
 	var errs []error
-	for _, l := range aclLines(file) {
-		if rules, ok := have[l.name]; ok && rules == want[l.name] {
+	for _, l := range acl.Lines(file) {
+		if rules, ok := have[l.Name]; ok && rules == want[l.Name] {
 			continue
 		}
-		if err := c.ACLSetUser(ctx, l.name, append([]string{"reset"}, l.rules...)); err != nil {
+		if err := c.ACLSetUser(ctx, l.Name, append([]string{"reset"}, l.Rules...)); err != nil {
 			if ctx.Err() != nil {
 				return err
 			}

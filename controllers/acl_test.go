@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"maps"
 	"net"
@@ -18,13 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey"
-)
-
-var (
-	hashA = strings.Repeat("a", 64)
-	hashB = strings.Repeat("b", 64)
 )
 
 func binding(user string, perms ...v1.ACLPermission) v1.ACLBinding {
@@ -48,72 +47,7 @@ var testRoles = map[string]v1.ValkeyRoleSpec{
 	},
 }
 
-var testSys = systemUsers{OperatorPassword: "op-s3cret", ReplPassword: "repl-s3cret"}
-
-func TestRenderACL(t *testing.T) {
-	// No binding anywhere: the default user is open, the system users come last.
-	got := renderACL(nil, nil, testSys)
-	lines := strings.Split(strings.TrimSpace(got), "\n")
-	if len(lines) != 3 || lines[0] != "user default on nopass ~* &* +@all" ||
-		!strings.HasPrefix(lines[1], "user _momento_operator ") || !strings.HasPrefix(lines[2], "user _momento_repl ") {
-		t.Fatalf("no binding:\n%s", got)
-	}
-	if strings.Contains(got, "s3cret") {
-		t.Fatalf("a password in the file:\n%s", got)
-	}
-	// Least privilege: no key, no channel, exactly the listed commands.
-	if want := "user _momento_repl on resetpass #" + sha256Hex("repl-s3cret") + " resetkeys resetchannels -@all +psync +replconf +ping +role +cluster|failover"; lines[2] != want {
-		t.Errorf("replication user:\n%s\nwant\n%s", lines[2], want)
-	}
-	for _, l := range lines[1:] {
-		if strings.Contains(l, "~") || strings.Contains(l, "&") || strings.Contains(l, "+@all") {
-			t.Errorf("a system user may touch keys or channels, or run everything: %s", l)
-		}
-	}
-
-	// The first permission is the root rule, each further one a selector of its own.
-	b := []v1.ACLBinding{{Username: "app", PasswordHashes: []string{hashA, hashB}, Permissions: []v1.ACLPermission{
-		perm("read", keys("a:*", v1.KeyAccessRead)),
-		{RoleRef: "write", Keys: []v1.KeyPattern{keys("b:*", v1.KeyAccessReadWrite)}, Channels: []string{"orders:*"}},
-	}}}
-	got = renderACL(b, testRoles, testSys)
-	want := "user app on resetpass #" + hashA + " #" + hashB + " resetkeys resetchannels -@all " +
-		"+ping +cluster|slots +cluster|shards +cluster|nodes +cluster|info +cluster|myid +asking +readonly +readwrite +client|setname +client|setinfo " +
-		"+@read %R~a:*" +
-		" (resetkeys resetchannels -@all +@write ~b:* &orders:*)\n" +
-		"user default off resetpass resetkeys resetchannels -@all\n"
-	if !strings.HasPrefix(got, want) {
-		t.Fatalf("got:\n%s\nwant prefix:\n%s", got, want)
-	}
-
-	// Binding default replaces the switched-off line: a user may appear once in the file.
-	b[0].Username = "default"
-	if got = renderACL(b, testRoles, testSys); strings.Count(got, "user default ") != 1 || strings.Contains(got, "user default off") {
-		t.Fatalf("bound default user:\n%s", got)
-	}
-
-	// Nodes started by an older operator replicate as the operator's user and PING with the
-	// replication password: the operator's user keeps both until they are replaced.
-	legacy := testSys
-	legacy.LegacyReplication = true
-	op := strings.Split(renderACL(nil, nil, legacy), "\n")[1]
-	if !strings.Contains(op, "#"+sha256Hex("repl-s3cret")) || !strings.Contains(op, "+psync +replconf") {
-		t.Fatalf("legacy operator user: %s", op)
-	}
-}
-
-func TestMergeBindings(t *testing.T) {
-	config := []v1.ACLBinding{binding("platform", perm("read"))}
-	got, err := mergeBindings(config, []v1.ACLBinding{binding("team", perm("read"))})
-	if err != nil || len(got) != 2 || got[0].Username != "platform" || got[1].Username != "team" {
-		t.Fatalf("additive: %v %v", got, err)
-	}
-	_, err = mergeBindings(config, []v1.ACLBinding{binding("platform", perm("write"))})
-	var sp *SpecProblem
-	if !errors.As(err, &sp) || sp.Reason != `duplicate username "platform" in merged ACL bindings` {
-		t.Fatalf("collision: %v", err)
-	}
-}
+var testSys = acl.SystemUsers{OperatorPassword: "op-s3cret", ReplPassword: "repl-s3cret"}
 
 func TestResolveACLAlongTheChain(t *testing.T) {
 	scheme := runtime.NewScheme()
@@ -157,30 +91,6 @@ func usernames(bindings []v1.ACLBinding) string {
 	return strings.Join(users, ",")
 }
 
-func TestNormalizeACL(t *testing.T) {
-	// ACL LIST of valkey-server 8.0.1 for a file rendered like renderACL's.
-	file := "user app on resetpass #" + hashA + " resetkeys resetchannels -@all +@read +GET -flushall +flushall %R~a:* &x (resetkeys resetchannels -@all +@write ~b:*)\n" +
-		"user default off resetpass resetkeys resetchannels -@all\n"
-	list := "user app on sanitize-payload #" + hashA + " %R~a:* resetchannels &x -@all +@read +get +flushall (~b:* resetchannels -@all +@write)\n" +
-		"user default off sanitize-payload resetchannels -@all\n"
-	if a, b := normalizeACL(file), normalizeACL(list); !maps.Equal(a, b) {
-		t.Fatalf("same rules, different forms:\n%v\n%v", a, b)
-	}
-	for name, drift := range map[string]string{
-		"password":  strings.Replace(list, "#"+hashA, "#"+hashB, 1),
-		"key":       strings.Replace(list, "%R~a:*", "~a:*", 1),
-		"command":   strings.Replace(list, "+flushall", "-flushall", 1),
-		"selector":  strings.Replace(list, "+@write)", "+@write +@read)", 1),
-		"enabled":   strings.Replace(list, "app on", "app off", 1),
-		"extra":     list + "user intruder on nopass ~* +@all\n",
-		"all again": strings.Replace(list, "-@all +@read", "+@all", 1),
-	} {
-		if maps.Equal(normalizeACL(file), normalizeACL(drift)) {
-			t.Errorf("%s: drift not seen", name)
-		}
-	}
-}
-
 // TestRenderedACLOnValkey loads a rendered file into a real valkey-server: it is accepted, ACL
 // LIST normalises to the file, and the rules do what the bindings say (the selector case: read
 // on a:* and write on b:* cannot write a:*; the system users touch no key).
@@ -197,8 +107,8 @@ func TestRenderedACLOnValkey(t *testing.T) {
 	}
 	sys := testSys
 	sys.SetUsers = true
-	file := renderACL(bindings, testRoles, sys)
-	aclPath := filepath.Join(dir, aclFileName)
+	file := acl.Render(bindings, testRoles, sys)
+	aclPath := filepath.Join(dir, resources.ACLFileName)
 	if err := os.WriteFile(aclPath, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +130,7 @@ func TestRenderedACLOnValkey(t *testing.T) {
 		}
 		return c, err
 	}
-	op, err := connect(OperatorUser, testSys.OperatorPassword)
+	op, err := connect(acl.OperatorUser, testSys.OperatorPassword)
 	if err != nil {
 		t.Fatalf("the operator cannot connect: %v", err)
 	}
@@ -233,7 +143,7 @@ func TestRenderedACLOnValkey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := normalizeACL(strings.Join(list, "\n")), normalizeACL(file); !maps.Equal(got, want) {
+	if got, want := acl.Normalize(strings.Join(list, "\n")), acl.Normalize(file); !maps.Equal(got, want) {
 		t.Fatalf("the node enforces something else than the file:\n%v\n%v", got, want)
 	}
 
@@ -257,16 +167,16 @@ func TestRenderedACLOnValkey(t *testing.T) {
 		{"rw", "rw-pw", []string{"SET", "other", "x"}, "NOPERM"},
 		{"rw", "rw-pw", []string{"FLUSHALL"}, "NOPERM"},
 		{"rw", "rw-pw", []string{"CLUSTER", "INFO"}, "ERR"}, // allowed, but not a cluster node
-		{OperatorUser, testSys.OperatorPassword, []string{"GET", "app:1"}, "NOPERM"},
-		{OperatorUser, testSys.OperatorPassword, []string{"SET", "app:1", "x"}, "NOPERM"},
+		{acl.OperatorUser, testSys.OperatorPassword, []string{"GET", "app:1"}, "NOPERM"},
+		{acl.OperatorUser, testSys.OperatorPassword, []string{"SET", "app:1", "x"}, "NOPERM"},
 		// CONFIG GET: the settings applied live are read back from every node (liveconf).
-		{OperatorUser, testSys.OperatorPassword, []string{"CONFIG", "GET", "maxmemory"}, "maxmemory"},
-		{OperatorUser, testSys.OperatorPassword, []string{"CONFIG", "RESETSTAT"}, "NOPERM"},
-		{OperatorUser, testSys.OperatorPassword, []string{"FLUSHALL"}, "NOPERM"},
-		{OperatorUser, testSys.OperatorPassword, []string{"CLIENT", "LIST"}, "NOPERM"},
-		{ReplicationUser, testSys.ReplPassword, []string{"GET", "app:1"}, "NOPERM"},
-		{ReplicationUser, testSys.ReplPassword, []string{"SET", "app:1", "x"}, "NOPERM"},
-		{ReplicationUser, testSys.ReplPassword, []string{"PING"}, "PONG"},
+		{acl.OperatorUser, testSys.OperatorPassword, []string{"CONFIG", "GET", "maxmemory"}, "maxmemory"},
+		{acl.OperatorUser, testSys.OperatorPassword, []string{"CONFIG", "RESETSTAT"}, "NOPERM"},
+		{acl.OperatorUser, testSys.OperatorPassword, []string{"FLUSHALL"}, "NOPERM"},
+		{acl.OperatorUser, testSys.OperatorPassword, []string{"CLIENT", "LIST"}, "NOPERM"},
+		{acl.ReplicationUser, testSys.ReplPassword, []string{"GET", "app:1"}, "NOPERM"},
+		{acl.ReplicationUser, testSys.ReplPassword, []string{"SET", "app:1", "x"}, "NOPERM"},
+		{acl.ReplicationUser, testSys.ReplPassword, []string{"PING"}, "PONG"},
 		{"default", "", []string{"PING"}, "NOAUTH"},
 	} {
 		if got := run(c.user, c.pw, c.args...); !strings.Contains(got, c.want) || (c.want == "" && got != "") {
@@ -276,12 +186,12 @@ func TestRenderedACLOnValkey(t *testing.T) {
 
 	// Where ACL LOAD is unsafe (Valkey 8), setUsers reaches the same state: a user changed, one
 	// removed, one set by hand reverted.
-	admin := exec.Command("valkey-cli", "-p", strconv.Itoa(port), "--user", OperatorUser, "--no-auth-warning", "ACL", "SETUSER", "intruder", "on", "nopass", "~*", "+@all")
+	admin := exec.Command("valkey-cli", "-p", strconv.Itoa(port), "--user", acl.OperatorUser, "--no-auth-warning", "ACL", "SETUSER", "intruder", "on", "nopass", "~*", "+@all")
 	admin.Env = append(os.Environ(), "REDISCLI_AUTH="+testSys.OperatorPassword)
 	if out, err := admin.CombinedOutput(); err != nil || !strings.Contains(string(out), "OK") {
 		t.Fatalf("acl setuser as the operator (Valkey 8 grant): %v %s", err, out)
 	}
-	next := renderACL([]v1.ACLBinding{binding("split", perm("write", keys("b:*", v1.KeyAccessReadWrite)))}, testRoles, sys)
+	next := acl.Render([]v1.ACLBinding{binding("split", perm("write", keys("b:*", v1.KeyAccessReadWrite)))}, testRoles, sys)
 	current, err := op.ACLList(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +203,7 @@ func TestRenderedACLOnValkey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := normalizeACL(strings.Join(list, "\n")), normalizeACL(next); !maps.Equal(got, want) {
+	if got, want := acl.Normalize(strings.Join(list, "\n")), acl.Normalize(next); !maps.Equal(got, want) {
 		t.Fatalf("after setUsers the node enforces something else than the file:\n%v\n%v", got, want)
 	}
 }
@@ -315,43 +225,6 @@ func TestACLCatchUpDelay(t *testing.T) {
 	}
 	if d := r.next("ns/vc", "v2", false); d != TickInterval {
 		t.Fatalf("caught up: %s, want the tick", d)
-	}
-}
-
-// TestWithSetUsers: a file rendered for Valkey 9 gets the operator's ACL SETUSER/DELUSER back
-// for an 8.x node (an 8 -> 9 roll must not lock the operator out of the old nodes), once; the
-// other users are untouched, and a file rendered for 8 is unchanged.
-func TestWithSetUsers(t *testing.T) {
-	sys := systemUsers{OperatorPassword: "op", ReplPassword: "repl", MigratePassword: "mig"}
-	nine := renderACL(nil, nil, sys)
-	sys.SetUsers = true
-	eight := renderACL(nil, nil, sys)
-	if got := normalizeACL(withSetUsers(nine)); !maps.Equal(got, normalizeACL(eight)) {
-		t.Errorf("9.x file with the grant:\n%v\nwant what an 8.x cluster renders:\n%v", got, normalizeACL(eight))
-	}
-	if got := withSetUsers(eight); got != eight {
-		t.Errorf("an 8.x file changed:\n%s\nwas:\n%s", got, eight)
-	}
-	if a, b := normalizeACL(withSetUsers(nine))[ReplicationUser], normalizeACL(nine)[ReplicationUser]; a != b {
-		t.Errorf("replication user changed: %q, was %q", a, b)
-	}
-}
-
-// TestMergeBindingsRefusesSelectorBounds: a pattern with ( or ) (stored before admission
-// refused it) is a spec problem, never rendered: it would move later rules into the root rule.
-func TestMergeBindingsRefusesSelectorBounds(t *testing.T) {
-	b := v1.ACLBinding{Username: "w", Permissions: []v1.ACLPermission{
-		{RoleRef: "all", Keys: []v1.KeyPattern{{Pattern: "scratch:*"}}},
-		{RoleRef: "read", Keys: []v1.KeyPattern{{Pattern: "cache(*)"}}},
-	}}
-	_, err := mergeBindings(nil, []v1.ACLBinding{b})
-	var sp *SpecProblem
-	if !errors.As(err, &sp) || !strings.Contains(sp.Reason, `key pattern "cache(*)" contains ( or )`) {
-		t.Fatalf("got %v", err)
-	}
-	b.Permissions[1] = v1.ACLPermission{RoleRef: "read", Keys: []v1.KeyPattern{{Pattern: "c:*"}}, Channels: []string{"news)"}}
-	if _, err := mergeBindings([]v1.ACLBinding{b}, nil); !errors.As(err, &sp) || !strings.Contains(sp.Reason, "channel pattern") {
-		t.Fatalf("got %v", err)
 	}
 }
 
@@ -378,45 +251,9 @@ func TestACLWarnOncePerTick(t *testing.T) {
 	}
 }
 
-// TestCheckCommands: a role naming a command Valkey lacks is a spec problem (a node would refuse
-// the file, a new node abort at start); real commands and subcommands, in any case, pass.
-func TestCheckCommands(t *testing.T) {
-	ok := v1.ValkeyRoleSpec{Commands: []v1.CommandRule{{Name: "GET"}, {Name: "cluster", Subcommand: "info"}, {Name: "hgetdel"}, {Name: "flushall"}}}
-	if err := checkCommands("ok", ok); err != nil {
-		t.Fatal(err)
-	}
-	var sp *SpecProblem
-	err := checkCommands("bad", v1.ValkeyRoleSpec{Commands: []v1.CommandRule{{Name: "get"}, {Name: "nosuchcmd"}}})
-	if !errors.As(err, &sp) || sp.Reason != `ValkeyRole "bad": unknown command "nosuchcmd" (neither Valkey 8.0 nor 9.1 has it)` {
-		t.Fatalf("got %v", err)
-	}
-	if err := checkCommands("bad", v1.ValkeyRoleSpec{Commands: []v1.CommandRule{{Name: "cluster", Subcommand: "nosuch"}}}); !errors.As(err, &sp) {
-		t.Fatalf("unknown subcommand: got %v", err)
-	}
-}
-
-// TestForValkey8: a file rendered for a Valkey 9 cluster with a reshard pending, stripped for an
-// 8.x node, is what a cluster with neither renders: Valkey 8 refuses the names in ACL SETUSER.
-func TestForValkey8(t *testing.T) {
-	sys := systemUsers{OperatorPassword: "op", ReplPassword: "repl", MigratePassword: "mig"}
-	plain := renderACL(nil, nil, sys)
-	sys.Atomic, sys.SlotImport = true, true
-	nine := renderACL(nil, nil, sys)
-	if maps.Equal(normalizeACL(nine), normalizeACL(plain)) {
-		t.Fatal("the Valkey 9 file grants nothing more")
-	}
-	if got := normalizeACL(forValkey8(nine)); !maps.Equal(got, normalizeACL(plain)) {
-		t.Errorf("stripped:\n%v\nwant:\n%v", got, normalizeACL(plain))
-	}
-	sys.SlotImport = false
-	if strings.Contains(renderACL(nil, nil, sys), "syncslots") {
-		t.Error("the replication user has slot import rules with no reshard pending")
-	}
-}
-
 // TestSlotImportRulesOnValkey9: on two real 9.1.2 primaries whose replication user is rendered
 // with the slot import rules (a reshard pending), a replica syncs as that user, the operator's
-// user runs CLUSTER MIGRATESLOTS and it succeeds with every key; enforcesSlotImport sees the rules. With the file rendered once the
+// user runs CLUSTER MIGRATESLOTS and it succeeds with every key; acl.EnforcesSlotImport sees the rules. With the file rendered once the
 // reshard is over, the node no longer enforces them, and the same migration back fails with
 // NOPERM on the target: the rules are what it needs, and they are gone after it.
 func TestSlotImportRulesOnValkey9(t *testing.T) {
@@ -432,9 +269,9 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 	sys := testSys
 	sys.MigratePassword = "mig-s3cret"
 	sys.Atomic, sys.SlotImport = true, true
-	wide := renderACL(nil, nil, sys)
+	wide := acl.Render(nil, nil, sys)
 	sys.SlotImport = false
-	narrow := renderACL(nil, nil, sys)
+	narrow := acl.Render(nil, nil, sys)
 	ctx := context.Background()
 	type node struct {
 		port int
@@ -446,13 +283,13 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 	for range 3 {
 		port := freePortPair(t)
 		d := t.TempDir()
-		n := &node{port: port, file: filepath.Join(d, aclFileName)}
+		n := &node{port: port, file: filepath.Join(d, resources.ACLFileName)}
 		if err := os.WriteFile(n.file, []byte(wide), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--dir", d, "--aclfile", n.file, "--cluster-enabled", "yes", "--cluster-node-timeout", "5000",
-			"--masteruser", ReplicationUser, "--masterauth", sys.ReplPassword)
+			"--masteruser", acl.ReplicationUser, "--masterauth", sys.ReplPassword)
 		srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := srv.Start(); err != nil {
 			t.Fatal(err)
@@ -461,7 +298,7 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		var err error
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if n.c, err = valkey.NewClient(addr, valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}); err == nil {
+			if n.c, err = valkey.NewClient(addr, valkey.Credentials{Username: acl.OperatorUser, Password: sys.OperatorPassword}); err == nil {
 				break
 			}
 		}
@@ -539,7 +376,7 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !enforcesSlotImport(list) {
+		if !acl.EnforcesSlotImport(list) {
 			t.Fatalf("port %d does not enforce the slot import rules: %v", n.port, list)
 		}
 	}
@@ -564,7 +401,7 @@ func TestSlotImportRulesOnValkey9(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if enforcesSlotImport(list) {
+		if acl.EnforcesSlotImport(list) {
 			t.Fatalf("port %d still enforces the slot import rules: %v", n.port, list)
 		}
 	}
@@ -600,4 +437,10 @@ func freePortPair(t *testing.T) int {
 	}
 	t.Fatal("no free port pair")
 	return 0
+}
+
+// sha256Hex is a password's hash as an ACL file holds it.
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

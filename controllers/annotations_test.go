@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/resources"
 )
 
 func TestAnnotationsToPatch(t *testing.T) {
@@ -48,7 +49,7 @@ func TestPatchPodAnnotations(t *testing.T) {
 	vc.Spec.PodAnnotations = map[string]string{"example.com/scrape": "false", "example.com/new": "1"}
 	rc := newResolved()
 	mk := func(name string, annotations map[string]string) *corev1.Pod {
-		p := buildPod(vc, rc, buildValkeyNode(vc, rc, name, 0, ""), "h", v1.ZoneSpreadBestEffort)
+		p := resources.BuildPod(vc, rc, resources.BuildValkeyNode(vc, rc, name, 0, ""), "h", v1.ZoneSpreadBestEffort)
 		p.UID = types.UID("uid-" + name)
 		p.Annotations = annotations
 		return p

@@ -9,21 +9,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/resources"
 )
 
 // TestListNodePodsByIndex: the pods of one cluster come from the cluster index; another
 // cluster's pods in the namespace, and a pod with the cluster's label that no ValkeyNode of it
 // controls, are not among them.
 func TestListNodePodsByIndex(t *testing.T) {
-	rc := &ResolvedConfig{Image: v1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1"}}
+	rc := &resources.ResolvedConfig{Image: v1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1"}}
 	mine := newPassFixture().vc
 	other := mine.DeepCopy()
 	other.Name, other.UID = "other", "0d7a3f3c-0000-4000-8000-0000000000bb"
 	var objs []client.Object
 	for _, vc := range []*v1.ValkeyCluster{mine, other} {
 		for _, name := range []string{vc.Name + "-a", vc.Name + "-b"} {
-			vn := buildValkeyNode(vc, rc, name, 0, "")
-			objs = append(objs, vn, buildPod(vc, rc, vn, "h", v1.ZoneSpreadBestEffort))
+			vn := resources.BuildValkeyNode(vc, rc, name, 0, "")
+			objs = append(objs, vn, resources.BuildPod(vc, rc, vn, "h", v1.ZoneSpreadBestEffort))
 		}
 	}
 	stray := &corev1.Pod{}

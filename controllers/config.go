@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/resources"
 )
 
 // SpecProblem is a reason the spec cannot be carried out (a reference that does not resolve,
@@ -22,22 +23,6 @@ import (
 type SpecProblem struct{ Reason string }
 
 func (p *SpecProblem) Error() string { return p.Reason }
-
-// ResolvedConfig is a ValkeyConfig with its baseRef chain merged and its image resolved.
-type ResolvedConfig struct {
-	// Chain is the config names from the cluster's configRef to the root base.
-	Chain []string
-	// Image is the ValkeyImage the chain resolves to.
-	Image v1.ValkeyImageSpec
-	// Resources are the merged cpu / memory (nil fields: not set anywhere in the chain).
-	Resources v1.ValkeyResources
-	// Valkey is the merged valkey.conf directive map (child keys win).
-	Valkey map[string]string
-	// ACL is the config-level bindings: those of the first config up the chain (from the
-	// cluster's configRef towards the root) that sets acl at all, replacing, never merging with,
-	// its bases'. An explicit empty list there clears the inherited bindings.
-	ACL []v1.ACLBinding
-}
 
 // maxConfigDepth bounds a baseRef chain: at most 10 configs, the cluster's own included
 // (reference/api/valkeyconfig.md). A cycle is reported as a chain that exceeds it, with the
@@ -60,7 +45,7 @@ const (
 // config, base or image, a chain deeper than maxConfigDepth (a cycle among them), or an owned
 // directive in the merged map is a *SpecProblem; API errors other than NotFound are returned as
 // they are.
-func resolveConfig(ctx context.Context, c client.Reader, name string) (*ResolvedConfig, error) {
+func resolveConfig(ctx context.Context, c client.Reader, name string) (*resources.ResolvedConfig, error) {
 	var chain []v1.ValkeyConfig
 	for next := name; next != ""; {
 		if len(chain) >= maxConfigDepth {
@@ -76,7 +61,7 @@ func resolveConfig(ctx context.Context, c client.Reader, name string) (*Resolved
 		chain = append(chain, cfg)
 		next = cfg.Spec.BaseRef
 	}
-	r := &ResolvedConfig{Valkey: map[string]string{}, ACL: configACL(chain)}
+	r := &resources.ResolvedConfig{Valkey: map[string]string{}, ACL: configACL(chain)}
 	imageRef := ""
 	// Walk from the root base to the child so that children override.
 	for i := len(chain) - 1; i >= 0; i-- {
@@ -152,45 +137,13 @@ func resolveRoles(ctx context.Context, c client.Reader, bindings []v1.ACLBinding
 				}
 				return nil, fmt.Errorf("get ValkeyRole %s: %w", p.RoleRef, err)
 			}
-			if err := checkCommands(p.RoleRef, role.Spec); err != nil {
-				return nil, err
+			if problem := acl.CheckCommands(p.RoleRef, role.Spec); problem != "" {
+				return nil, &SpecProblem{Reason: problem}
 			}
 			roles[p.RoleRef] = role.Spec
 		}
 	}
 	return roles, nil
-}
-
-// knownCommandsFile lists Valkey's commands (see the file's header).
-//
-//go:embed valkey_commands.txt
-var knownCommandsFile string
-
-// knownCommands is knownCommandsFile as a set: command and command|subcommand, lowercase.
-var knownCommands = func() map[string]bool {
-	out := map[string]bool{}
-	for _, l := range strings.Split(knownCommandsFile, "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			out[l] = true
-		}
-	}
-	return out
-}()
-
-// checkCommands refuses a role that names a command Valkey does not have: a node refuses an ACL
-// file with an unknown command, and a new node aborts at start on one, so every pod replaced
-// after the edit would fail (found by a break test). Module commands are not known here yet.
-func checkCommands(role string, spec v1.ValkeyRoleSpec) error {
-	for _, c := range spec.Commands {
-		name := strings.ToLower(c.Name)
-		if c.Subcommand != "" {
-			name += "|" + strings.ToLower(c.Subcommand)
-		}
-		if !knownCommands[name] {
-			return &SpecProblem{Reason: fmt.Sprintf("ValkeyRole %q: unknown command %q (neither Valkey 8.0 nor 9.1 has it)", role, name)}
-		}
-	}
-	return nil
 }
 
 // minMaxclients is the lowest maxclients a cluster of nodes runs with: Valkey counts the cluster

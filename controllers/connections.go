@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -21,7 +22,7 @@ import (
 func clusterKey(vc *v1.ValkeyCluster) string { return client.ObjectKeyFromObject(vc).String() }
 
 // nodeAddr is the address the operator reaches a pod's node at.
-func nodeAddr(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(ClientPort)) }
+func nodeAddr(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(resources.ClientPort)) }
 
 // retainConnections closes the connections of nodes that this pass's observation did not
 // query: exactly the pods observe asked (a node view is set on those alone), so a draining

@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/resources"
 )
 
 // ReasonCredentialMissing is the Degraded condition's reason while the operator's credential
@@ -42,7 +43,7 @@ func (e *credentialMissing) message() string {
 		"the original password. The cluster keeps serving, but the operator cannot manage it until the Secret is "+
 		"recreated with that password (from a backup: the nodes hold only its hash; key %q may be left out, the "+
 		"operator takes it back from the masterauth line of key %q in Secret %s)",
-		e.Secret, e.Key, replPasswordKey, authFileName, e.ACLSecret)
+		e.Secret, e.Key, resources.ReplPasswordKey, resources.AuthFileName, e.ACLSecret)
 }
 
 // hasPods reports whether any pod of the cluster exists, whatever its phase: a pod that has

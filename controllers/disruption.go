@@ -38,36 +38,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
 )
-
-// buildDisruptionBudget returns the PodDisruptionBudget of shard index shard, owned by vc, for a
-// shard of which joining live pods are not full copies yet.
-func buildDisruptionBudget(vc *v1.ValkeyCluster, shard int, joining int32) *policyv1.PodDisruptionBudget {
-	meta := objectMeta(vc, v1.ShardDisruptionBudgetName(vc.Name, shard))
-	meta.Labels[v1.LabelShard] = strconv.Itoa(shard)
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: meta,
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(vc.Spec.ReplicasPerShard + joining)),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
-				v1.LabelCluster: vc.Name,
-				v1.LabelShard:   strconv.Itoa(shard),
-			}},
-			// A pod that is not Ready (its container not started yet, its Kubernetes node
-			// lost) serves nothing: holding its eviction back would stall a drain and
-			// protect no data.
-			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
-		},
-	}
-}
 
 // budgetChanges is what ensureDisruptionBudgets writes: the budgets to create (as built), the
 // existing budgets to update (copies with the built spec), and the existing budgets to delete.
@@ -92,7 +70,7 @@ func planDisruptionBudgets(vc *v1.ValkeyCluster, have map[int]*policyv1.PodDisru
 	}
 	var c budgetChanges
 	for shard := range int(vc.Spec.Shards) {
-		want := buildDisruptionBudget(vc, shard, joining[shard])
+		want := resources.BuildDisruptionBudget(vc, shard, joining[shard])
 		b, ok := have[shard]
 		switch {
 		case !ok:

@@ -23,6 +23,7 @@ import (
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -31,7 +32,7 @@ import (
 //
 // A pod the API server refuses ends the pass's creations (creates.go): the refusal is recorded,
 // said at WARN, and the rest of the plan goes on.
-func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, creds, migrate valkey.Credentials, obs *observation, pl plan.Plan) error {
+func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *resources.ResolvedConfig, creds, migrate valkey.Credentials, obs *observation, pl plan.Plan) error {
 	node := func(pod string) (*valkey.Client, error) { return r.nodeClient(vc, obs, pod, creds) }
 	refused := false
 	var deferred error // the errors of steps that hold back nothing after them
@@ -66,7 +67,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					msg, level = logging.MsgMeshMeetIssued, zap.DebugLevel
 				}
 				log.Log(level, msg, logging.Pod(a.Pod), logging.Node(a.NodeID), zap.String(logging.FieldIP, a.IP))
-				err = c.Meet(ctx, a.IP, ClientPort, BusPort)
+				err = c.Meet(ctx, a.IP, resources.ClientPort, resources.BusPort)
 			}
 		case plan.AddSlots:
 			var c *valkey.Client
@@ -283,7 +284,7 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	if obs.tls != nil {
 		setExpiryCondition(st, vc, obs.tls, now)
 	}
-	setZoneSpreadCondition(st, vc.Generation, spreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
+	setZoneSpreadCondition(st, vc.Generation, resources.SpreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
 	if equalStatus(&vc.Status, st) {
 		return h, nil
 	}

@@ -15,12 +15,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/slot"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
+	"github.com/gomomento/valkey-operator/tlsmaterial/tlstest"
 	"github.com/gomomento/valkey-operator/valkey"
 	"github.com/gomomento/valkey-operator/valkey/valkeytest"
 )
@@ -29,10 +32,10 @@ import (
 // connection reaches a scripted node (valkeytest), and says which commands the pass sends, to
 // which node, in which order. The handshake valkey-go sends on each connection is left out.
 
-// execCreds are the operator's credentials in these tests; migrateCreds MigrationUser's.
+// execCreds are the operator's credentials in these tests; migrateCreds acl.MigrationUser's.
 var (
-	execCreds    = valkey.Credentials{Username: OperatorUser, Password: "op-pw"}
-	migrateCreds = valkey.Credentials{Username: MigrationUser, Password: "mig-pw"}
+	execCreds    = valkey.Credentials{Username: acl.OperatorUser, Password: "op-pw"}
+	migrateCreds = valkey.Credentials{Username: acl.MigrationUser, Password: "mig-pw"}
 )
 
 // execFixture is a cluster of pods p0, p1, ... at 10.0.0.1, 10.0.0.2, ..., each pod's node a
@@ -203,7 +206,7 @@ func TestExecuteSetConfig(t *testing.T) {
 
 // TestExecuteClassicMove: a slot between two Valkey 8 nodes moves with the classic protocol, in
 // its order: the target importing, the source migrating, the keys drained in batches under
-// MigrationUser (MIGRATE ... REPLACE AUTH2), then the target told the owner before the source.
+// acl.MigrationUser (MIGRATE ... REPLACE AUTH2), then the target told the owner before the source.
 func TestExecuteClassicMove(t *testing.T) {
 	f := newExecFixture(t, 2)
 	for i := range 2 {
@@ -230,12 +233,12 @@ func TestExecuteClassicMove(t *testing.T) {
 		"1: CLUSTER SETSLOT 42 NODE n1",
 		"0: CLUSTER SETSLOT 42 NODE n1",
 	)
-	// MIGRATE, the only command with key access, runs as MigrationUser; everything else as the
+	// MIGRATE, the only command with key access, runs as acl.MigrationUser; everything else as the
 	// operator.
 	for _, c := range f.fleet.Calls() {
-		want := OperatorUser
+		want := acl.OperatorUser
 		if c.Args[0] == "MIGRATE" {
-			want = MigrationUser
+			want = acl.MigrationUser
 		}
 		if c.User != want {
 			t.Fatalf("%s sent as %s, want %s", c, c.User, want)
@@ -251,7 +254,7 @@ func TestExecuteClassicMove(t *testing.T) {
 // a migration running, and the pass waits for Valkey to say it succeeded.
 func TestExecuteAtomicMove(t *testing.T) {
 	f := newExecFixture(t, 2)
-	repl := strings.Join(slices.Concat([]string{"user", ReplicationUser}, replicationRule(true)), " ")
+	repl := strings.Join(slices.Concat([]string{"user", acl.ReplicationUser}, acl.ReplicationRule(true)), " ")
 	for i := range 2 {
 		f.node(i).On("INFO", valkeytest.Str("# Server\r\nvalkey_version:9.1.2\r\n")).On("ACL LIST", valkeytest.Strs(repl))
 	}
@@ -312,20 +315,20 @@ func TestSetUsersPushesOnlyWhatDiffers(t *testing.T) {
 // a node that already serves it is sent nothing; one still serving the old one after the reload
 // is behind.
 func TestTLSReloadThroughTheSeam(t *testing.T) {
-	ca := newPKI(t, "ca")
+	ca := tlstest.NewPKI(t, "ca")
 	leaf := func() (tls.Certificate, string) {
-		certPEM, keyPEM := ca.issue(leafSpec{})
+		certPEM, keyPEM := ca.Issue(tlstest.Leaf{})
 		c, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c, certFingerprint(c.Certificate[0])
+		return c, tlsmaterial.Fingerprint(c.Certificate[0])
 	}
 	oldCert, _ := leaf()
 	newCert, want := leaf()
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
-	creds := valkey.Credentials{Username: OperatorUser, Password: "op-pw", TLS: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+	roots.AddCert(ca.Cert)
+	creds := valkey.Credentials{Username: acl.OperatorUser, Password: "op-pw", TLS: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		ServerName: func(string) string { return "p0.vc.ns.svc.cluster.local" }}
 	for _, tc := range []struct {
 		name             string

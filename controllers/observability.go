@@ -12,6 +12,7 @@ import (
 	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/slot"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 )
 
 // Kubernetes Events and Prometheus metrics say, in addition to the log stream (whose contract
@@ -112,10 +113,10 @@ func (r *ValkeyClusterReconciler) recordPass(vc *v1.ValkeyCluster, state fsm.Sta
 		o.Nodes = append(o.Nodes, n)
 	}
 	if tm := obs.tls; tm != nil {
-		o.Certificates = map[string]time.Time{tlsCertKey: tm.Leaf.NotAfter}
+		o.Certificates = map[string]time.Time{tlsmaterial.CertKey: tm.Leaf.NotAfter}
 		for _, ca := range tm.CAs {
-			if t, ok := o.Certificates[tlsCAKey]; !ok || ca.NotAfter.Before(t) {
-				o.Certificates[tlsCAKey] = ca.NotAfter
+			if t, ok := o.Certificates[tlsmaterial.CAKey]; !ok || ca.NotAfter.Before(t) {
+				o.Certificates[tlsmaterial.CAKey] = ca.NotAfter
 			}
 		}
 	}

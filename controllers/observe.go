@@ -14,7 +14,9 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -28,7 +30,7 @@ type observation struct {
 	// under).
 	addrs map[string]string
 	// tls is the TLS Secret's material when the cluster runs TLS and it passed validation.
-	tls *tlsMaterial
+	tls *tlsmaterial.Material
 	// stats are the figures of each answering node's INFO that only the metrics use, by pod.
 	stats map[string]valkey.NodeStats
 	// vc is the cluster observed (what its Events are recorded on); nil in tests that build an
@@ -105,10 +107,10 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			// Recomputed from the record, never taken from the pod's annotation, which an older
 			// operator wrote with its own hash function (live settings included): only a deleting
 			// pod keeps the annotation's, and a deleting pod is never counted outdated.
-			p.SpecHash = nodeSpecHash(&vn.Spec)
+			p.SpecHash = resources.NodeSpecHash(&vn.Spec)
 			p.MovedFrom = vn.Annotations[v1.AnnotationMovedFrom]
 			p.Settings = vn.Spec.ValkeySettings
-			p.StartHash = startSpecHash(&vn.Spec)
+			p.StartHash = resources.StartSpecHash(&vn.Spec)
 		}
 		// A deleting pod whose process still runs is asked too: a primary on its way out (a
 		// drain) says which node id it is and whether it still serves, so that its slots are
@@ -122,8 +124,8 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	for name, vn := range nodes {
 		if _, ok := o.pods[name]; !ok && vn.DeletionTimestamp == nil {
 			lost := lostNode(vn)
-			lost.SpecHash = nodeSpecHash(&vn.Spec)
-			lost.StartHash = startSpecHash(&vn.Spec)
+			lost.SpecHash = resources.NodeSpecHash(&vn.Spec)
+			lost.StartHash = resources.StartSpecHash(&vn.Spec)
 			lost.LastNodeID = lastIDs[name]
 			o.snapshot.Pods = append(o.snapshot.Pods, lost)
 		}

@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/resources"
 )
 
 // passFixture is one ValkeyCluster "vc" in namespace "ns" with its config and image, in a fake
@@ -49,9 +50,9 @@ func newPassFixture() *passFixture {
 
 // withPod adds a Running pod of the cluster at ip.
 func (f *passFixture) withPod(name, ip string) *passFixture {
-	rc := &ResolvedConfig{Image: v1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1"}}
-	vn := buildValkeyNode(f.vc, rc, name, 0, "")
-	pod := buildPod(f.vc, rc, vn, "h", v1.ZoneSpreadBestEffort)
+	rc := &resources.ResolvedConfig{Image: v1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1"}}
+	vn := resources.BuildValkeyNode(f.vc, rc, name, 0, "")
+	pod := resources.BuildPod(f.vc, rc, vn, "h", v1.ZoneSpreadBestEffort)
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip}
 	f.objects = append(f.objects, vn, pod)
 	return f
@@ -59,7 +60,7 @@ func (f *passFixture) withPod(name, ip string) *passFixture {
 
 func (f *passFixture) withCredential(password string) *passFixture {
 	f.objects = append(f.objects, &corev1.Secret{
-		ObjectMeta: objectMeta(f.vc, credentialName(f.vc)), Data: map[string][]byte{operatorPasswordKey: []byte(password)}})
+		ObjectMeta: resources.ObjectMeta(f.vc, resources.CredentialSecretName(f.vc)), Data: map[string][]byte{resources.OperatorPasswordKey: []byte(password)}})
 	return f
 }
 
@@ -134,7 +135,7 @@ func TestCredentialGeneratedForNewCluster(t *testing.T) {
 		t.Fatalf("%v, %+v", err, logs.All())
 	}
 	var s corev1.Secret
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "vc-operator-auth"}, &s); err != nil || len(s.Data[operatorPasswordKey]) == 0 {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "vc-operator-auth"}, &s); err != nil || len(s.Data[resources.OperatorPasswordKey]) == 0 {
 		t.Fatalf("no credential generated for a new cluster: %v", err)
 	}
 	if n := podCount(t, c); n != 1 {
@@ -210,7 +211,7 @@ func TestPassBudget(t *testing.T) {
 		// A listener that accepts and never answers, where the pod's node would be.
 		l, err := net.Listen("tcp", nodeAddr("127.0.0.77"))
 		if err != nil {
-			t.Fatalf("cannot listen on 127.0.0.77:%d: %v", ClientPort, err)
+			t.Fatalf("cannot listen on 127.0.0.77:%d: %v", resources.ClientPort, err)
 		}
 		defer func() { _ = l.Close() }()
 		go func() {

@@ -11,10 +11,13 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gomomento/valkey-operator/acl"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/valkey"
+	"github.com/gomomento/valkey-operator/version"
 )
 
 const (
@@ -195,9 +198,9 @@ func (v *versionCache) atomic(ctx context.Context, pod string) bool {
 	}
 	ok := false
 	if c, err := v.node(pod); err == nil {
-		if ver, err := c.Version(ctx); err == nil && valkey9OrLater(ver) {
+		if ver, err := c.Version(ctx); err == nil && version.Parse(ver).AtomicSlotMigration() {
 			list, err := c.ACLList(ctx)
-			ok = err == nil && enforcesSlotImport(list)
+			ok = err == nil && acl.EnforcesSlotImport(list)
 		}
 	}
 	v.seen[pod] = ok
@@ -358,7 +361,7 @@ func moveSlot(ctx context.Context, mig *migrators, ipOf func(string) string, m p
 		}
 		// REPLACE: the source is authoritative for every key it still holds (a key written on
 		// the target during the move was absent from the source, by ASK's rule).
-		if err := mover.MigrateKeys(ctx, ip, ClientPort, keys, migrateTimeout, true); err != nil {
+		if err := mover.MigrateKeys(ctx, ip, resources.ClientPort, keys, migrateTimeout, true); err != nil {
 			return moved, err
 		}
 		moved += len(keys)
@@ -394,7 +397,7 @@ func turnedReplica(err error) bool {
 
 // migrators dials, for one batch of slot moves, the clients of the classic protocol, closed when
 // the batch ends:
-//   - per source node, a pooled client authenticated as MigrationUser, the only system user
+//   - per source node, a pooled client authenticated as acl.MigrationUser, the only system user
 //     with key access: MIGRATE runs under it on the source and its AUTH2 on the target, so no
 //     connection with key access outlives a batch (valkey-go gives each MIGRATE in flight a
 //     connection of its own: the pool caps them, migratorPoolFor);
@@ -423,13 +426,13 @@ type migrators struct {
 const migratorPool = 4 * slotsInFlight
 
 // migratorPoolFor is the pool of each of a batch's two clients of a node (the operator's and
-// MigrationUser's) for a node started with maxclients (its ValkeyNode's valkeySettings; ""
+// acl.MigrationUser's) for a node started with maxclients (its ValkeyNode's resources.ValkeySettings; ""
 // when the ValkeyConfig leaves Valkey's 10000): an eighth of it at most, so that the two take
 // a quarter and a scale-out never takes the connections the applications need. valkey-go runs
 // MIGRATE (it has a timeout) on a pooled connection of its own too, so an uncapped
-// MigrationUser client opened one per slot in flight. Measured with maxclients 48 uncapped:
+// acl.MigrationUser client opened one per slot in flight. Measured with maxclients 48 uncapped:
 // 8702 connections refused on the target, client writes reset, a 3 -> 4 in 4 min 13 s instead
-// of 29 s (break test); the operator's pool alone capped: 12 MigrationUser + 15 operator
+// of 29 s (break test); the operator's pool alone capped: 12 acl.MigrationUser + 15 operator
 // connections on a source at once, still 100-145 refused per source (TestReshardLowMaxclients).
 // Past the cap, moves wait for a free connection of the pool instead of opening one.
 func migratorPoolFor(maxclients string) int {
@@ -460,7 +463,7 @@ func migrator(dial valkey.Dialer, obs *observation, creds, ctl valkey.Credential
 	return &migrators{dialer: dial, addrOf: addrOf, creds: creds, ctl: ctl, poolOf: poolOf, open: map[string]*valkey.Client{}, pooled: map[string]*valkey.Client{}}
 }
 
-// get is the MigrationUser client of pod.
+// get is the acl.MigrationUser client of pod.
 func (m *migrators) get(pod string) (*valkey.Client, error) {
 	return m.dial(m.open, pod, func(addr string) (*valkey.Client, error) {
 		return m.dialer.NewPooledClient(addr, m.creds, m.poolOf(pod))

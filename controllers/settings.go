@@ -19,6 +19,7 @@ import (
 	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -121,8 +122,8 @@ func (r *ValkeyClusterReconciler) recordLiveSettings(ctx context.Context, log *z
 			}
 		}
 	default:
-		if conf := withLiveSettings(cm.Data[configFileName], live); conf != cm.Data[configFileName] {
-			cm.Data[configFileName] = conf
+		if conf := withLiveSettings(cm.Data[resources.ConfigFileName], live); conf != cm.Data[resources.ConfigFileName] {
+			cm.Data[resources.ConfigFileName] = conf
 			if err := r.Update(ctx, &cm); err != nil {
 				return fmt.Errorf("update ConfigMap %s: %w", key.Name, err)
 			}

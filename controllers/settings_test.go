@@ -17,6 +17,7 @@ import (
 	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
 )
 
 // A node's valkey.conf after its live settings changed holds the lines a node created now would
@@ -31,14 +32,14 @@ func TestWithLiveSettingsMatchesANewNode(t *testing.T) {
 			announce = "my-cluster-8c04d.my-cluster.my-app.svc.cluster.local"
 		}
 		rc.Valkey = map[string]string{"maxmemory": "1500mb", "maxmemory-policy": "allkeys-lru", "databases": "4"}
-		before := renderValkeyConf(rc, announce)
+		before := resources.RenderValkeyConf(rc, announce)
 		rc.Valkey = map[string]string{"maxmemory": "2gb", "hz": "20", "databases": "4"}
-		want := renderValkeyConf(rc, announce)
-		got := withLiveSettings(before, liveconf.Live(valkeySettings(rc, tls)))
+		want := resources.RenderValkeyConf(rc, announce)
+		got := withLiveSettings(before, liveconf.Live(resources.ValkeySettings(rc, tls)))
 		if got != want {
 			t.Errorf("tls %v: rewritten\n%s\nwant\n%s", tls, got, want)
 		}
-		if again := withLiveSettings(got, liveconf.Live(valkeySettings(rc, tls))); again != got {
+		if again := withLiveSettings(got, liveconf.Live(resources.ValkeySettings(rc, tls))); again != got {
 			t.Errorf("tls %v: rewriting twice changed the file", tls)
 		}
 	}
@@ -114,7 +115,7 @@ func TestRecordLiveSettingsLeavesForeignConfigMap(t *testing.T) {
 	vn := testNode(vc, "my-cluster-aaaaa", 0, v1.LifecycleActive)
 	vn.Spec.ValkeySettings = map[string]string{"port": "6379", "maxmemory": "100mb"}
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: vc.Namespace, Name: v1.NodeConfigMapName(vn.Name)},
-		Data: map[string]string{configFileName: "maxmemory 100mb\n"}}
+		Data: map[string]string{resources.ConfigFileName: "maxmemory 100mb\n"}}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(vc, vn, foreign).Build()
 	r := &ValkeyClusterReconciler{Client: c, APIReader: c}
 	obs := &observation{vc: vc, nodes: map[string]*v1.ValkeyNode{vn.Name: vn},
@@ -129,8 +130,8 @@ func TestRecordLiveSettingsLeavesForeignConfigMap(t *testing.T) {
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(foreign), &cm); err != nil {
 		t.Fatal(err)
 	}
-	if cm.Data[configFileName] != "maxmemory 100mb\n" {
-		t.Errorf("the foreign ConfigMap was changed: %q", cm.Data[configFileName])
+	if cm.Data[resources.ConfigFileName] != "maxmemory 100mb\n" {
+		t.Errorf("the foreign ConfigMap was changed: %q", cm.Data[resources.ConfigFileName])
 	}
 	var got v1.ValkeyNode
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(vn), &got); err != nil {

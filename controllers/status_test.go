@@ -12,6 +12,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
 )
 
@@ -249,7 +250,7 @@ func TestFormedAt(t *testing.T) {
 // A Ready cluster is observed again within one cluster-node-timeout, so that a quorum lost to a
 // cut network (no watch event) is taken over while the cut lasts (chaos seed 20261201: 15 s).
 func TestHealthyIntervalIsNodeTimeout(t *testing.T) {
-	if healthyInterval != time.Duration(clusterNodeTimeoutMS)*time.Millisecond || healthyInterval >= TickInterval {
-		t.Fatalf("healthyInterval %s, want cluster-node-timeout (%d ms), below the tick (%s)", healthyInterval, clusterNodeTimeoutMS, TickInterval)
+	if healthyInterval != time.Duration(resources.ClusterNodeTimeoutMS)*time.Millisecond || healthyInterval >= TickInterval {
+		t.Fatalf("healthyInterval %s, want cluster-node-timeout (%d ms), below the tick (%s)", healthyInterval, resources.ClusterNodeTimeoutMS, TickInterval)
 	}
 }

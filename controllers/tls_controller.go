@@ -23,9 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
+	"github.com/gomomento/valkey-operator/resources"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -46,7 +49,7 @@ import (
 //  4. A node that cannot be reached or refuses the reload is logged at WARN, `TLS reload
 //     failed, will retry next tick` (once per tick and error), and tried again with rule 2's
 //     delay; the others go on.
-//  5. On the tick, a leaf or CA of the Secret that expires within tlsExpiryWarning (or has
+//  5. On the tick, a leaf or CA of the Secret that expires within tlsmaterial.ExpiryWarning (or has
 //     expired) is logged at WARN, `TLS certificate expires soon`; the cluster controller sets
 //     the CertificateExpiring condition from the same check. Expiry never makes a cluster
 //     Invalid.
@@ -139,7 +142,7 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{RequeueAfter: TickInterval}, err
 	}
 	if r.expires.due(req.String(), now) {
-		for _, e := range tlsExpiring(tm, now) {
+		for _, e := range tlsmaterial.Expiring(tm, now) {
 			recordEvent(r.Events, &vc, true, EventCertExpiring, "Observe", "TLS Secret %q: %s (%s) expires at %s", vc.Spec.TLS.SecretRef, e.Key, e.Subject,
 				e.NotAfter.UTC().Format(time.RFC3339))
 			log.Warn(logging.MsgTLSExpiring, zap.String(logging.FieldSecret, vc.Spec.TLS.SecretRef), zap.String(logging.FieldKey, e.Key),
@@ -229,9 +232,9 @@ func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr strin
 // tlsFileParams points a node at its mounted certificate files, which makes it re-read them.
 func tlsFileParams() map[string]string {
 	return map[string]string{
-		"tls-cert-file":    tlsMountPath + "/" + tlsCertKey,
-		"tls-key-file":     tlsMountPath + "/" + tlsKeyKey,
-		"tls-ca-cert-file": tlsMountPath + "/" + tlsCAKey,
+		"tls-cert-file":    resources.TLSMountPath + "/" + tlsmaterial.CertKey,
+		"tls-key-file":     resources.TLSMountPath + "/" + tlsmaterial.KeyKey,
+		"tls-ca-cert-file": resources.TLSMountPath + "/" + tlsmaterial.CAKey,
 	}
 }
 
@@ -267,18 +270,18 @@ func servedFingerprint(ctx context.Context, dial valkey.Dialer, addr, serverName
 	if len(certs) == 0 {
 		return "", fmt.Errorf("tls handshake with %s: no certificate served", addr)
 	}
-	return certFingerprint(certs[0].Raw), nil
+	return tlsmaterial.Fingerprint(certs[0].Raw), nil
 }
 
 // credentials reads the operator's credentials for vc from the cache; ok is false while the
 // Secret does not exist (the cluster controller creates it, or says it is missing).
 func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (valkey.Credentials, bool, error) {
-	s, ok, err := ownedSecret(ctx, r.APIReader, vc, credentialName(vc))
+	s, ok, err := ownedSecret(ctx, r.APIReader, vc, resources.CredentialSecretName(vc))
 	if err != nil || !ok {
 		return valkey.Credentials{}, false, err
 	}
-	pw := string(s.Data[operatorPasswordKey])
-	return valkey.Credentials{Username: OperatorUser, Password: pw}, pw != "", nil
+	pw := string(s.Data[resources.OperatorPasswordKey])
+	return valkey.Credentials{Username: acl.OperatorUser, Password: pw}, pw != "", nil
 }
 
 // forget drops what the controller keeps of a cluster.

@@ -21,12 +21,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/valkey"
+	"github.com/gomomento/valkey-operator/version"
 )
 
 // Requeue intervals.
@@ -46,7 +50,7 @@ const (
 	// cluster-node-timeout: the reachable nodes flag a silent one no sooner, and the quorum
 	// planner judges a primary gone from their flags. The heartbeat lines keep their 30 s
 	// rhythm (tickLog), and a pass that changes nothing writes nothing.
-	healthyInterval = clusterNodeTimeoutMS * time.Millisecond
+	healthyInterval = resources.ClusterNodeTimeoutMS * time.Millisecond
 )
 
 // ValkeyClusterReconciler reconciles ValkeyCluster objects: it creates the cluster's Service,
@@ -161,15 +165,15 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var rc *ResolvedConfig
-	var acl *resolvedACL
+	var rc *resources.ResolvedConfig
+	var users *resolvedACL
 	if problem == "" {
-		if rc, acl, problem, err = r.load(ctx, &vc); err != nil {
+		if rc, users, problem, err = r.load(ctx, &vc); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	var creds, migrate valkey.Credentials
-	var sys systemUsers
+	var sys acl.SystemUsers
 	var hash string
 	if problem == "" {
 		sys, creds, migrate, err = r.ensureObjects(ctx, log, &vc, rc)
@@ -187,8 +191,8 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	// hash, built once per pass.
 	var desired *v1.ValkeyNodeSpec
 	if problem == "" {
-		desired = &buildValkeyNode(&vc, rc, "", 0, "").Spec
-		hash = nodeSpecHash(desired)
+		desired = &resources.BuildValkeyNode(&vc, rc, "", 0, "").Spec
+		hash = resources.NodeSpecHash(desired)
 		if tm != nil {
 			creds.TLS = r.tls.get(clusterKey(&vc), tm)
 			migrate.TLS = creds.TLS
@@ -201,10 +205,10 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	creds, migrate = withTLS(&vc, creds, creds.TLS, obs.addrs), withTLS(&vc, migrate, migrate.TLS, obs.addrs)
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
-	obs.snapshot.AtomicMoves = rc != nil && valkey9OrLater(rc.Image.Version)
+	obs.snapshot.AtomicMoves = rc != nil && version.Parse(rc.Image.Version).AtomicSlotMigration()
 	if desired != nil {
 		obs.snapshot.Settings = desired.ValkeySettings
-		obs.snapshot.StartHash = startSpecHash(desired)
+		obs.snapshot.StartHash = resources.StartSpecHash(desired)
 	}
 	refusedWait := time.Duration(0)
 	obs.snapshot.CreateRefused, obs.snapshot.CreateHeld, refusedWait = r.creates.state(clusterKey(&vc), vc.Generation, obs.snapshot.Now)
@@ -263,7 +267,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		// The ACL Secret goes before the steps: a pod this pass creates mounts it. It is rendered
 		// from this pass's observation, which says whether a reshard is pending (SlotImport).
 		sys.SlotImport = sys.Atomic && plan.ReshardPending(obs.snapshot)
-		if err := r.apply(ctx, buildSecret(&vc, renderACL(acl.bindings, acl.roles, sys), sys.ReplPassword)); err != nil {
+		if err := r.apply(ctx, resources.BuildACLSecret(&vc, acl.Render(users.bindings, users.roles, sys), sys.ReplPassword)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -312,7 +316,7 @@ type resolvedACL struct {
 // Secret that fails is the reason the cluster is Invalid, said once per new reason on the TLS
 // target in the original's words. Its nodes are left as they are, serving the certificate they
 // have. Nil material and no problem for a cluster without TLS.
-func (r *ValkeyClusterReconciler) validateTLS(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster) (*tlsMaterial, string, error) {
+func (r *ValkeyClusterReconciler) validateTLS(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster) (*tlsmaterial.Material, string, error) {
 	if vc.Spec.TLS == nil {
 		return nil, "", nil
 	}
@@ -333,7 +337,7 @@ func (r *ValkeyClusterReconciler) validateTLS(ctx context.Context, log *zap.Logg
 // roles. A reference that does not resolve, or a username bound twice, is returned as problem
 // (the cluster goes Invalid, and its nodes keep the ACL they have); err is a transient API
 // error.
-func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster) (*ResolvedConfig, *resolvedACL, string, error) {
+func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster) (*resources.ResolvedConfig, *resolvedACL, string, error) {
 	// Admission refuses these; a cluster stored before a rule existed still must not put them
 	// on a pod (an annotation that loosens its confinement, or more than a pod can carry).
 	if err := v1.CheckPodAnnotations(vc.Spec.PodAnnotations); err != nil {
@@ -349,9 +353,9 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 	if problem := maxclientsProblem(rc.Valkey["maxclients"], int(vc.Spec.Shards)*(int(vc.Spec.ReplicasPerShard)+1)); problem != "" {
 		return nil, nil, problem, nil
 	}
-	bindings, err := mergeBindings(rc.ACL, vc.Spec.ACL)
-	if errors.As(err, &sp) {
-		return nil, nil, sp.Reason, nil
+	bindings, problem := acl.MergeBindings(rc.ACL, vc.Spec.ACL)
+	if problem != "" {
+		return nil, nil, problem, nil
 	}
 	roles, err := resolveRoles(ctx, r.Client, bindings)
 	if errors.As(err, &sp) {
@@ -370,7 +374,7 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 // Each of them, and the ACL Secret, is used only when the cluster controls it (ownership.go): an
 // object of one of their names that it does not control is returned as a *SpecProblem, before
 // any pod could mount it.
-func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig) (sys systemUsers, creds, migrate valkey.Credentials, err error) {
+func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *resources.ResolvedConfig) (sys acl.SystemUsers, creds, migrate valkey.Credentials, err error) {
 	if err = r.recheckForeign(ctx, vc); err != nil {
 		return sys, creds, migrate, err
 	}
@@ -383,13 +387,13 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	if sys.LegacyReplication, err = r.legacyReplication(ctx, vc); err != nil {
 		return sys, creds, migrate, err
 	}
-	sys.SetUsers = !aclLoadSafe(rc.Image.Version)
-	sys.Atomic = aclLoadSafe(rc.Image.Version)
-	creds = valkey.Credentials{Username: OperatorUser, Password: sys.OperatorPassword}
-	migrate = valkey.Credentials{Username: MigrationUser, Password: sys.MigratePassword}
+	sys.SetUsers = !version.Parse(rc.Image.Version).SafeACLLoad()
+	sys.Atomic = version.Parse(rc.Image.Version).AtomicSlotMigration()
+	creds = valkey.Credentials{Username: acl.OperatorUser, Password: sys.OperatorPassword}
+	migrate = valkey.Credentials{Username: acl.MigrationUser, Password: sys.MigratePassword}
 
 	var svc corev1.Service
-	err = r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: serviceName(vc)}, &svc)
+	err = r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: resources.ServiceName(vc)}, &svc)
 	switch {
 	case err == nil && !metav1.IsControlledBy(&svc, vc):
 		r.foreign.add(clusterKey(vc), objectRef{"Service", svc.Name})
@@ -397,12 +401,12 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	case apierrors.IsNotFound(err):
 		// The cache holds only labelled Services: one of this name without the label is
 		// found by a read of the API server.
-		if exists, err := r.checkOwned(ctx, vc, &corev1.Service{}, "Service", serviceName(vc)); err != nil || exists {
+		if exists, err := r.checkOwned(ctx, vc, &corev1.Service{}, "Service", resources.ServiceName(vc)); err != nil || exists {
 			return sys, creds, migrate, err
 		}
 		log.Info(logging.MsgCreatingService)
-		if err := r.Create(ctx, buildService(vc)); apierrors.IsAlreadyExists(err) {
-			_, err = r.checkOwned(ctx, vc, &corev1.Service{}, "Service", serviceName(vc))
+		if err := r.Create(ctx, resources.BuildService(vc)); apierrors.IsAlreadyExists(err) {
+			_, err = r.checkOwned(ctx, vc, &corev1.Service{}, "Service", resources.ServiceName(vc))
 			return sys, creds, migrate, err
 		} else if err != nil {
 			return sys, creds, migrate, fmt.Errorf("create service: %w", err)
@@ -416,7 +420,7 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 // checkACLSecret returns a *SpecProblem when a Secret of the ACL Secret's name exists that vc
 // does not control: the pass renders and mounts that Secret into every pod.
 func (r *ValkeyClusterReconciler) checkACLSecret(ctx context.Context, vc *v1.ValkeyCluster) error {
-	_, err := r.checkOwned(ctx, vc, &corev1.Secret{}, "Secret", secretName(vc))
+	_, err := r.checkOwned(ctx, vc, &corev1.Secret{}, "Secret", resources.ACLSecretName(vc))
 	return err
 }
 
@@ -442,34 +446,34 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 // a cluster that has no pod yet. Missing under a cluster that has pods, it is a
 // *credentialMissing: never regenerated (see credential.go). A Secret from an operator that
 // had no replication user gets its repl-password key added (see replPassword).
-func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (systemUsers, error) {
+func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (acl.SystemUsers, error) {
 	var s corev1.Secret
-	key := types.NamespacedName{Namespace: vc.Namespace, Name: credentialName(vc)}
+	key := types.NamespacedName{Namespace: vc.Namespace, Name: resources.CredentialSecretName(vc)}
 	err := r.APIReader.Get(ctx, key, &s)
 	if apierrors.IsNotFound(err) {
 		live, err := r.hasPods(ctx, vc)
 		if err != nil {
-			return systemUsers{}, err
+			return acl.SystemUsers{}, err
 		}
 		if live {
-			return systemUsers{}, &credentialMissing{Secret: key.Name, Key: operatorPasswordKey, ACLSecret: secretName(vc)}
+			return acl.SystemUsers{}, &credentialMissing{Secret: key.Name, Key: resources.OperatorPasswordKey, ACLSecret: resources.ACLSecretName(vc)}
 		}
-		fresh, err := buildCredentialSecret(vc)
+		fresh, err := resources.BuildCredentialSecret(vc)
 		if err != nil {
-			return systemUsers{}, err
+			return acl.SystemUsers{}, err
 		}
 		if err := r.Create(ctx, fresh); err != nil {
 			if !apierrors.IsAlreadyExists(err) {
-				return systemUsers{}, fmt.Errorf("create credential secret: %w", err)
+				return acl.SystemUsers{}, fmt.Errorf("create credential secret: %w", err)
 			}
 			if err := r.APIReader.Get(ctx, key, &s); err != nil {
-				return systemUsers{}, fmt.Errorf("get credential secret: %w", err)
+				return acl.SystemUsers{}, fmt.Errorf("get credential secret: %w", err)
 			}
 		} else {
 			s = *fresh
 		}
 	} else if err != nil {
-		return systemUsers{}, fmt.Errorf("get credential secret: %w", err)
+		return acl.SystemUsers{}, fmt.Errorf("get credential secret: %w", err)
 	}
 	if !metav1.IsControlledBy(&s, vc) {
 		// A Secret the user restored by hand (from a backup, after it was deleted: see
@@ -479,45 +483,45 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 		// password.
 		live, err := r.hasPods(ctx, vc)
 		if err != nil {
-			return systemUsers{}, err
+			return acl.SystemUsers{}, err
 		}
 		if !live || metav1.GetControllerOf(&s) != nil {
 			r.foreign.add(clusterKey(vc), objectRef{"Secret", s.Name})
-			return systemUsers{}, notControlled("Secret", s.Name, vc.Name)
+			return acl.SystemUsers{}, notControlled("Secret", s.Name, vc.Name)
 		}
-		s.OwnerReferences = append(s.OwnerReferences, ownerRef(vc))
+		s.OwnerReferences = append(s.OwnerReferences, resources.OwnerRef(vc))
 		if err := r.Update(ctx, &s); err != nil {
-			return systemUsers{}, fmt.Errorf("adopt restored credential secret: %w", err)
+			return acl.SystemUsers{}, fmt.Errorf("adopt restored credential secret: %w", err)
 		}
 	}
 	r.foreign.drop(clusterKey(vc), objectRef{"Secret", s.Name})
-	pw := string(s.Data[operatorPasswordKey])
+	pw := string(s.Data[resources.OperatorPasswordKey])
 	if pw == "" {
-		return systemUsers{}, fmt.Errorf("credential secret %s has no key %q", s.Name, operatorPasswordKey)
+		return acl.SystemUsers{}, fmt.Errorf("credential secret %s has no key %q", s.Name, resources.OperatorPasswordKey)
 	}
-	repl := string(s.Data[replPasswordKey])
+	repl := string(s.Data[resources.ReplPasswordKey])
 	if repl == "" {
 		if repl, err = r.replPassword(ctx, vc); err != nil {
-			return systemUsers{}, err
+			return acl.SystemUsers{}, err
 		}
-		s.Data[replPasswordKey] = []byte(repl)
+		s.Data[resources.ReplPasswordKey] = []byte(repl)
 		if err := r.Update(ctx, &s); err != nil {
-			return systemUsers{}, fmt.Errorf("add %s to credential secret: %w", replPasswordKey, err)
+			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", resources.ReplPasswordKey, err)
 		}
 	}
-	migrate := string(s.Data[migratePasswordKey])
+	migrate := string(s.Data[resources.MigratePasswordKey])
 	if migrate == "" {
 		// The Secret predates the migration user: no node uses its password yet, so a new one
 		// is safe; the ACL controller gives it to every node.
-		if migrate, err = newPassword(); err != nil {
-			return systemUsers{}, err
+		if migrate, err = resources.NewPassword(); err != nil {
+			return acl.SystemUsers{}, err
 		}
-		s.Data[migratePasswordKey] = []byte(migrate)
+		s.Data[resources.MigratePasswordKey] = []byte(migrate)
 		if err := r.Update(ctx, &s); err != nil {
-			return systemUsers{}, fmt.Errorf("add %s to credential secret: %w", migratePasswordKey, err)
+			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", resources.MigratePasswordKey, err)
 		}
 	}
-	return systemUsers{OperatorPassword: pw, ReplPassword: repl, MigratePassword: migrate}, nil
+	return acl.SystemUsers{OperatorPassword: pw, ReplPassword: repl, MigratePassword: migrate}, nil
 }
 
 // replPassword is the replication password for a credential Secret that lacks it: the one the
@@ -527,7 +531,7 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 // so no node uses one yet).
 func (r *ValkeyClusterReconciler) replPassword(ctx context.Context, vc *v1.ValkeyCluster) (string, error) {
 	var s corev1.Secret
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: secretName(vc)}, &s)
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: resources.ACLSecretName(vc)}, &s)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("get acl secret: %w", err)
 	}
@@ -535,22 +539,22 @@ func (r *ValkeyClusterReconciler) replPassword(ctx context.Context, vc *v1.Valke
 		s = corev1.Secret{} // not the cluster's: its masterauth is nobody's password to trust
 	}
 	var user, pw string
-	for _, line := range strings.Split(string(s.Data[authFileName]), "\n") {
+	for _, line := range strings.Split(string(s.Data[resources.AuthFileName]), "\n") {
 		if k, v, ok := strings.Cut(line, " "); ok && k == "masteruser" {
 			user = v
 		} else if ok && k == "masterauth" {
 			pw = v
 		}
 	}
-	if user == ReplicationUser && pw != "" {
+	if user == acl.ReplicationUser && pw != "" {
 		return pw, nil
 	}
-	return newPassword()
+	return resources.NewPassword()
 }
 
 // legacyReplication reports whether a live pod of vc was started by an operator whose replicas
 // authenticated as the operator's user (it lacks the replication-user annotation): see
-// systemUsers.LegacyReplication. Read from the cache: the operator never creates such a pod, so
+// acl.SystemUsers.LegacyReplication. Read from the cache: the operator never creates such a pod, so
 // a stale list can only keep the transition a moment longer.
 func (r *ValkeyClusterReconciler) legacyReplication(ctx context.Context, vc *v1.ValkeyCluster) (bool, error) {
 	var list corev1.PodList

@@ -17,6 +17,8 @@ import (
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -30,9 +32,9 @@ import (
 // server refuses, or one of the node's names already taken by an object the node does not
 // control, is returned as refused: the ValkeyNode is deleted again at once (creates.go), and err
 // says only whether that deletion failed.
-func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *ResolvedConfig, obs *observation, a plan.CreatePod) (refused *createRefused, err error) {
+func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *resources.ResolvedConfig, obs *observation, a plan.CreatePod) (refused *createRefused, err error) {
 	shard := a.Shard
-	vn := buildValkeyNode(vc, rc, newPodName(vc), shard, fsm.JoinType(obs.snapshot, shard))
+	vn := resources.BuildValkeyNode(vc, rc, resources.NewPodName(vc), shard, fsm.JoinType(obs.snapshot, shard))
 	if a.MovedFrom != "" {
 		if vn.Annotations == nil {
 			vn.Annotations = map[string]string{}
@@ -55,17 +57,17 @@ func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logge
 	}
 	announce := ""
 	if vc.Spec.TLS != nil {
-		announce = podDNSName(vc, vn.Name)
+		announce = tlsmaterial.PodDNSName(vc, vn.Name)
 	}
-	err = r.Create(ctx, buildNodeConfigMap(vc, vn, renderValkeyConf(rc, announce)))
+	err = r.Create(ctx, resources.BuildNodeConfigMap(vc, vn, resources.RenderValkeyConf(rc, announce)))
 	if apierrors.IsAlreadyExists(err) {
 		err = r.checkCollision(ctx, vn, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: vn.Namespace, Name: v1.NodeConfigMapName(vn.Name)}}, "ConfigMap")
 	} else if err != nil {
 		err = refusal(vn.Name, fmt.Errorf("ConfigMap %s: %w", v1.NodeConfigMapName(vn.Name), err))
 	}
 	if err == nil {
-		pod := buildPod(vc, rc, vn, obs.snapshot.SpecHash, r.DefaultZoneSpread)
-		placeInZones(pod, vc, r.DefaultZoneSpread, a.Zone, a.Avoid)
+		pod := resources.BuildPod(vc, rc, vn, obs.snapshot.SpecHash, r.DefaultZoneSpread)
+		resources.PlaceInZones(pod, vc, r.DefaultZoneSpread, a.Zone, a.Avoid)
 		err = r.Create(ctx, pod)
 		if apierrors.IsAlreadyExists(err) {
 			err = r.checkCollision(ctx, vn, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: vn.Namespace, Name: vn.Name}}, "Pod")

@@ -23,6 +23,7 @@ import (
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/valkey"
 )
@@ -41,7 +42,7 @@ func testScheme(t *testing.T) *runtime.Scheme {
 
 // testNode is a ValkeyNode of vc named name, with a UID, in lifecycle lc.
 func testNode(vc *v1.ValkeyCluster, name string, shard int, lc v1.NodeLifecycle) *v1.ValkeyNode {
-	vn := buildValkeyNode(vc, newResolved(), name, shard, "")
+	vn := resources.BuildValkeyNode(vc, newResolved(), name, shard, "")
 	vn.UID = types.UID("uid-" + name)
 	vn.Spec.Lifecycle = lc
 	return vn
@@ -79,7 +80,7 @@ func TestObserveJoinsNodesAndPods(t *testing.T) {
 	objs := []client.Object{vc, joining, lost, foreign,
 		testPod(vc, joining.Name, 0, nodeRef(joining)),
 		testPod(vc, gone.Name, 0, nodeRef(gone)),
-		testPod(vc, "my-cluster-ddddd", 0, ownerRef(vc)),
+		testPod(vc, "my-cluster-ddddd", 0, resources.OwnerRef(vc)),
 		testPod(vc, foreign.Name, 0, nodeRef(foreign)),
 		testPod(vc, "my-cluster-fffff", 0, metav1.OwnerReference{APIVersion: v1.GroupVersion.String(), Kind: "ValkeyNode",
 			Name: "my-cluster-fffff", UID: "made-up", Controller: ptr.To(true)}),
@@ -96,8 +97,8 @@ func TestObserveJoinsNodesAndPods(t *testing.T) {
 	}
 	// A node's spec hash is what its ValkeyNode records it was built from, pod or no pod.
 	want := []fsm.Pod{
-		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: nodeSpecHash(&joining.Spec), StartHash: startSpecHash(&joining.Spec), Settings: joining.Spec.ValkeySettings},
-		{Name: lost.Name, Shard: 1, Phase: fsm.PodFailed, Failure: "pod missing", Lifecycle: "Active", SpecHash: nodeSpecHash(&lost.Spec), StartHash: startSpecHash(&lost.Spec)},
+		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: resources.NodeSpecHash(&joining.Spec), StartHash: resources.StartSpecHash(&joining.Spec), Settings: joining.Spec.ValkeySettings},
+		{Name: lost.Name, Shard: 1, Phase: fsm.PodFailed, Failure: "pod missing", Lifecycle: "Active", SpecHash: resources.NodeSpecHash(&lost.Spec), StartHash: resources.StartSpecHash(&lost.Spec)},
 		{Name: gone.Name, Shard: 0, Phase: fsm.PodPending, Deleting: true},
 	}
 	if len(obs.snapshot.Pods) != len(want) {
@@ -223,7 +224,7 @@ func TestClusterOf(t *testing.T) {
 	if got := names(testPod(vc, vn.Name, 0, nodeRef(vn))); !slices.Equal(got, want) {
 		t.Errorf("node pod -> %v", got)
 	}
-	if got := names(buildNodeConfigMap(vc, vn, "")); !slices.Equal(got, want) {
+	if got := names(resources.BuildNodeConfigMap(vc, vn, "")); !slices.Equal(got, want) {
 		t.Errorf("node ConfigMap -> %v", got)
 	}
 	stranger := testPod(vc, "x", 0, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", Controller: ptrTrue()})

@@ -19,6 +19,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/resources"
 )
 
 // Zones: the operator reads the Kubernetes nodes (from its cache, stripped to what is used
@@ -58,7 +59,7 @@ type nodeZones struct {
 // observeZones lists the nodes from the cache. A cluster's zones are those of the nodes its
 // placement allows (nodeSelector, placement.zones); a zone is up when one of them is Ready, not
 // cordoned, not being deleted, and carries no NoSchedule or NoExecute taint the pods do not
-// tolerate (they tolerate only arm64Toleration).
+// tolerate (they tolerate only resources.Arm64Toleration).
 func (r *ValkeyClusterReconciler) observeZones(ctx context.Context, vc *v1.ValkeyCluster) (nodeZones, error) {
 	var list corev1.NodeList
 	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
@@ -111,7 +112,7 @@ func takesPods(n *corev1.Node) bool {
 	}
 	for i := range n.Spec.Taints {
 		t := &n.Spec.Taints[i]
-		if t.Effect != corev1.TaintEffectPreferNoSchedule && !arm64Toleration.ToleratesTaint(klog.Background(), t, false) {
+		if t.Effect != corev1.TaintEffectPreferNoSchedule && !resources.Arm64Toleration.ToleratesTaint(klog.Background(), t, false) {
 			return false
 		}
 	}
@@ -201,7 +202,7 @@ func zoneSpreadShort(mode v1.ZoneSpread, s fsm.Snapshot) string {
 // required to keep its shards' copies apart (zoneSpreadShort); the ZoneSpreadDegraded condition
 // says the same.
 func (r *ValkeyClusterReconciler) warnZoneSpread(log *zap.Logger, vc *v1.ValkeyCluster, obs *observation) {
-	msg := zoneSpreadShort(spreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
+	msg := zoneSpreadShort(resources.SpreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
 	if msg == "" || !r.ticks.due("zones/"+clusterKey(vc), time.Now()) {
 		return
 	}

@@ -3,12 +3,12 @@ package fsm
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/slot"
+	"github.com/gomomento/valkey-operator/version"
 )
 
 // Snapshot is one read-only observation of a cluster, made by the controller at the start of a
@@ -218,25 +218,18 @@ type Node struct {
 	ConfigErr string
 }
 
-// Major is the major number of the node's Valkey version; 0 when it is unknown or does not
-// parse.
-func (n *Node) Major() int {
+// Valkey is the node's release, for what it can do (package version): the zero (unknown)
+// Valkey when the node or its version is unknown.
+func (n *Node) Valkey() version.Valkey {
 	if n == nil {
-		return 0
+		return version.Valkey{}
 	}
-	return MajorVersion(n.Version)
+	return version.Parse(n.Version)
 }
 
-// MajorVersion is the major number of a Valkey version such as "8.0.1"; 0 when it does not
+// Major is the major number of the node's Valkey version; 0 when it is unknown or does not
 // parse.
-func MajorVersion(version string) int {
-	major, _, _ := strings.Cut(version, ".")
-	m, err := strconv.Atoi(major)
-	if err != nil {
-		return 0
-	}
-	return m
-}
+func (n *Node) Major() int { return n.Valkey().Major() }
 
 // DesiredNodes is shards × (replicas + 1).
 func (s Snapshot) DesiredNodes() int { return s.Shards * (s.ReplicasPerShard + 1) }
@@ -261,6 +254,16 @@ func (s Snapshot) LivePods() []Pod {
 // is still forgotten only when Valkey itself flags it `fail`.
 func (p Pod) Lost() bool {
 	return p.NodeLost && !p.Deleting && (p.Node == nil || !p.Node.Reachable)
+}
+
+// ClaimedID is the node id p's pod claims: the one its node reports now when it answers with
+// one (what it says now wins over the last status), else the one the last status recorded for
+// it; "" when neither is known. A silent node is not taken to be gone: it still claims its id.
+func (p Pod) ClaimedID() string {
+	if p.Node != nil && p.Node.Reachable && p.Node.ID != "" {
+		return p.Node.ID
+	}
+	return p.LastNodeID
 }
 
 // ShardPods returns the live pods of each shard 0..Shards-1.

@@ -5,7 +5,7 @@
 //
 // The allowlist is conservative: every entry was set with CONFIG SET and read back with
 // CONFIG GET on valkey-server 8.0.1 and 9.1.2, and none is a secret or a directive the operator
-// forces (controllers/build.go, confDirectives). A setting not listed here needs a new pod.
+// forces (resources/conf.go, confDirectives). A setting not listed here needs a new pod.
 // notify-keyspace-events is not listed: 8.0.1 reads `KEg$lshzxetmdn` back as `AKEm`, so a value
 // with `n` would never verify and be set again on every pass.
 package liveconf

@@ -95,10 +95,7 @@ func leavingIDs(s fsm.Snapshot, live []fsm.Pod) map[string]bool {
 		if !p.Deleting {
 			continue
 		}
-		id := p.LastNodeID
-		if p.Node != nil && p.Node.Reachable && p.Node.ID != "" {
-			id = p.Node.ID
-		}
+		id := p.ClaimedID()
 		if id == "" {
 			continue
 		}
@@ -149,11 +146,7 @@ func mayRun(s fsm.Snapshot, id string) bool {
 		if !running {
 			continue
 		}
-		claims := p.LastNodeID
-		if p.Node != nil && p.Node.Reachable && p.Node.ID != "" {
-			claims = p.Node.ID
-		}
-		if claims == id || claims == "" {
+		if claims := p.ClaimedID(); claims == id || claims == "" {
 			return true
 		}
 	}

@@ -123,10 +123,7 @@ func ownerOf(s fsm.Snapshot, id string) (*fsm.Pod, bool) {
 	for i, p := range s.Pods {
 		live := !p.Deleting && p.Phase != fsm.PodFailed && p.Phase != fsm.PodSucceeded
 		answered := p.Node != nil && p.Node.Reachable && p.Node.ID != ""
-		claims := p.LastNodeID == id
-		if answered {
-			claims = p.Node.ID == id // what it says now wins over the last status
-		}
+		claims := p.ClaimedID() == id
 		switch {
 		case live && !answered && claims:
 			return nil, false // its pod runs; only its node is silent

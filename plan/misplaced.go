@@ -12,7 +12,7 @@ import (
 // replacement are all per label. Valkey's view can stray from it: a misplaced replica X (of
 // shard a by its label) follows the primary P of another shard b. Valkey puts it there by itself
 // when replica migration is on (cluster-allow-replica-migration yes, Valkey's default, which the
-// operator keeps: see controllers/build.go): a replica moves to a primary left without working replicas, and when that primary then dies
+// operator keeps: see resources/conf.go): a replica moves to a primary left without working replicas, and when that primary then dies
 // the replica promoted in its place serves the slots of a shard it is not labelled with, while
 // the shard's own nodes follow it. A scale-in does it too: a primary that gives away its last
 // slot makes itself, and its replicas, replicas of the node that took it.

@@ -96,7 +96,7 @@ func planUpgrade(in Input) Step {
 			if why := servedRecently(s, p); why != "" {
 				return Step{Wait: why}
 			}
-			if p.SpecHash != s.SpecHash && p.Node.Major() >= 9 {
+			if p.SpecHash != s.SpecHash && p.Node.Valkey().HandsOverOnSIGTERM() {
 				d.Reason = RetireOutdated // only a 9.x node is held; an 8.x one was interrupted
 			}
 		}
@@ -370,7 +370,7 @@ func retireStep(s fsm.Snapshot, shard int, p fsm.Pod, reason string) Step {
 // MOVED answers, not from dialling an address that is gone: measured, a Valkey 9 primary of a
 // removed shard deleted 65 ms after its last slots moved left two of them refusing writes for
 // 1.2 s, the writer's dials to the vanished pod IP timing out. A Valkey 8 pod's preStop hook holds
-// every deleted pod 5 s already (controllers/probe.go); a Valkey 9 pod has no hook (it hands over
+// every deleted pod 5 s already (resources/probe.go); a Valkey 9 pod has no hook (it hands over
 // by itself on SIGTERM), so the hold is the operator's.
 const MovedHold = 3 * time.Second
 
@@ -379,7 +379,7 @@ const MovedHold = 3 * time.Second
 // hand them over, less than MovedHold ago (fsm.Pod.ServedAt; unknown after a restart, when the
 // lease alone took longer).
 func servedRecently(s fsm.Snapshot, p fsm.Pod) string {
-	if p.Node == nil || p.Node.Major() < 9 || p.ServedAt.IsZero() || len(p.Node.MySlots) > 0 {
+	if p.Node == nil || !p.Node.Valkey().HandsOverOnSIGTERM() || p.ServedAt.IsZero() || len(p.Node.MySlots) > 0 {
 		return ""
 	}
 	if left := MovedHold - s.Now.Sub(p.ServedAt); left > 0 {

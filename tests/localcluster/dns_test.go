@@ -18,7 +18,7 @@ import (
 )
 
 // headlessService creates a headless Service that publishes not-ready addresses, as the
-// operator's is (controllers/build.go), selecting pods labelled app=name.
+// operator's is (resources/service.go), selecting pods labelled app=name.
 func headlessService(t *testing.T, name string) {
 	t.Helper()
 	svc := &corev1.Service{

@@ -94,7 +94,7 @@ const (
 
 // Bounds and timings of a schedule, with why.
 const (
-	// NodeTimeout is the operator's cluster-node-timeout (controllers/build.go): Valkey marks a
+	// NodeTimeout is the operator's cluster-node-timeout (resources/resources.go): Valkey marks a
 	// silent node failed after it.
 	NodeTimeout = 5 * time.Second
 	// CutFor is how long a network cut lasts: three node timeouts, long enough for Valkey to

@@ -1,8 +1,6 @@
-package controllers
+package resources
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -11,14 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -36,7 +30,7 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./controllers -update to create it)", err)
+		t.Fatalf("%v (run go test ./resources -update to create it)", err)
 	}
 	if string(got) != string(want) {
 		t.Fatalf("%s differs from the golden file; if intended, rerun with -update and review the diff.\ngot:\n%s", name, got)
@@ -67,9 +61,9 @@ func newResolved() *ResolvedConfig {
 // roll every pod through the spec hash) is a reviewed decision.
 func TestBuildPodGolden(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
-	conf := renderValkeyConf(rc, "")
+	conf := RenderValkeyConf(rc, "")
 	vn := newTestNode(vc, rc)
-	pod := buildPod(vc, rc, vn, desiredSpecHash(vc, rc), v1.ZoneSpreadBestEffort)
+	pod := BuildPod(vc, rc, vn, desiredSpecHash(vc, rc), v1.ZoneSpreadBestEffort)
 	golden(t, "pod.yaml", marshal(t, pod))
 	golden(t, "valkey.conf", []byte(conf))
 }
@@ -77,7 +71,7 @@ func TestBuildPodGolden(t *testing.T) {
 // newTestNode is the ValkeyNode my-cluster-8c04d of shard 2, as the API server returns it
 // after creation (with a UID, which the pod's owner reference carries).
 func newTestNode(vc *v1.ValkeyCluster, rc *ResolvedConfig) *v1.ValkeyNode {
-	vn := buildValkeyNode(vc, rc, "my-cluster-8c04d", 2, v1.JoinTypeReplica)
+	vn := BuildValkeyNode(vc, rc, "my-cluster-8c04d", 2, v1.JoinTypeReplica)
 	vn.UID = "0d7a3f3c-0000-4000-8000-000000000002"
 	return vn
 }
@@ -97,7 +91,7 @@ func TestBuildValkeyNodeAndConfigMapGolden(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
 	vn := newTestNode(vc, rc)
 	golden(t, "valkeynode.yaml", marshal(t, vn))
-	golden(t, "node-configmap.yaml", marshal(t, buildNodeConfigMap(vc, vn, renderValkeyConf(rc, ""))))
+	golden(t, "node-configmap.yaml", marshal(t, BuildNodeConfigMap(vc, vn, RenderValkeyConf(rc, ""))))
 }
 
 // The ownership chain that garbage collection follows: cluster -> ValkeyNode -> pod and
@@ -105,8 +99,8 @@ func TestBuildValkeyNodeAndConfigMapGolden(t *testing.T) {
 func TestNodeOwnershipNamesAndLabels(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
 	vn := newTestNode(vc, rc)
-	pod := buildPod(vc, rc, vn, "hash", v1.ZoneSpreadBestEffort)
-	cm := buildNodeConfigMap(vc, vn, renderValkeyConf(rc, ""))
+	pod := BuildPod(vc, rc, vn, "hash", v1.ZoneSpreadBestEffort)
+	cm := BuildNodeConfigMap(vc, vn, RenderValkeyConf(rc, ""))
 
 	if !metav1.IsControlledBy(vn, vc) {
 		t.Errorf("ValkeyNode owner references %+v, want the cluster as controller", vn.OwnerReferences)
@@ -141,7 +135,7 @@ func TestNodeOwnershipNamesAndLabels(t *testing.T) {
 	if strings.Join(ports, ",") != "valkey,valkey-bus" {
 		t.Errorf("container port names %v", ports)
 	}
-	if founding := buildValkeyNode(vc, rc, "my-cluster-00000", 0, ""); founding.Labels[v1.LabelJoinType] != "" {
+	if founding := BuildValkeyNode(vc, rc, "my-cluster-00000", 0, ""); founding.Labels[v1.LabelJoinType] != "" {
 		t.Errorf("a founding node carries join-type %q", founding.Labels[v1.LabelJoinType])
 	}
 }
@@ -152,11 +146,11 @@ func TestNodeOwnershipNamesAndLabels(t *testing.T) {
 // toleration. (PodDisruptionBudgets are ours: see disruption.go.)
 func TestPodAsPodManagementDescribes(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
-	name := newPodName(vc)
+	name := NewPodName(vc)
 	if !strings.HasPrefix(name, "my-cluster-") || len(name) != len("my-cluster-")+5 {
 		t.Errorf("pod name %q, want my-cluster-<5 random characters>", name)
 	}
-	pod := buildPod(vc, rc, buildValkeyNode(vc, rc, name, 2, ""), "h", v1.ZoneSpreadBestEffort)
+	pod := BuildPod(vc, rc, BuildValkeyNode(vc, rc, name, 2, ""), "h", v1.ZoneSpreadBestEffort)
 	if pod.Labels["app.kubernetes.io/instance"] != "my-cluster" || pod.Labels[v1.LabelShard] != "2" {
 		t.Errorf("labels %v", pod.Labels)
 	}
@@ -185,8 +179,8 @@ func TestPodAsPodManagementDescribes(t *testing.T) {
 // spec.valkeySettings are exactly the directives of the node's valkey.conf.
 func TestValkeySettingsAreTheRenderedConf(t *testing.T) {
 	rc := newResolved()
-	settings := valkeySettings(rc, false)
-	lines := strings.Split(strings.TrimSpace(renderValkeyConf(rc, "")), "\n")[1:] // after the header comment
+	settings := ValkeySettings(rc, false)
+	lines := strings.Split(strings.TrimSpace(RenderValkeyConf(rc, "")), "\n")[1:] // after the header comment
 	if len(lines) != len(settings) {
 		t.Fatalf("%d conf lines, %d settings", len(lines), len(settings))
 	}
@@ -212,7 +206,7 @@ func TestPassThroughDirectivesReachTheConf(t *testing.T) {
 		"unixsocket": "/tmp/valkey.sock", "loglevel": "warning",
 	}
 	maps.Copy(rc.Valkey, passed)
-	lines := strings.Split(strings.TrimSpace(renderValkeyConf(rc, "")), "\n")[1:]
+	lines := strings.Split(strings.TrimSpace(RenderValkeyConf(rc, "")), "\n")[1:]
 	count := map[string]int{}
 	lastOwned, firstUser := -1, len(lines)
 	for i, l := range lines {
@@ -247,13 +241,17 @@ func TestPassThroughDirectivesReachTheConf(t *testing.T) {
 func TestSpecHash(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
 	base := desiredSpecHash(vc, rc)
-	if got := nodeSpecHash(&newTestNode(vc, rc).Spec); got != base {
+	if got := NodeSpecHash(&newTestNode(vc, rc).Spec); got != base {
 		t.Fatalf("a node built now hashes %s, the spec %s: every new node would be outdated", got, base)
 	}
 	for name, mutate := range map[string]func(*v1.ValkeyCluster, *ResolvedConfig){
-		"podAnnotations": func(c *v1.ValkeyCluster, _ *ResolvedConfig) { c.Spec.PodAnnotations = map[string]string{"other": "x"} },
-		"zoneSpread":     func(c *v1.ValkeyCluster, _ *ResolvedConfig) { c.Spec.Placement.ZoneSpread = v1.ZoneSpreadBestEffort },
-		"chain names":    func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Chain = []string{"renamed", "base"} },
+		"podAnnotations": func(c *v1.ValkeyCluster, _ *ResolvedConfig) {
+			c.Spec.PodAnnotations = map[string]string{"other": "x"}
+		},
+		"zoneSpread": func(c *v1.ValkeyCluster, _ *ResolvedConfig) {
+			c.Spec.Placement.ZoneSpread = v1.ZoneSpreadBestEffort
+		},
+		"chain names": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Chain = []string{"renamed", "base"} },
 		"zone order": func(c *v1.ValkeyCluster, _ *ResolvedConfig) {
 			slices.Reverse(c.Spec.Placement.Zones)
 			c.Spec.Placement.Zones = append(c.Spec.Placement.Zones, c.Spec.Placement.Zones[0])
@@ -268,7 +266,9 @@ func TestSpecHash(t *testing.T) {
 		},
 		"shutdown-on-sigterm default": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Version = "9.1.2" },
 		// Applied live by the settings planner (liveconf): no pod is replaced for them.
-		"live maxmemory":        func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = map[string]string{"maxmemory": "1mb"} },
+		"live maxmemory": func(_ *v1.ValkeyCluster, r *ResolvedConfig) {
+			r.Valkey = map[string]string{"maxmemory": "1mb"}
+		},
 		"live settings removed": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = nil },
 		"live settings changed": func(_ *v1.ValkeyCluster, r *ResolvedConfig) {
 			r.Valkey = map[string]string{"maxmemory-policy": "allkeys-lru", "hz": "50", "timeout": "300"}
@@ -281,8 +281,10 @@ func TestSpecHash(t *testing.T) {
 		}
 	}
 	for name, mutate := range map[string]func(*v1.ValkeyCluster, *ResolvedConfig){
-		"image":  func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Tag = "8.0.2" },
-		"memory": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Resources.Memory = ptr.To(resource.MustParse("3Gi")) },
+		"image": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Image.Tag = "8.0.2" },
+		"memory": func(_ *v1.ValkeyCluster, r *ResolvedConfig) {
+			r.Resources.Memory = ptr.To(resource.MustParse("3Gi"))
+		},
 		"config": func(_ *v1.ValkeyCluster, r *ResolvedConfig) { r.Valkey = map[string]string{"databases": "4"} },
 		"restart and live config": func(_ *v1.ValkeyCluster, r *ResolvedConfig) {
 			r.Valkey = map[string]string{"maxmemory": "2mb", "appendonly": "yes"}
@@ -324,81 +326,12 @@ func TestSpecHashTLSSecret(t *testing.T) {
 	vc, rc := newTestCluster(), newResolved()
 	vc.Spec.TLS = &v1.TLSSpec{SecretRef: "vc-tls"}
 	base := desiredSpecHash(vc, rc)
-	if got := nodeSpecHash(&newTestNode(vc, rc).Spec); got != base {
+	if got := NodeSpecHash(&newTestNode(vc, rc).Spec); got != base {
 		t.Fatalf("a TLS node built now hashes %s, the spec %s", got, base)
 	}
 	vc.Spec.TLS.SecretRef = "vc-tls-2"
 	if desiredSpecHash(vc, rc) == base {
 		t.Error("naming another TLS Secret did not change the spec hash: the nodes would keep mounting the old one")
-	}
-}
-
-func TestResolveConfig(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = v1.AddToScheme(scheme)
-	img := &v1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: "img"}, Spec: v1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
-	cfg := func(name, base, image string, valkey map[string]string) *v1.ValkeyConfig {
-		return &v1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ValkeyConfigSpec{BaseRef: base, ImageRef: image, Valkey: valkey}}
-	}
-	// chain(prefix, n) is n configs prefix-1 -> prefix-2 -> … -> prefix-n, the last naming img.
-	chain := func(prefix string, n int) []client.Object {
-		var out []client.Object
-		for i := 1; i <= n; i++ {
-			base, image := fmt.Sprintf("%s-%d", prefix, i+1), ""
-			if i == n {
-				base, image = "", "img"
-			}
-			out = append(out, cfg(fmt.Sprintf("%s-%d", prefix, i), base, image, nil))
-		}
-		return out
-	}
-	objs := []client.Object{img,
-		cfg("base", "", "img", map[string]string{"maxmemory-policy": "allkeys-lru", "maxmemory": "1mb"}),
-		cfg("small", "base", "", map[string]string{"maxmemory": "400mb"}),
-		cfg("loop-a", "loop-b", "img", nil), cfg("loop-b", "loop-a", "", nil), cfg("self", "self", "img", nil),
-		cfg("orphan", "gone", "", nil), cfg("noimage", "", "missing", nil),
-		cfg("root-without-image", "", "", nil), cfg("leaf-without-image", "root-without-image", "", nil),
-		cfg("forced", "base", "", map[string]string{"port": "7000"}),
-	}
-	objs = append(append(objs, chain("ten", 10)...), chain("eleven", 11)...)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	ctx := context.Background()
-	rc, err := resolveConfig(ctx, c, "small")
-	if err != nil || rc.Valkey["maxmemory"] != "400mb" || rc.Valkey["maxmemory-policy"] != "allkeys-lru" || rc.Image.Tag != "8.0.1" || strings.Join(rc.Chain, ",") != "small,base" {
-		t.Fatalf("inheritance: %+v, %v", rc, err)
-	}
-	if rc, err := resolveConfig(ctx, c, "ten-1"); err != nil || len(rc.Chain) != 10 {
-		t.Fatalf("a chain of 10 configs (the docs' limit): %+v, %v", rc, err)
-	}
-	// The messages of operations/troubleshooting.md, verbatim.
-	for name, want := range map[string]string{
-		"eleven-1":           "config inheritance depth exceeds 10 (cycle?)",
-		"loop-a":             "config inheritance depth exceeds 10 (cycle?)",
-		"self":               "config inheritance depth exceeds 10 (cycle?)",
-		"orphan":             `ValkeyConfig "gone" not found`,
-		"noimage":            `ValkeyImage "missing" not found`,
-		"absent":             `ValkeyConfig "absent" not found`,
-		"leaf-without-image": `no image_ref in config chain ending at "leaf-without-image"`,
-		"forced":             `ValkeyConfig forced -> base sets "port", which the operator owns`,
-	} {
-		_, err := resolveConfig(ctx, c, name)
-		var sp *SpecProblem
-		if !errors.As(err, &sp) || sp.Reason != want {
-			t.Errorf("%s: %v, want %q", name, err, want)
-		}
-	}
-}
-
-func TestTickLogOncePerTickAndForgets(t *testing.T) {
-	var tl tickLog
-	t0 := time.Unix(1000, 0)
-	if !tl.due("a", t0) || tl.due("a", t0.Add(time.Second)) || !tl.due("a", t0.Add(TickInterval)) {
-		t.Fatal("due must be true once per tick")
-	}
-	tl.due("gone-pod", t0.Add(TickInterval))
-	tl.due("b", t0.Add(3*TickInterval))
-	if _, kept := tl.last["gone-pod"]; kept {
-		t.Fatal("an entry older than a tick is kept")
 	}
 }
 
@@ -415,17 +348,17 @@ func TestHandoverOnDeletion(t *testing.T) {
 	}{{"8.0.1", false}, {"8.1.0", false}, {"9.0.0", true}, {"9.1.2", true}, {"10.0.0", true}} {
 		rc := newResolved()
 		rc.Image.Version = c.version
-		conf := renderValkeyConf(rc, "")
+		conf := RenderValkeyConf(rc, "")
 		if strings.Contains(conf, line) != c.nine {
 			t.Errorf("%s: shutdown-on-sigterm failover rendered: %v, want %v", c.version, !c.nine, c.nine)
 		}
-		vn := buildValkeyNode(vc, rc, "my-cluster-8c04d", 0, "")
+		vn := BuildValkeyNode(vc, rc, "my-cluster-8c04d", 0, "")
 		withoutDefault := vn.Spec.DeepCopy()
 		delete(withoutDefault.ValkeySettings, "shutdown-on-sigterm")
-		if nodeSpecHash(&vn.Spec) != nodeSpecHash(withoutDefault) {
+		if NodeSpecHash(&vn.Spec) != NodeSpecHash(withoutDefault) {
 			t.Errorf("%s: the handover directive changed the spec hash", c.version)
 		}
-		hook := buildPod(vc, rc, vn, "h", v1.ZoneSpreadBestEffort).Spec.Containers[0].Lifecycle
+		hook := BuildPod(vc, rc, vn, "h", v1.ZoneSpreadBestEffort).Spec.Containers[0].Lifecycle
 		if (hook != nil) == c.nine {
 			t.Errorf("%s: preStop hook %+v", c.version, hook)
 		}
@@ -439,7 +372,7 @@ func TestHandoverOnDeletion(t *testing.T) {
 	rc.Image.Version = "9.1.2"
 	base := desiredSpecHash(vc, rc)
 	rc.Valkey["shutdown-on-sigterm"] = "failover"
-	if !strings.Contains(renderValkeyConf(rc, ""), line) || desiredSpecHash(vc, rc) != base {
+	if !strings.Contains(RenderValkeyConf(rc, ""), line) || desiredSpecHash(vc, rc) != base {
 		t.Errorf("shutdown-on-sigterm set to the operator's default is rendered once and builds the same node")
 	}
 	rc.Valkey["shutdown-on-sigterm"] = "nosave"
@@ -448,38 +381,13 @@ func TestHandoverOnDeletion(t *testing.T) {
 	}
 }
 
-func TestMaxclientsProblem(t *testing.T) {
-	for _, c := range []struct {
-		maxclients string
-		nodes      int
-		problem    bool
-	}{
-		{"", 8, false},
-		{"10000", 100, false},
-		{"48", 8, false}, // 2*7 + 32 = 46
-		{"45", 8, true},  // the break test's 3 -> 4 at 48 still fits; 45 does not
-		{"16", 6, true},  // a 3x1 whose bus links alone take 10
-		{"34", 2, false}, // 2*1 + 32
-		{"nonsense", 6, false},
-	} {
-		p := maxclientsProblem(c.maxclients, c.nodes)
-		if (p != "") != c.problem {
-			t.Errorf("maxclients %q, %d nodes: problem %q, want one: %v", c.maxclients, c.nodes, p, c.problem)
-		}
-	}
-	want := "maxclients 16 is too low for 8 nodes: Valkey counts the cluster bus links (2 per other node) in it; set at least 46"
-	if p := maxclientsProblem("16", 8); p != want {
-		t.Errorf("message %q, want %q", p, want)
-	}
-}
-
-// desiredSpecHash is nodeSpecHash of the spec a node created now would be built from, as a pass
+// desiredSpecHash is NodeSpecHash of the spec a node created now would be built from, as a pass
 // computes it.
 func desiredSpecHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
-	return nodeSpecHash(&buildValkeyNode(vc, rc, "", 0, "").Spec)
+	return NodeSpecHash(&BuildValkeyNode(vc, rc, "", 0, "").Spec)
 }
 
-// desiredStartHash is startSpecHash of the spec a node created now would be built from.
+// desiredStartHash is StartSpecHash of the spec a node created now would be built from.
 func desiredStartHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
-	return startSpecHash(&buildValkeyNode(vc, rc, "", 0, "").Spec)
+	return StartSpecHash(&BuildValkeyNode(vc, rc, "", 0, "").Spec)
 }

@@ -1,4 +1,4 @@
-package controllers
+package resources
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
+	"github.com/gomomento/valkey-operator/version"
 )
 
 // Liveness probe timing: a server that has not answered for about 50 s (five misses, 10 s
@@ -57,7 +59,7 @@ reply=$(REDISCLI_AUTH="$pw" VALKEYCLI_AUTH="$pw" valkey-cli --no-auth-warning%[4
 case "$reply" in *PONG*|*LOADING*|*MASTERDOWN*|*NOAUTH*|*"max number of clients"*) exit 0 ;; esac
 echo "PING: ${reply:-no reply}"
 exit 1
-`, secretMountPath, authFileName, ClientPort, cliTLS(vc))
+`, secretMountPath, AuthFileName, ClientPort, cliTLS(vc))
 }
 
 // livenessProbe is the pod's only probe, as the original's pods carry (concepts/pod-management):
@@ -97,7 +99,7 @@ const (
 // online replica, until limit seconds have passed since it began. It authenticates as the
 // liveness script does: the replication user and its password from the mounted auth.conf, the
 // password through the environment. ROLE is the one command that user has for this (see
-// replicationCommands); the operator's own password is never in the pod. Any other reply (a
+// the replication commands of package acl); the operator's own password is never in the pod. Any other reply (a
 // replica, an error, no answer) ends the hold: valkey-cli prints ROLE of a primary as "master",
 // its offset, then ip, port and offset per online replica, so more than two words means one.
 //
@@ -138,7 +140,7 @@ while [ $(($(date +%%s) - start)) -lt %[5]d ]; do
   fi
   sleep 0.2
 done
-`, secretMountPath, authFileName, ClientPort, delay, limit, cliTLS(vc), peerTLS(vc), handoverRetrySeconds, movedHoldSeconds)
+`, secretMountPath, AuthFileName, ClientPort, delay, limit, cliTLS(vc), peerTLS(vc), handoverRetrySeconds, movedHoldSeconds)
 }
 
 // movedHoldSeconds is how long a server the hook handed over keeps answering (MOVED, to the
@@ -160,13 +162,13 @@ func peerTLS(vc *v1.ValkeyCluster) string {
 	if vc.Spec.TLS == nil {
 		return ""
 	}
-	return " --tls --cacert " + tlsMountPath + "/" + tlsCAKey
+	return " --tls --cacert " + TLSMountPath + "/" + tlsmaterial.CAKey
 }
 
 // preStop holds SIGTERM back on Valkey 8 (see preStopScript). On 9.x the server hands over
 // itself on SIGTERM (shutdown-on-sigterm failover), and the pod has no hook.
 func preStop(vc *v1.ValkeyCluster, img v1.ValkeyImageSpec) *corev1.Lifecycle {
-	if handsOverOnSIGTERM(img) {
+	if version.Parse(img.Version).HandsOverOnSIGTERM() {
 		return nil
 	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{

@@ -1,4 +1,4 @@
-package controllers
+package resources
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 )
 
@@ -52,7 +53,7 @@ func TestLivenessScript(t *testing.T) {
 	const password = "0123456789abcdef-liveness"
 	sum := sha256.Sum256([]byte(password))
 	writeAuth := func(pw string) {
-		if err := os.WriteFile(filepath.Join(dir, authFileName), []byte("masteruser "+ReplicationUser+"\nmasterauth "+pw+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, AuthFileName), []byte("masteruser "+acl.ReplicationUser+"\nmasterauth "+pw+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,7 +64,7 @@ func TestLivenessScript(t *testing.T) {
 	}
 
 	srv := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--user", "default", "on", "nopass", "-@all", "--user", ReplicationUser, "on", "#"+hex.EncodeToString(sum[:]), "resetkeys", "resetchannels", "-@all", "+ping", "+psync", "+replconf",
+		"--dir", dir, "--user", "default", "on", "nopass", "-@all", "--user", acl.ReplicationUser, "on", "#"+hex.EncodeToString(sum[:]), "resetkeys", "resetchannels", "-@all", "+ping", "+psync", "+replconf",
 		"--user", "admin", "on", "#"+hex.EncodeToString(sum[:]), "~*", "&*", "+@all")
 	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := srv.Start(); err != nil {
@@ -155,17 +156,17 @@ func TestPreStopScript(t *testing.T) {
 		t.Fatalf("valkey-server not found (%v): run `make packages`", err)
 	}
 	dir := t.TempDir()
-	sys := systemUsers{OperatorPassword: "0123456789abcdef-operator", ReplPassword: "0123456789abcdef-prestop"}
-	if err := os.WriteFile(filepath.Join(dir, authFileName), []byte("masteruser "+ReplicationUser+"\nmasterauth "+sys.ReplPassword+"\n"), 0o600); err != nil {
+	sys := acl.SystemUsers{OperatorPassword: "0123456789abcdef-operator", ReplPassword: "0123456789abcdef-prestop"}
+	if err := os.WriteFile(filepath.Join(dir, AuthFileName), []byte("masteruser "+acl.ReplicationUser+"\nmasterauth "+sys.ReplPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const adminPassword = "admin-pw"
 	admin := v1.ACLBinding{Username: "admin", PasswordHashes: []string{sha256Hex(adminPassword)},
 		Permissions: []v1.ACLPermission{{RoleRef: "all", Keys: []v1.KeyPattern{{Pattern: "*"}}}}}
-	acl := renderACL([]v1.ACLBinding{admin}, map[string]v1.ValkeyRoleSpec{
+	file := acl.Render([]v1.ACLBinding{admin}, map[string]v1.ValkeyRoleSpec{
 		"all": {Categories: []v1.CategoryRule{{Name: "all", Access: v1.RuleAllow}}},
 	}, sys)
-	a, b := startACLServer(t, acl), startACLServer(t, acl)
+	a, b := startACLServer(t, file), startACLServer(t, file)
 	try := func(port int, args ...string) (string, error) {
 		c := exec.Command("valkey-cli", append([]string{"--no-auth-warning", "--user", "admin", "-p", strconv.Itoa(port)}, args...)...)
 		c.Env = append(os.Environ(), "REDISCLI_AUTH="+adminPassword)
@@ -199,7 +200,7 @@ func TestPreStopScript(t *testing.T) {
 	}
 	// Replication as the operator sets it up: masteruser / masterauth from auth.conf.
 	for _, port := range []int{a, b} {
-		cli(port, "CONFIG", "SET", "masteruser", ReplicationUser)
+		cli(port, "CONFIG", "SET", "masteruser", acl.ReplicationUser)
 		cli(port, "CONFIG", "SET", "masterauth", sys.ReplPassword)
 	}
 	cli(b, "REPLICAOF", "127.0.0.1", strconv.Itoa(a))

@@ -1,4 +1,4 @@
-package controllers
+package resources
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gomomento/valkey-operator/tlsmaterial"
+	"github.com/gomomento/valkey-operator/tlsmaterial/tlstest"
 )
 
 // TestLivenessTLSBadSecret: the liveness probe of a TLS node must not depend on the mounted TLS
@@ -39,12 +42,12 @@ func TestLivenessTLSBadSecret(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ca := newPKI(t, "ca")
-	crt, key := ca.issue(leafSpec{})
+	ca := tlstest.NewPKI(t, "ca")
+	crt, key := ca.Issue(tlstest.Leaf{})
 	write(filepath.Join(dir, "server.crt"), crt)
 	write(filepath.Join(dir, "server.key"), key)
-	write(filepath.Join(dir, "ca.crt"), ca.pem)
-	write(filepath.Join(secretDir, authFileName), []byte("masteruser default\nmasterauth x\n"))
+	write(filepath.Join(dir, "ca.crt"), ca.PEM)
+	write(filepath.Join(secretDir, AuthFileName), []byte("masteruser default\nmasterauth x\n"))
 
 	srv := exec.Command(bin, "--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--tls-cert-file", filepath.Join(dir, "server.crt"), "--tls-key-file", filepath.Join(dir, "server.key"),
@@ -58,7 +61,7 @@ func TestLivenessTLSBadSecret(t *testing.T) {
 	probe := func() (bool, string) {
 		cmd := livenessProbe(tlsTestCluster()).Exec.Command
 		script := strings.ReplaceAll(cmd[2], secretMountPath, secretDir)
-		script = strings.ReplaceAll(script, tlsMountPath, tlsDir)
+		script = strings.ReplaceAll(script, TLSMountPath, tlsDir)
 		script = strings.ReplaceAll(script, "-p "+strconv.Itoa(ClientPort), "-p "+strconv.Itoa(port))
 		ctx, cancel := context.WithTimeout(t.Context(), livenessTimeoutSeconds*time.Second)
 		defer cancel()
@@ -67,7 +70,7 @@ func TestLivenessTLSBadSecret(t *testing.T) {
 	}
 
 	// The mounted Secret as it was when the server started: the probe passes.
-	write(filepath.Join(tlsDir, tlsCAKey), ca.pem)
+	write(filepath.Join(tlsDir, tlsmaterial.CAKey), ca.PEM)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ok, out := probe()
@@ -81,14 +84,14 @@ func TestLivenessTLSBadSecret(t *testing.T) {
 	}
 	// The Secret updated with a bad ca.crt: the server still serves what it loaded, so it is
 	// alive, and the probe must say so.
-	other := newPKI(t, "another-ca")
-	for name, data := range map[string][]byte{"another CA": other.pem, "garbage": []byte("garbage\n"), "empty": {}} {
-		write(filepath.Join(tlsDir, tlsCAKey), data)
+	other := tlstest.NewPKI(t, "another-ca")
+	for name, data := range map[string][]byte{"another CA": other.PEM, "garbage": []byte("garbage\n"), "empty": {}} {
+		write(filepath.Join(tlsDir, tlsmaterial.CAKey), data)
 		if ok, out := probe(); !ok {
 			t.Errorf("ca.crt %s in the mounted Secret: the probe failed against a live server (%q), so every pod would be killed", name, out)
 		}
 	}
-	_ = os.Remove(filepath.Join(tlsDir, tlsCAKey))
+	_ = os.Remove(filepath.Join(tlsDir, tlsmaterial.CAKey))
 	if ok, out := probe(); !ok {
 		t.Errorf("ca.crt missing from the mounted Secret: the probe failed against a live server (%q)", out)
 	}

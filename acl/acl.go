@@ -1,4 +1,9 @@
-package controllers
+// Package acl renders the ACL file every node of a cluster loads, from the merged bindings, the
+// roles they name and the operator's system users, and reads ACL rules back into one comparable
+// form (Normalize), so that what a node enforces can be compared with the file. It also adapts
+// the file to a node's release (ForValkey8, WithSetUsers). Pure: the ACL controller loads the
+// file onto the nodes.
+package acl
 
 import (
 	"crypto/sha256"
@@ -13,7 +18,7 @@ import (
 
 // The rendered ACL file, in order:
 //
-//  1. The merged bindings (mergeBindings): the config's (ResolvedConfig.ACL, replaced, not
+//  1. The merged bindings (MergeBindings): the config's (ResolvedConfig.ACL, replaced, not
 //     merged, along the baseRef chain), then the cluster's own. A username bound at both levels
 //     is a spec problem: a team cannot redefine a platform user.
 //  2. Each binding's first permission is the user's root rule; every further permission is a
@@ -101,7 +106,7 @@ var replicationCommands = []string{"psync", "replconf", "ping", "role", "cluster
 
 // slotImportGrants and slotImportCommands (the slot import rules) widen ReplicationUser for
 // Valkey 9's atomic slot migration, and only while a reshard of a Valkey 9 cluster is pending
-// (systemUsers.SlotImport). The source of a CLUSTER MIGRATESLOTS connects to the target as its masteruser, sends CLUSTER SYNCSLOTS, then streams the
+// (SystemUsers.SlotImport). The source of a CLUSTER MIGRATESLOTS connects to the target as its masteruser, sends CLUSTER SYNCSLOTS, then streams the
 // slots' snapshot and every write its clients make meanwhile, and the target runs each of those
 // commands as that user, ACL checks included (unlike a replica, which applies its primary's
 // stream as a superuser). Measured on 9.1.2 (two bare nodes, strings, lists, hashes with field
@@ -115,15 +120,15 @@ var replicationCommands = []string{"psync", "replconf", "ping", "role", "cluster
 // -@dangerous also takes PSYNC, REPLCONF and CLUSTER away, so the categories (slotImportGrants)
 // come before the replication commands and the commands (slotImportCommands) after them
 // (measured: with -@dangerous last, every replica's PSYNC failed with NOPERM). Valkey 8 knows
-// neither SYNCSLOTS nor atomic moves: forValkey8 strips these rules for its nodes.
+// neither SYNCSLOTS nor atomic moves: ForValkey8 strips these rules for its nodes.
 var (
 	slotImportGrants   = []string{"~*", "+@write", "-@dangerous"}
 	slotImportCommands = []string{"+select", "+cluster|syncslots"}
 )
 
-// replicationRule is ReplicationUser's rule: the replication commands, with the slot import
+// ReplicationRule is ReplicationUser's rule: the replication commands, with the slot import
 // rules around them when slotImport.
-func replicationRule(slotImport bool) []string {
+func ReplicationRule(slotImport bool) []string {
 	out := []string{"resetkeys", "resetchannels", "-@all"}
 	if slotImport {
 		out = append(out, slotImportGrants...)
@@ -137,12 +142,12 @@ func replicationRule(slotImport bool) []string {
 	return out
 }
 
-// systemUsers are the secrets and the state the system users are rendered from.
-type systemUsers struct {
+// SystemUsers are the secrets and the state the system users are rendered from.
+type SystemUsers struct {
 	OperatorPassword, ReplPassword, MigratePassword string
 	// Atomic: the cluster's image is Valkey 9 or later: the operator's user gets the atomic slot
 	// migration's commands (operatorCommands9), which Valkey 8 refuses in an ACL file; the ACL
-	// controller strips them for any 8.x node still running (forValkey8).
+	// controller strips them for any 8.x node still running (ForValkey8).
 	Atomic bool
 	// SlotImport: a reshard is pending (plan.ReshardPending) on a cluster whose image is Valkey 9:
 	// the replication user gets the slot import rules until the slots are where they belong, and loses
@@ -158,25 +163,20 @@ type systemUsers struct {
 	LegacyReplication bool
 	// SetUsers: the cluster runs Valkey 8, where ACL LOAD crashes a replica (8.0.1 dereferences
 	// the user of its primary's connection, which has none). The ACL controller applies the
-	// file there with ACL SETUSER / DELUSER instead (see aclLoadSafe), which the operator's user
+	// file there with ACL SETUSER / DELUSER instead (see version.Valkey.SafeACLLoad), which the operator's user
 	// must then be allowed. That is a wider grant (the user could grant itself more), so it is
 	// given only to clusters whose image is Valkey 8.
 	SetUsers bool
 }
 
-// aclLoadSafe reports whether ACL LOAD is safe on a node running version (INFO server's
-// valkey_version): from Valkey 9 on. 8.0.1 crashes a replica on ACL LOAD (measured); later 8.x
-// releases are not assumed fixed.
-func aclLoadSafe(version string) bool { return valkey9OrLater(version) }
-
-// withSetUsers returns file with the operator's user granted ACL SETUSER and DELUSER, as the
+// WithSetUsers returns file with the operator's user granted ACL SETUSER and DELUSER, as the
 // ACL controller needs on a node where ACL LOAD is unsafe. The file is rendered for the image
 // the cluster should run, so during an upgrade from Valkey 8 to 9 it lacks that grant while 8.x
 // nodes still run: applied as it is, the first pass would take the operator's own SETUSER away
 // on those nodes and leave them deaf to every later ACL change until replaced (measured: a
 // password rotated during such a roll failed with NOPERM on every 8.x node). The grant is
 // decided per node, by the version the node reports.
-func withSetUsers(file string) string {
+func WithSetUsers(file string) string {
 	lines := strings.Split(file, "\n")
 	for i, line := range lines {
 		f := strings.Fields(line)
@@ -193,11 +193,11 @@ func withSetUsers(file string) string {
 	return strings.Join(lines, "\n")
 }
 
-// forValkey8 returns file without the Valkey 9 names (operatorCommands9, the slot import rules) on the
+// ForValkey8 returns file without the Valkey 9 names (operatorCommands9, the slot import rules) on the
 // operator's and the replication user's lines: a cluster whose image is Valkey 9 may still run
 // 8.x nodes in the middle of an upgrade, which refuse an unknown command in ACL SETUSER and move
 // slots with the classic protocol only.
-func forValkey8(file string) string {
+func ForValkey8(file string) string {
 	drop := map[string]bool{}
 	for _, c := range operatorCommands9 {
 		drop["+"+c] = true
@@ -216,9 +216,9 @@ func forValkey8(file string) string {
 	return strings.Join(lines, "\n")
 }
 
-// enforcesSlotImport reports whether a node's ACL LIST gives ReplicationUser the slot import rules:
+// EnforcesSlotImport reports whether a node's ACL LIST gives ReplicationUser the slot import rules:
 // the node can be the target (or the source) of an atomic slot migration.
-func enforcesSlotImport(list []string) bool {
+func EnforcesSlotImport(list []string) bool {
 	root := func(normal string) string { // "on ; <passwords> ; <root rule> ; <selectors>..."
 		parts := strings.Split(normal, " ; ")
 		if len(parts) < 3 {
@@ -226,30 +226,30 @@ func enforcesSlotImport(list []string) bool {
 		}
 		return parts[2]
 	}
-	want := normalizeACL(strings.Join(slices.Concat([]string{"user", ReplicationUser}, replicationRule(true)), " "))
-	got, ok := normalizeACL(strings.Join(list, "\n"))[ReplicationUser]
+	want := Normalize(strings.Join(slices.Concat([]string{"user", ReplicationUser}, ReplicationRule(true)), " "))
+	got, ok := Normalize(strings.Join(list, "\n"))[ReplicationUser]
 	return ok && root(got) == root(want[ReplicationUser])
 }
 
-// aclLine is one user line of an ACL file.
-type aclLine struct {
-	name  string
-	rules []string
+// Line is one user line of an ACL file.
+type Line struct {
+	Name  string
+	Rules []string
 }
 
-// aclLines are the user lines of file, the operator's own last: applied one by one with ACL
+// Lines are the user lines of file, the operator's own last: applied one by one with ACL
 // SETUSER, each is checked against the operator's rights as they are before it, so the
 // operator's user changes only once every other user is set.
-func aclLines(file string) []aclLine {
-	var out []aclLine
-	var op *aclLine
+func Lines(file string) []Line {
+	var out []Line
+	var op *Line
 	for _, line := range strings.Split(file, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 2 || f[0] != "user" {
 			continue
 		}
-		l := aclLine{name: f[1], rules: f[2:]}
-		if l.name == OperatorUser {
+		l := Line{Name: f[1], Rules: f[2:]}
+		if l.Name == OperatorUser {
 			op = &l
 			continue
 		}
@@ -261,38 +261,39 @@ func aclLines(file string) []aclLine {
 	return out
 }
 
-// mergeBindings returns the config-level bindings followed by the cluster's own. A username
-// bound at both levels is a *SpecProblem with the original's message.
-func mergeBindings(config, cluster []v1.ACLBinding) ([]v1.ACLBinding, error) {
+// MergeBindings returns the config-level bindings followed by the cluster's own, or the problem
+// that makes them unusable (the cluster is Invalid with it as status.message): a username bound
+// at both levels, with the original's message, or a pattern with a selector's bounds.
+func MergeBindings(config, cluster []v1.ACLBinding) ([]v1.ACLBinding, string) {
 	out := make([]v1.ACLBinding, 0, len(config)+len(cluster))
 	seen := map[string]bool{}
 	for _, b := range slices.Concat(config, cluster) {
 		if seen[b.Username] {
-			return nil, &SpecProblem{Reason: fmt.Sprintf("duplicate username %q in merged ACL bindings", b.Username)}
+			return nil, fmt.Sprintf("duplicate username %q in merged ACL bindings", b.Username)
 		}
 		// Admission refuses these; objects stored before it did are refused here, since a
 		// parenthesis would end a selector early and move the rules after it into the root rule.
 		for _, p := range b.Permissions {
 			for _, k := range p.Keys {
 				if strings.ContainsAny(k.Pattern, "()") {
-					return nil, &SpecProblem{Reason: fmt.Sprintf("user %q: key pattern %q contains ( or ), which Valkey's ACL syntax reads as the bounds of a selector", b.Username, k.Pattern)}
+					return nil, fmt.Sprintf("user %q: key pattern %q contains ( or ), which Valkey's ACL syntax reads as the bounds of a selector", b.Username, k.Pattern)
 				}
 			}
 			for _, ch := range p.Channels {
 				if strings.ContainsAny(ch, "()") {
-					return nil, &SpecProblem{Reason: fmt.Sprintf("user %q: channel pattern %q contains ( or ), which Valkey's ACL syntax reads as the bounds of a selector", b.Username, ch)}
+					return nil, fmt.Sprintf("user %q: channel pattern %q contains ( or ), which Valkey's ACL syntax reads as the bounds of a selector", b.Username, ch)
 				}
 			}
 		}
 		seen[b.Username] = true
 		out = append(out, b)
 	}
-	return out, nil
+	return out, ""
 }
 
-// renderACL renders the ACL file (see the rules at the top of this file). Passwords appear only
+// Render renders the ACL file (see the rules at the top of this file). Passwords appear only
 // as SHA-256 hashes.
-func renderACL(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys systemUsers) string {
+func Render(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys SystemUsers) string {
 	var b strings.Builder
 	bindsDefault := false
 	for _, u := range bindings {
@@ -335,7 +336,7 @@ func renderACL(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys
 		opCommands = slices.Concat(opCommands, operatorCommands9)
 	}
 	b.WriteString(strings.Join(slices.Concat(op, allowOnly(opCommands)), " ") + "\n")
-	repl := slices.Concat([]string{"user", ReplicationUser, "on", "resetpass", "#" + sha256Hex(sys.ReplPassword)}, replicationRule(sys.Atomic && sys.SlotImport))
+	repl := slices.Concat([]string{"user", ReplicationUser, "on", "resetpass", "#" + sha256Hex(sys.ReplPassword)}, ReplicationRule(sys.Atomic && sys.SlotImport))
 	b.WriteString(strings.Join(repl, " ") + "\n")
 	if sys.MigratePassword != "" {
 		// Every key, no channel: MIGRATE checks the caller's rights on the keys it moves.
@@ -400,12 +401,12 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// normalizeACL reads ACL rules, as the file renders them or as ACL LIST prints them, into one
+// Normalize reads ACL rules, as the file renders them or as ACL LIST prints them, into one
 // comparable form per username, so that what a node enforces can be compared with the file:
 // Valkey rewrites rules when it loads them (it lowercases commands, drops resetkeys, adds
 // sanitize-payload, prints key patterns before channels and commands, and keeps only the last
 // rule about a command or category). Lines that are not user lines are ignored.
-func normalizeACL(text string) map[string]string {
+func Normalize(text string) map[string]string {
 	out := map[string]string{}
 	for _, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
@@ -513,5 +514,5 @@ func normalizeUser(tokens []string) string {
 // quote the line it refused).
 var hashPattern = regexp.MustCompile(`[0-9a-fA-F]{64}`)
 
-// scrubHashes replaces every SHA-256 digest in s.
-func scrubHashes(s string) string { return hashPattern.ReplaceAllString(s, "[hash]") }
+// ScrubHashes replaces every SHA-256 digest in s.
+func ScrubHashes(s string) string { return hashPattern.ReplaceAllString(s, "[hash]") }
