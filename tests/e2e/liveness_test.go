@@ -34,7 +34,7 @@ func TestHungNodeIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	frozen := time.Now()
-	// The probe kills after five misses 10 s apart (controllers/probe.go): about 50 s.
+	// The probe kills after five misses 10 s apart (resources/probe.go): about 50 s.
 	deadline := frozen.Add(2 * time.Minute)
 	for {
 		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim}, &pod)
