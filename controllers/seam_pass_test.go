@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"go.uber.org/zap"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -175,6 +177,8 @@ func TestSteadyPassAPIReads(t *testing.T) {
 	s := newSeamPass(t)
 	reads := &apiReads{Reader: s.c}
 	s.r.APIReader = SecretsByVersion(reads, s.c)
+	// The manager's client reads Secrets and ConfigMaps from the API server too (ClientOptions).
+	s.r.Client = uncachedKinds{Client: s.c, api: reads}
 	for range 4 {
 		s.pass(t)
 	}
@@ -190,4 +194,27 @@ func TestSteadyPassAPIReads(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("a steady pass read from the API server:\n  %v\nwant:\n  %v", got, want)
 	}
+}
+
+// uncachedKinds is the manager's client as ClientOptions makes it: Secrets and ConfigMaps are read
+// from the API server (api), everything else from the cache (the embedded client).
+type uncachedKinds struct {
+	client.Client
+	api client.Reader
+}
+
+func (u uncachedKinds) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	switch obj.(type) {
+	case *corev1.Secret, *corev1.ConfigMap:
+		return u.api.Get(ctx, key, obj, opts...)
+	}
+	return u.Client.Get(ctx, key, obj, opts...)
+}
+
+func (u uncachedKinds) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	switch list.(type) {
+	case *corev1.SecretList, *corev1.ConfigMapList:
+		return u.api.List(ctx, list, opts...)
+	}
+	return u.Client.List(ctx, list, opts...)
 }

@@ -578,7 +578,9 @@ func (r *ValkeyClusterReconciler) legacyReplication(ctx context.Context, vc *v1.
 // operator's RBAC lets it update Secrets only).
 func (r *ValkeyClusterReconciler) apply(ctx context.Context, obj client.Object) error {
 	existing := obj.DeepCopyObject().(client.Object)
-	err := r.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+	// Through APIReader: no cache holds Secrets or ConfigMaps, and the operator's APIReader keeps
+	// a copy of its own Secrets while their version stays (SecretsByVersion).
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), existing)
 	if apierrors.IsNotFound(err) {
 		if err := r.Create(ctx, obj); apierrors.IsAlreadyExists(err) {
 			// Not in the cache, so not labelled as the operator's: whose is it?
