@@ -3,7 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
-	"net"
+
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +25,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/resources"
+	"github.com/gomomento/valkey-operator/valkey/valkeytest"
 )
 
 // passFixture is one ValkeyCluster "vc" in namespace "ns" with its config and image, in a fake
@@ -208,30 +209,18 @@ func TestPassBudget(t *testing.T) {
 		}
 	})
 	t.Run("node hangs", func(t *testing.T) {
-		// A listener that accepts and never answers, where the pod's node would be.
-		l, err := net.Listen("tcp", nodeAddr("127.0.0.77"))
-		if err != nil {
-			t.Fatalf("cannot listen on 127.0.0.77:%d: %v", resources.ClientPort, err)
-		}
-		defer func() { _ = l.Close() }()
-		go func() {
-			var held []net.Conn
-			defer func() {
-				for _, c := range held {
-					_ = c.Close()
-				}
-			}()
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				held = append(held, c)
-			}
-		}()
+		// A node that accepts the connection and never answers anything, HELLO included.
+		fleet := valkeytest.New()
+		release := make(chan struct{})
+		defer close(release)
+		fleet.Node(nodeAddr("127.0.0.77")).OnFunc("", func([]string) valkeytest.Reply {
+			<-release
+			return valkeytest.OK()
+		})
 		f := newPassFixture().withCredential("pw").withPod("vc-aaaaa", "127.0.0.77")
 		f.vc.Status.State = v1.StateActive
 		r, _ := f.build(t)
+		r.conns.Dial = fleet.Dial
 		r.PassBudget = time.Second
 		start := time.Now()
 		_, _, _ = reconcileOnce(t, r) // any ordinary outcome; a panic fails the test
