@@ -220,7 +220,19 @@ func (c *Client) doOK(ctx context.Context, op string, cmd valkeygo.Completed) er
 // CLUSTER NODES reply with a verbatim string whose "txt:" format prefix
 // valkey-go leaves in place; it is removed here.
 func (c *Client) doString(ctx context.Context, op string, cmd valkeygo.Completed) (string, error) {
-	s, err := c.do(ctx, cmd).ToString()
+	return c.stringOf(op, c.do(ctx, cmd))
+}
+
+// doMulti runs cmds as one pipeline under CommandTimeout: one reply per command, in order.
+func (c *Client) doMulti(ctx context.Context, cmds ...valkeygo.Completed) []valkeygo.ValkeyResult {
+	ctx, cancel := context.WithTimeout(ctx, CommandTimeout)
+	defer cancel()
+	return c.c.DoMulti(ctx, cmds...)
+}
+
+// stringOf is doString's reading of a reply already received.
+func (c *Client) stringOf(op string, r valkeygo.ValkeyResult) (string, error) {
+	s, err := r.ToString()
 	if err != nil {
 		return "", c.wrap(op, err)
 	}
