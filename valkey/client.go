@@ -154,15 +154,17 @@ func newClient(dial Dialer, addr string, creds Credentials, tune func(*valkeygo.
 		// The operator's commands are few and small, and its pools keep a client per node
 		// across passes, so what a connection holds is paid per node of the fleet: valkey-go's
 		// defaults (0.5 MiB buffers each way, a 1024-entry ring) cost about 1 MiB a node. The
-		// buffers only bound how much one read or write system call moves: a longer reply
-		// (CLUSTER NODES of a large cluster, read by length) takes a few more reads, a longer
-		// command (MIGRATE of a key batch) is written past the buffer. The ring bounds the
-		// commands in flight on one connection before the next caller waits; a pass has a
-		// handful per node. At 64 KiB each way and 256 entries the connections were 80 % of the
-		// operator's heap at 100 clusters (45 of 50 MB, the Fleet benchmark's heap profile).
-		ReadBufferEachConn:  16 << 10,
-		WriteBufferEachConn: 8 << 10,
-		RingScaleEachConn:   5,
+		// buffers only bound how much one read or write system call moves: a reply longer than
+		// the read buffer (CLUSTER NODES of a large cluster, INFO) is read by its length straight
+		// into its own slice, a longer command (MIGRATE of a key batch) is written past the
+		// buffer. The ring bounds the commands in flight on one connection before the next caller
+		// waits; an observation pipelines four, the other controllers send one at a time. At
+		// 64 KiB each way and 256 entries the connections were 80 % of the operator's heap at 100
+		// clusters (45 of 50 MB), and at 16/8 KiB and 32 entries still 48 % at 1 000 simulated
+		// (61 of 127 MB; the Fleet and SimulatedFleet benchmarks' heap profiles).
+		ReadBufferEachConn:  4 << 10,
+		WriteBufferEachConn: 4 << 10,
+		RingScaleEachConn:   4,
 		DisableRetry:        true,
 		Dialer:              net.Dialer{Timeout: DialTimeout, KeepAlive: IdleCheck},
 		ConnWriteTimeout:    CommandTimeout,
