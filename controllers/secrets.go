@@ -24,8 +24,8 @@ import (
 // workers spent most of their time waiting on the API server. The operator already watches its
 // Secrets' metadata (each change triggers a pass), so the resourceVersion tells it when its copy
 // is stale, at no extra request. What is kept is bounded: only Secrets the operator read by name,
-// each at most maxKeptSecret bytes of data (a larger one is read every time), dropped when the
-// metadata cache no longer holds it.
+// each at most maxKeptSecret bytes of data (a larger one is read every time), dropped when a
+// read finds the metadata cache no longer holds it, or when no read asked for it for keptFor.
 func SecretsByVersion(api, meta client.Reader) client.Reader {
 	return &secretsByVersion{Reader: api, meta: meta, kept: map[types.NamespacedName]keptSecret{}}
 }
@@ -62,6 +62,9 @@ func (s *secretsByVersion) Get(ctx context.Context, key client.ObjectKey, obj cl
 	cached := s.meta.Get(ctx, key, m) == nil
 	now := time.Now()
 	s.mu.Lock()
+	// On every read, not only on one that misses: the copies of a deleted cluster are never read
+	// again, and in a steady fleet every other read hits.
+	s.sweep(now)
 	k, hit := s.kept[key]
 	if cached && hit && k.s.ResourceVersion == m.ResourceVersion {
 		k.used = now
@@ -73,7 +76,6 @@ func (s *secretsByVersion) Get(ctx context.Context, key client.ObjectKey, obj cl
 	// Stale, or not in the cache (not the operator's label, not seen yet, or gone): nothing kept
 	// may answer for it.
 	delete(s.kept, key)
-	s.sweep(now)
 	s.mu.Unlock()
 	if err := s.Reader.Get(ctx, key, out); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,5 +126,39 @@ func TestSecretsByVersionKeepsOnlyWhatTheCacheWatches(t *testing.T) {
 	api, _ = countingAPI(cm)
 	if err := SecretsByVersion(api, api).Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSecretsByVersionDropsWhatNoPassReads: the Secrets of a deleted cluster are never read again,
+// so nothing but the sweep drops their copies (the operator's passwords, in the clear); it must
+// run while every other read is served from what is kept, as in a steady fleet without TLS,
+// where no read misses for hours.
+func TestSecretsByVersionDropsWhatNoPassReads(t *testing.T) {
+	ctx := context.Background()
+	gone := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "deleted-operator-auth"}, Data: map[string][]byte{"operator-password": []byte("pw")}}
+	live := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "live-operator-auth"}, Data: map[string][]byte{"operator-password": []byte("pw")}}
+	api, _ := countingAPI(gone, live)
+	r := SecretsByVersion(api, api).(*secretsByVersion)
+	for _, s := range []*corev1.Secret{gone, live} {
+		if err := r.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The deleted cluster's copy was last read longer than keptFor ago, and the last sweep was
+	// more than a minute ago; the live cluster's passes go on reading its copy.
+	r.mu.Lock()
+	k := r.kept[client.ObjectKeyFromObject(gone)]
+	k.used = time.Now().Add(-keptFor - time.Minute)
+	r.kept[client.ObjectKeyFromObject(gone)] = k
+	r.swept = time.Now().Add(-2 * time.Minute)
+	r.mu.Unlock()
+	if err := r.Get(ctx, client.ObjectKeyFromObject(live), &corev1.Secret{}); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	_, still := r.kept[client.ObjectKeyFromObject(gone)]
+	r.mu.Unlock()
+	if still {
+		t.Fatalf("a copy unread for more than %s is still kept while every read hits", keptFor)
 	}
 }

@@ -3,9 +3,13 @@ package valkey
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -162,6 +166,9 @@ const (
 	// clears the mark, and the pass after waits for it in full again.
 	silentGrace  = 200 * time.Millisecond
 	silentFactor = 4
+	// redialWithin bounds the second try of an observation whose pooled connection the node
+	// had closed (observeOne): a dial and the queries of a node that is up.
+	redialWithin = 300 * time.Millisecond
 )
 
 // attempt is one node's observation, which may outlive the pass that started it.
@@ -325,10 +332,30 @@ func (p *Pool) observeOne(ctx context.Context, cluster, addr string, creds Crede
 		return v
 	}
 	v = observeWith(ctx, c, v)
+	if !v.Reachable && closedByNode(v.Err) && ctx.Err() == nil {
+		// The node closed the pooled connection while it sat idle between looks: Valkey does so
+		// to a client idle for longer than its `timeout` setting, and a node whose container
+		// restarted closed all of them. Nothing pings the connection in between (IdleCheck is
+		// above the look period), so only this query finds out; the failed query made the client
+		// drop that connection, and one more try dials afresh, for at most redialWithin: a node
+		// that is up answers it at once, and a node whose process died (refused, or its pod's
+		// address gone) must not hold the pass any longer than its first answer did. A cut one
+		// times out, which is not retried.
+		rctx, cancel := context.WithTimeout(ctx, redialWithin)
+		v = observeWith(rctx, c, NodeView{Addr: addr})
+		cancel()
+	}
 	if !v.Reachable && !IsServerError(v.Err) {
 		p.drop(cluster, addr, c)
 	}
 	return v
+}
+
+// closedByNode reports whether err is a connection the other end closed (or reset): a query
+// that failed at once, not one that waited for an answer.
+func closedByNode(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // markSilent records whether addr of cluster did not answer its last observation. Called with
