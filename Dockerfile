@@ -7,6 +7,7 @@ WORKDIR /src
 ENV GOFLAGS=-mod=mod
 COPY go.mod go.sum ./
 COPY main.go ./
+COPY acl/ acl/
 COPY apis/ apis/
 COPY controllers/ controllers/
 COPY fsm/ fsm/
@@ -14,8 +15,11 @@ COPY liveconf/ liveconf/
 COPY logging/ logging/
 COPY metrics/ metrics/
 COPY plan/ plan/
+COPY resources/ resources/
 COPY slot/ slot/
+COPY tlsmaterial/ tlsmaterial/
 COPY valkey/ valkey/
+COPY version/ version/
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" -o /out/valkey-operator .
