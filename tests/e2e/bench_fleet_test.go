@@ -99,15 +99,22 @@ var fleetSetup map[string]float64
 // fleetSizes reads FLEET_SIZES.
 func fleetSizes(b *testing.B) []int {
 	b.Helper()
-	raw := os.Getenv("FLEET_SIZES")
+	return growingSizes(b, "FLEET_SIZES", defaultFleetSizes)
+}
+
+// growingSizes reads the comma-separated sizes of env (def when unset): positive, each larger
+// than the one before.
+func growingSizes(b *testing.B, env, def string) []int {
+	b.Helper()
+	raw := os.Getenv(env)
 	if raw == "" {
-		raw = defaultFleetSizes
+		raw = def
 	}
 	var sizes []int
 	for _, f := range strings.Split(raw, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 || (len(sizes) > 0 && n <= sizes[len(sizes)-1]) {
-			b.Fatalf("FLEET_SIZES=%q: want growing positive sizes, e.g. %s", raw, defaultFleetSizes)
+			b.Fatalf("%s=%q: want growing positive sizes, e.g. %s", env, raw, def)
 		}
 		sizes = append(sizes, n)
 	}

@@ -350,20 +350,7 @@ func tickIntervals(b *testing.B, ns string, from, to time.Time) (mean, worst flo
 		}
 		ticks[l.ref()] = append(ticks[l.ref()], ts)
 	}
-	var sum float64
-	for _, ts := range ticks {
-		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-		for i := 1; i < len(ts); i++ {
-			d := ts[i].Sub(ts[i-1]).Seconds()
-			sum += d
-			worst = max(worst, d)
-			n++
-		}
-	}
-	if n > 0 {
-		mean = sum / float64(n)
-	}
-	return mean, worst, n
+	return tickStats(ticks)
 }
 
 // scrapeSize GETs the operator's metrics as a Prometheus would and returns the size of the
@@ -380,4 +367,23 @@ func scrapeSize(b *testing.B, addr, token string) (size, series int) {
 		}
 	}
 	return len(body), series
+}
+
+// tickStats is the mean and the largest interval between consecutive ticks of one cluster, over
+// every cluster of ticks (cluster -> its tick times), and how many intervals there were.
+func tickStats(ticks map[string][]time.Time) (mean, worst float64, n int) {
+	var sum float64
+	for _, ts := range ticks {
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		for i := 1; i < len(ts); i++ {
+			d := ts[i].Sub(ts[i-1]).Seconds()
+			sum += d
+			worst = max(worst, d)
+			n++
+		}
+	}
+	if n > 0 {
+		mean = sum / float64(n)
+	}
+	return mean, worst, n
 }

@@ -10,8 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -135,19 +133,7 @@ func simRequested() bool {
 // simSizes reads SIM_FLEET_SIZES.
 func simSizes(b *testing.B) []int {
 	b.Helper()
-	raw := os.Getenv("SIM_FLEET_SIZES")
-	if raw == "" {
-		raw = defaultSimSizes
-	}
-	var sizes []int
-	for _, f := range strings.Split(raw, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 || (len(sizes) > 0 && n <= sizes[len(sizes)-1]) {
-			b.Fatalf("SIM_FLEET_SIZES=%q: want growing positive sizes, e.g. %s", raw, defaultSimSizes)
-		}
-		sizes = append(sizes, n)
-	}
-	return sizes
+	return growingSizes(b, "SIM_FLEET_SIZES", defaultSimSizes)
 }
 
 // raiseFileLimit raises this process's soft limit of open files to its hard limit, for the
@@ -414,18 +400,5 @@ func activeTicks(b *testing.B, path string, offset int64, ns string, from, to ti
 		}
 		ticks[l.ref()] = append(ticks[l.ref()], ts)
 	}
-	var sum float64
-	for _, ts := range ticks {
-		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-		for i := 1; i < len(ts); i++ {
-			d := ts[i].Sub(ts[i-1]).Seconds()
-			sum += d
-			worst = max(worst, d)
-			n++
-		}
-	}
-	if n > 0 {
-		mean = sum / float64(n)
-	}
-	return mean, worst, n
+	return tickStats(ticks)
 }
