@@ -10,6 +10,7 @@ COPY main.go ./
 COPY acl/ acl/
 COPY apis/ apis/
 COPY controllers/ controllers/
+COPY fanout/ fanout/
 COPY fsm/ fsm/
 COPY liveconf/ liveconf/
 COPY logging/ logging/

@@ -31,6 +31,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/controllers"
+	"github.com/gomomento/valkey-operator/fanout"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
 )
@@ -126,18 +127,21 @@ func run() int {
 	}
 	recorder := mgr.GetEventRecorder(controllers.EventRecorderName)
 	apiReader := controllers.SecretsByVersion(mgr.GetAPIReader(), mgr.GetCache())
-	tlsr := &controllers.TLSReconciler{Client: mgr.GetClient(), APIReader: apiReader, Metrics: reg, Events: recorder}
+	// One guard: the ACL and TLS controllers keep off a cluster while the cluster controller's
+	// disruptive step on it is in flight.
+	guard := &fanout.Guard{}
+	tlsr := &controllers.TLSReconciler{Client: mgr.GetClient(), APIReader: apiReader, Metrics: reg, Events: recorder, Guard: guard}
 	if err := tlsr.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
 	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: apiReader, DefaultZoneSpread: spread, TLSSecretSeen: tlsr.SecretSeen,
-		Metrics: reg, Events: recorder}
+		Metrics: reg, Events: recorder, Guard: guard}
 	if err := r.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
-	acl := &controllers.ACLReconciler{Client: mgr.GetClient(), APIReader: apiReader, Metrics: reg}
+	acl := &controllers.ACLReconciler{Client: mgr.GetClient(), APIReader: apiReader, Metrics: reg, Guard: guard}
 	if err := acl.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1

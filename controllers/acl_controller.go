@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fanout"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/resources"
@@ -82,6 +82,10 @@ type ACLReconciler struct {
 
 	// Dial opens every connection to a node (nil: TCP; see ValkeyClusterReconciler.Dial).
 	Dial valkey.Dialer
+
+	// Guard, shared with the cluster controller, keeps the ACL off a cluster while a disruptive
+	// step of the cluster controller is in flight on it (nil: never held).
+	Guard *fanout.Guard
 }
 
 // nodeACL is what one node did in a pass.
@@ -118,6 +122,10 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if r.ticks.due(req.String(), time.Now()) {
 		log.Info(logging.MsgACLTick)
 	}
+	if what, busy := r.Guard.Busy(req.String(), time.Now()); busy {
+		log.Debug(logging.MsgPushHeld, zap.String(logging.FieldStep, what))
+		return ctrl.Result{RequeueAfter: aclCatchUpFast}, nil
+	}
 	file, creds, ok, err := r.desired(ctx, &vc)
 	if err != nil || !ok {
 		// Not created yet, or the credential is missing (the cluster controller says so).
@@ -137,36 +145,20 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		creds = withTLS(&vc, creds, r.tls.get(req.String(), tm), podAddrs(list.Items))
 	}
 	want := acl.Normalize(file)
-	var addrs []string
-	results := make(chan nodeACL, len(list.Items))
-	var wg sync.WaitGroup
-	behind := false
-	for i := range list.Items {
-		p := &list.Items[i]
-		if !aclTarget(p) {
-			continue
-		}
-		if startedWithin(p, aclStartGrace, time.Now()) {
-			// A node that just started read the current file itself (aclfile), and may not
-			// listen yet: a refused connection then is no failure worth a WARN. Look again soon.
-			behind = true
-			continue
-		}
-		a := nodeAddr(p.Status.PodIP)
-		addrs = append(addrs, a)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n := r.loadNode(ctx, clusterKey(&vc), p.Name, a, creds, file, want)
-			n.starting = n.unreachable && startedWithin(p, aclStartupWindow, time.Now())
-			results <- n
-		}()
+	now := time.Now()
+	targets, behind := fanout.Targets(list.Items, resources.ClientPort, now)
+	addrs := make([]string, len(targets))
+	for i, t := range targets {
+		addrs[i] = t.Addr
 	}
-	wg.Wait()
-	close(results)
+	results := fanout.Each(ctx, targets, func(ctx context.Context, t fanout.Target) nodeACL {
+		n := r.loadNode(ctx, clusterKey(&vc), t.Pod.Name, t.Addr, creds, file, want)
+		n.starting = n.unreachable && fanout.StartedWithin(t.Pod, aclStartupWindow, time.Now())
+		return n
+	})
 	r.conns.Retain(clusterKey(&vc), addrs)
 
-	for n := range results {
+	for _, n := range results {
 		switch {
 		case n.err != nil && n.starting:
 			behind = true
@@ -212,40 +204,10 @@ func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file
 	return file, valkey.Credentials{Username: acl.OperatorUser, Password: pw}, true, nil
 }
 
-// aclStartGrace is how long after its container started a node is left to read its ACL file
-// by itself before the controller checks it.
-const aclStartGrace = 5 * time.Second
-
 // aclStartupWindow is how long after its container started a node that refuses connections
 // is taken to be starting rather than failing. Measured: under load a new node's first passes
-// came within aclStartGrace and were refused, a WARN per pod on every routine roll.
+// came within fanout.StartGrace and were refused, a WARN per pod on every routine roll.
 const aclStartupWindow = time.Minute
-
-// startedWithin reports whether p's container started less than d before now.
-func startedWithin(p *corev1.Pod, d time.Duration, now time.Time) bool {
-	for _, cs := range p.Status.ContainerStatuses {
-		if r := cs.State.Running; r != nil && now.Sub(r.StartedAt.Time) < d {
-			return true
-		}
-	}
-	return false
-}
-
-// aclTarget reports whether pod's node is one to load: its process runs, has an address and is
-// not being deleted.
-func aclTarget(p *corev1.Pod) bool {
-	// A pod being deleted is on its way out: its node may stop answering at any moment, and
-	// loading it would only turn that into a WARN.
-	if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" || p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.State.Terminated != nil {
-			return false
-		}
-	}
-	return true
-}
 
 // loadNode loads the ACL file on one node and compares what it enforces, before and after,
 // with want (acl.Normalize of the file).

@@ -37,6 +37,12 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 	refused := false
 	var deferred error // the errors of steps that hold back nothing after them
 	for _, a := range pl.Actions {
+		if a.Disruptive() {
+			// The ACL and TLS controllers keep off the cluster's nodes from now until a pass
+			// has observed the step's effect (fanout.Guard).
+			end := r.Guard.Begin(clusterKey(vc), a.String(), time.Now())
+			defer func() { end(time.Now()) }()
+		}
 		var err error
 		unrecorded := false // the action turned out done by someone else: nothing to count
 		// One exhaustive switch over the closed set of actions: gochecksumtype (.golangci.yml)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fanout"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/resources"
@@ -80,6 +81,9 @@ type TLSReconciler struct {
 	nodeRetries
 	// Dial opens every connection to a node (nil: TCP; see ValkeyClusterReconciler.Dial).
 	Dial valkey.Dialer
+	// Guard, shared with the cluster controller, keeps reloads off a cluster while a disruptive
+	// step of the cluster controller is in flight on it (nil: never held).
+	Guard *fanout.Guard
 
 	// rotations carries a cluster whose TLS Secret changed (SecretSeen) to a pass of its own.
 	rotations chan event.GenericEvent
@@ -149,6 +153,11 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 				zap.String(logging.FieldNotAfter, e.NotAfter.UTC().Format(time.RFC3339)))
 		}
 	}
+	if what, busy := r.Guard.Busy(req.String(), now); busy {
+		// After the expiry check: a held rotation still warns of a certificate about to expire.
+		log.Debug(logging.MsgPushHeld, zap.String(logging.FieldStep, what))
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 	creds, ok, err := r.credentials(ctx, &vc)
 	if err != nil || !ok {
 		return ctrl.Result{RequeueAfter: TickInterval}, err
@@ -160,29 +169,17 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	list := corev1.PodList{Items: pods}
 	creds = withTLS(&vc, creds, r.tls.get(req.String(), tm), podAddrs(list.Items))
 
-	var addrs []string
-	results := make(chan nodeTLS, len(list.Items))
-	var wg sync.WaitGroup
-	behind := false
-	for i := range list.Items {
-		p := &list.Items[i]
-		if !aclTarget(p) {
-			continue
-		}
-		if startedWithin(p, aclStartGrace, now) {
-			// It read the current files itself at start, and may not listen yet.
-			behind = true
-			continue
-		}
-		a := nodeAddr(p.Status.PodIP)
-		addrs = append(addrs, a)
-		wg.Go(func() { results <- r.reloadNode(ctx, req.String(), p.Name, a, creds, tm.Fingerprint(), tick) })
+	targets, behind := fanout.Targets(list.Items, resources.ClientPort, now)
+	addrs := make([]string, len(targets))
+	for i, t := range targets {
+		addrs[i] = t.Addr
 	}
-	wg.Wait()
-	close(results)
+	results := fanout.Each(ctx, targets, func(ctx context.Context, t fanout.Target) nodeTLS {
+		return r.reloadNode(ctx, req.String(), t.Pod.Name, t.Addr, creds, tm.Fingerprint(), tick)
+	})
 	r.conns.Retain(req.String(), addrs)
 
-	for n := range results {
+	for _, n := range results {
 		switch {
 		case n.err != nil:
 			behind = true

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fanout"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
@@ -100,6 +101,10 @@ type ValkeyClusterReconciler struct {
 	// Dial opens every connection to a node (nil: TCP); the seam a unit test or a simulated
 	// fleet puts its nodes behind (valkey.Dialer). Read once, by SetupWithManager.
 	Dial valkey.Dialer
+	// Guard, shared with the ACL and TLS controllers, records the disruptive step a pass carries
+	// out on a cluster, so that they keep off its nodes until a later pass has observed the
+	// step's effect (nil: nothing recorded).
+	Guard *fanout.Guard
 }
 
 // Least privilege: exactly the calls the operator makes (tests/install compares these grants with
@@ -198,10 +203,14 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 			migrate.TLS = creds.TLS
 		}
 	}
+	observing := time.Now()
 	obs, err := r.observe(ctx, &vc, problem, hash, creds)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// A disruptive step of an earlier pass has now been observed: the ACL and TLS controllers
+	// may touch the nodes again.
+	r.Guard.Observed(req.String(), observing)
 	creds, migrate = withTLS(&vc, creds, creds.TLS, obs.addrs), withTLS(&vc, migrate, migrate.TLS, obs.addrs)
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
@@ -434,6 +443,7 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.served.forget(key)
 	r.live.forget(key)
 	r.versions.forget(key)
+	r.Guard.Forget(key)
 	if ns, name, ok := strings.Cut(key, "/"); ok {
 		r.Metrics.Forget(ns, name)
 		if r.changes != nil {

@@ -46,6 +46,7 @@ const (
 	FieldEvent        = "event"
 	FieldSecret       = "secret"
 	FieldActions      = "actions"
+	FieldStep         = "step"
 	FieldWaiting      = "waiting"
 	FieldHolds        = "holds"
 	FieldIP           = "ip"
@@ -124,6 +125,10 @@ const (
 	// MsgACLNodeStarting (DEBUG, TargetACL): cluster_name, pod. The node refused the connection
 	// within a minute of its start; it is checked again soon instead of a WARN.
 	MsgACLNodeStarting = "node not accepting connections yet, loading its ACL soon"
+	// MsgPushHeld (DEBUG, TargetACL or TargetTLS): cluster_name, step. The cluster controller is
+	// carrying out a disruptive step on the cluster (a failover, a takeover, a forget, a slot
+	// move): its nodes are given their ACL file or certificate once the step has been observed.
+	MsgPushHeld = "disruptive step in flight, pushing to nodes soon"
 	// MsgTLSReloaded (INFO, TargetTLS): cluster_name, pod. The node served another certificate
 	// than the Secret's tls.crt, was pointed at its certificate files again (CONFIG SET), and a
 	// handshake showed it now serves the Secret's.
@@ -316,6 +321,7 @@ var Catalogue = []Entry{
 	{MsgACLApplied, zapcore.InfoLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgACLFileBehind, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgACLNodeStarting, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
+	{MsgPushHeld, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldStep}},
 	{MsgTLSReloaded, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName, FieldPod}},
 	{MsgTLSReloadFailed, zapcore.WarnLevel, TargetTLS, []string{FieldClusterName, FieldPod, FieldError}},
 	{MsgTLSFilesBehind, zapcore.DebugLevel, TargetTLS, []string{FieldClusterName, FieldPod}},

@@ -1,0 +1,181 @@
+// Package fanout is how the ACL and TLS controllers reach every node of a cluster: which pods to
+// tell (Targets), telling them at once with a bound (Each), and keeping off a cluster while the
+// cluster controller carries out a disruptive action on it (Guard).
+//
+// Both controllers push something every node must hold (an ACL file, a certificate) and do it
+// apart from the cluster controller's passes. One fan-out keeps their rules the same, and the
+// guard keeps their pushes out of a failover, a takeover, a forget or a slot move: an ACL LOAD
+// or a CONFIG SET on the node being promoted is one more thing that can fail in the middle of
+// the step that can least afford it, and a push that lands halfway through a takeover is
+// reported against the wrong primary.
+//
+// It does no I/O of its own: the step given to Each does.
+package fanout
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Limit is how many nodes of one cluster are told at once. A push is one round trip or two
+// per node; 16 at once tells a 100-node cluster in about 7 round trips, and bounds the
+// connections a pass opens whatever the cluster's size.
+const Limit = 16
+
+// StartGrace: a node whose container started this recently read the current files itself and
+// may not listen yet. It is not told: the caller looks again soon.
+const StartGrace = 5 * time.Second
+
+// Target is one node to tell: its pod and its client address.
+type Target struct {
+	Pod  *corev1.Pod
+	Addr string
+}
+
+// Targets returns the pods whose node is to be told, in the order given, and whether some were
+// left out because they started within StartGrace (the caller looks again soon). A pod is told
+// when its process runs, has an address and is not being deleted (on its way out, it may stop
+// answering at any moment, and telling it would only turn that into a WARN).
+func Targets(pods []corev1.Pod, port int, now time.Time) (targets []Target, starting bool) {
+	for i := range pods {
+		p := &pods[i]
+		if !running(p) {
+			continue
+		}
+		if StartedWithin(p, StartGrace, now) {
+			starting = true
+			continue
+		}
+		targets = append(targets, Target{Pod: p, Addr: net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port))})
+	}
+	return targets, starting
+}
+
+func running(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Terminated != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// StartedWithin reports whether p's container started less than d before now.
+func StartedWithin(p *corev1.Pod, d time.Duration, now time.Time) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if r := cs.State.Running; r != nil && now.Sub(r.StartedAt.Time) < d {
+			return true
+		}
+	}
+	return false
+}
+
+// Each runs step for every target, at most Limit at once, and returns their results in the
+// targets' order. A node that fails does not hold back the others: each step reports its own.
+func Each[T any](ctx context.Context, targets []Target, step func(context.Context, Target) T) []T {
+	out := make([]T, len(targets))
+	sem := make(chan struct{}, Limit)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = step(ctx, t)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// Guard records, per cluster, the disruptive action the cluster controller is carrying out. The
+// ACL and TLS controllers ask Busy before they touch a cluster's nodes, and come back later
+// while it is.
+//
+// An action is in flight from Begin until the cluster controller has observed the cluster once
+// after it ended (Observed): a failover's or takeover's effect lands after the command returns,
+// and that observation is where the cluster controller sees it. A guard whose holder never
+// observes again (the cluster was deleted: Forget) is let go MaxHold after its action ended.
+type Guard struct {
+	mu       sync.Mutex
+	inFlight map[string]*step
+}
+
+// MaxHold bounds how long an ended action keeps a cluster's pushes waiting for the cluster
+// controller's next observation: the cluster controller looks again within a second of a
+// disruptive step, so only one that stopped looking (its operator lost the lease) gets here.
+const MaxHold = 30 * time.Second
+
+type step struct {
+	what  string
+	begun time.Time
+	ended time.Time // zero while the action runs
+}
+
+// Begin records that the cluster controller starts the disruptive action what on cluster. The
+// returned func records its end; call it once the action returned, failed or not.
+func (g *Guard) Begin(cluster, what string, now time.Time) (end func(time.Time)) {
+	if g == nil {
+		return func(time.Time) {}
+	}
+	s := &step{what: what, begun: now}
+	g.mu.Lock()
+	if g.inFlight == nil {
+		g.inFlight = map[string]*step{}
+	}
+	g.inFlight[cluster] = s
+	g.mu.Unlock()
+	return func(at time.Time) {
+		g.mu.Lock()
+		s.ended = at
+		g.mu.Unlock()
+	}
+}
+
+// Observed records that the cluster controller observed cluster, its observation having begun
+// at began: an action that had ended before then is no longer in flight.
+func (g *Guard) Observed(cluster string, began time.Time) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.inFlight[cluster]; ok && !s.ended.IsZero() && !began.Before(s.ended) {
+		delete(g.inFlight, cluster)
+	}
+}
+
+// Busy returns the disruptive action in flight on cluster, and whether there is one.
+func (g *Guard) Busy(cluster string, now time.Time) (what string, busy bool) {
+	if g == nil {
+		return "", false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.inFlight[cluster]
+	if !ok {
+		return "", false
+	}
+	if !s.ended.IsZero() && now.Sub(s.ended) > MaxHold {
+		delete(g.inFlight, cluster)
+		return "", false
+	}
+	return s.what, true
+}
+
+// Forget drops what the guard holds of a cluster that is gone.
+func (g *Guard) Forget(cluster string) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	delete(g.inFlight, cluster)
+	g.mu.Unlock()
+}
