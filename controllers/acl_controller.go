@@ -219,6 +219,12 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 		return n
 	}
 	before, err := c.ACLList(ctx)
+	if err != nil && valkey.ClosedByNode(err) && ctx.Err() == nil {
+		// The node closed the pooled connection while it sat idle between passes (its
+		// `timeout`, or its container restarted): one more try dials afresh, as an observation
+		// does (valkey.Pool.Observe). A node that is down fails it at once as well.
+		before, err = c.ACLList(ctx)
+	}
 	if err != nil {
 		n.err = err
 		return n

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"slices"
 	"strings"
 	"testing"
@@ -9,8 +11,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gomomento/valkey-operator/acl"
 	"github.com/gomomento/valkey-operator/fanout"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
+	"github.com/gomomento/valkey-operator/tlsmaterial/tlstest"
+	"github.com/gomomento/valkey-operator/valkey"
 	"github.com/gomomento/valkey-operator/valkey/valkeytest"
 )
 
@@ -89,4 +95,72 @@ func TestACLPassHeldWhileAStepIsInFlight(t *testing.T) {
 	if cmds := s.fleet.Commands(); !slices.ContainsFunc(cmds, func(c string) bool { return strings.Contains(c, "ACL ") }) {
 		t.Fatalf("after the step was observed the ACL pass sent %v, want the ACL commands", cmds)
 	}
+}
+
+// TestPushesAfterTheNodeClosedAnIdleConnection: a node that closed the ACL or TLS controller's
+// pooled connection while it sat idle between passes (Valkey's `timeout`, a live setting a
+// ValkeyConfig may set below the 30 s tick) is still told at once, with no failure to retry
+// and no WARN; a node that is down still fails.
+func TestPushesAfterTheNodeClosedAnIdleConnection(t *testing.T) {
+	t.Run("ACL", func(t *testing.T) {
+		s := newSeamPass(t)
+		s.pass(t)
+		s.pass(t) // formed, and the ACL Secret rendered
+		a := &ACLReconciler{Client: s.c, APIReader: s.c}
+		a.conns.Dial = s.fleet.Dial
+		t.Cleanup(func() { a.conns.Forget("ns/vc") })
+		vc := vcFor(t, s.c)
+		file, creds, ok, err := a.desired(t.Context(), vc)
+		if err != nil || !ok {
+			t.Fatalf("desired: %v %v", ok, err)
+		}
+		load := func() nodeACL {
+			return a.loadNode(t.Context(), "ns/vc", "vc-aaaaa", "10.0.0.1:6379", creds, file, acl.Normalize(file))
+		}
+		if n := load(); n.err != nil {
+			t.Fatal(n.err)
+		}
+		node := s.fleet.Node("10.0.0.1:6379")
+		node.Down(true)
+		node.Down(false)
+		if n := load(); n.err != nil {
+			t.Fatalf("the node is up, but the pass after it closed the idle connection failed: %v", n.err)
+		}
+		node.Down(true)
+		if n := load(); n.err == nil {
+			t.Fatal("a node that is down was loaded")
+		}
+	})
+	t.Run("TLS", func(t *testing.T) {
+		ca := tlstest.NewPKI(t, "ca")
+		certPEM, keyPEM := ca.Issue(tlstest.Leaf{})
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		roots.AddCert(ca.Cert)
+		creds := valkey.Credentials{Username: acl.OperatorUser, Password: "op-pw", TLS: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+			ServerName: func(string) string { return "p0.vc.ns.svc.cluster.local" }}
+		fleet := valkeytest.New()
+		n := fleet.Node("10.0.0.1:6379")
+		n.ServeTLS(&cert)
+		r := &TLSReconciler{}
+		r.conns.Dial = fleet.Dial
+		defer r.conns.Forget("ns/vc")
+		want := tlsmaterial.Fingerprint(cert.Certificate[0])
+		// always: the tick's reload, which sends CONFIG SET over the pooled connection.
+		if got := r.reloadNode(t.Context(), "ns/vc", "p0", n.Addr(), creds, want, true); got.err != nil {
+			t.Fatal(got.err)
+		}
+		n.Down(true)
+		n.Down(false)
+		fleet.Reset()
+		if got := r.reloadNode(t.Context(), "ns/vc", "p0", n.Addr(), creds, want, true); got.err != nil {
+			t.Fatalf("the node is up, but the reload after it closed the idle connection failed: %v", got.err)
+		}
+		if cmds := fleet.Commands(); len(cmds) == 0 || !strings.Contains(cmds[len(cmds)-1], "CONFIG SET tls-ca-cert-file") {
+			t.Fatalf("commands sent: %v, want the reload's CONFIG SET", cmds)
+		}
+	})
 }

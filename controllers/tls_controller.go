@@ -213,7 +213,12 @@ func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr strin
 		n.err = err
 		return n
 	}
-	if n.err = c.ConfigSet(ctx, tlsFileParams()); n.err != nil {
+	n.err = c.ConfigSet(ctx, tlsFileParams())
+	if n.err != nil && valkey.ClosedByNode(n.err) && ctx.Err() == nil {
+		// The pooled connection was closed by the node while idle (see ACLReconciler.loadNode).
+		n.err = c.ConfigSet(ctx, tlsFileParams())
+	}
+	if n.err != nil {
 		return n
 	}
 	after, err := servedFingerprint(ctx, r.conns.Dial, addr, creds.ServerName(addr))

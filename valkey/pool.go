@@ -332,7 +332,7 @@ func (p *Pool) observeOne(ctx context.Context, cluster, addr string, creds Crede
 		return v
 	}
 	v = observeWith(ctx, c, v)
-	if !v.Reachable && closedByNode(v.Err) && ctx.Err() == nil {
+	if !v.Reachable && ClosedByNode(v.Err) && ctx.Err() == nil {
 		// The node closed the pooled connection while it sat idle between looks: Valkey does so
 		// to a client idle for longer than its `timeout` setting, and a node whose container
 		// restarted closed all of them. Nothing pings the connection in between (IdleCheck is
@@ -351,9 +351,10 @@ func (p *Pool) observeOne(ctx context.Context, cluster, addr string, creds Crede
 	return v
 }
 
-// closedByNode reports whether err is a connection the other end closed (or reset): a query
-// that failed at once, not one that waited for an answer.
-func closedByNode(err error) bool {
+// ClosedByNode reports whether err is a connection the other end closed (or reset): a query
+// that failed at once, not one that waited for an answer. The failed query made the client drop
+// that connection, so one more try on the same Client dials afresh.
+func ClosedByNode(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) ||
 		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
