@@ -15,6 +15,8 @@ BINS=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 have_all=1
 for b in "${BINS[@]}"; do [ -x "$OUT/$b" ] || have_all=0; done
 if [ $have_all -eq 1 ]; then echo "$OUT"; exit 0; fi
+# On stderr: make deps keeps stdout (the path) quiet, and a cold build is long enough to need saying.
+echo "building etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl $K8S_VERSION into $OUT (once; a cold build takes 10-25 min on 2 cores)" >&2
 
 staging_version="v0.${K8S_VERSION#v1.}"
 work="$CACHE_DIR/build-k8s-$K8S_VERSION"
