@@ -168,17 +168,7 @@ func (z zoneCount) handOver(over string, cap int) (Failover, bool) {
 		if p == nil || p.Zone != over {
 			continue
 		}
-		var best *fsm.Pod
-		for i, r := range z.shardPods[shard] {
-			if r.Name == p.Name || !z.isUp(r.Zone) || z.primaries[r.Zone] >= cap || !fsm.CaughtUp(r, *p) {
-				continue
-			}
-			if best == nil || z.primaries[r.Zone] < z.primaries[best.Zone] ||
-				(z.primaries[r.Zone] == z.primaries[best.Zone] && (r.Zone < best.Zone || (r.Zone == best.Zone && r.Node.ReplOffset > best.Node.ReplOffset))) {
-				best = &z.shardPods[shard][i]
-			}
-		}
-		if best != nil {
+		if best := bestToSpread(z.shardPods[shard], *p, z.primaries, z.up, cap); best != nil {
 			return Failover{Pod: best.Name, PrimaryID: p.Node.ID, Shard: shard, Spread: true, Zone: over}, true
 		}
 	}
@@ -312,4 +302,21 @@ func avoidZones(zones []string, live []fsm.Pod) string {
 		}
 	}
 	return ""
+}
+
+// bestToSpread is the caught-up replica of primary in a zone up holding fewer than cap
+// primaries (primaries, by zone): the zone holding fewest, then the first zone by name, then
+// the largest offset, then the first by name; nil when none.
+func bestToSpread(pods []fsm.Pod, primary fsm.Pod, primaries map[string]int, up []string, cap int) *fsm.Pod {
+	var best *fsm.Pod
+	for i, r := range pods {
+		if r.Name == primary.Name || !slices.Contains(up, r.Zone) || primaries[r.Zone] >= cap || !fsm.CaughtUp(r, primary) {
+			continue
+		}
+		if best == nil || primaries[r.Zone] < primaries[best.Zone] ||
+			(primaries[r.Zone] == primaries[best.Zone] && (r.Zone < best.Zone || (r.Zone == best.Zone && r.Node.ReplOffset > best.Node.ReplOffset))) {
+			best = &pods[i]
+		}
+	}
+	return best
 }
