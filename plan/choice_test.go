@@ -2,6 +2,12 @@ package plan
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -9,9 +15,10 @@ import (
 )
 
 // The replica each planner promotes, pinned on pools of candidates: the same pool, five
-// purposes, five answers where the rule says they differ. These cases were written against the
-// five pickers the rule replaced (bestSynced, mostUpToDate, bestOfShard, bestCaughtUp,
-// bestToSpread) and passed there before the rule took their place.
+// purposes, five answers where the table says they differ. These cases were written against
+// the five pickers the rule replaced (bestSynced, mostUpToDate, bestOfShard, bestCaughtUp,
+// bestToSpread) and passed there before the rule took their place; TestReplicaChoiceAsBefore
+// compares the rule with copies of them on random pools.
 
 // choicePrimary is the primary the replicas of a pool follow: pod p, node P, in zone a, at
 // offset 1000.
@@ -129,24 +136,12 @@ func choicePools() []choicePool {
 	}
 }
 
-// pickFor runs the choice of purpose on pool.
-func pickFor(purpose string, c choicePool) *fsm.Pod {
-	// The candidates as each caller passes them: live pods by name (failover, takeover,
-	// misplaced), the shard's pods (upgrade, spread).
-	pods := append([]fsm.Pod(nil), c.pods...)
-	switch purpose {
-	case "failover":
-		return bestSynced(pods, c.primary.Node.ID)
-	case "takeover":
-		return mostUpToDate(pods, c.primary.Node.ID)
-	case "misplaced":
-		return bestOfShard(pods, c.primary, c.shard)
-	case "upgrade":
-		return bestCaughtUp(pods, c.primary, c.primaries)
-	case "spread":
-		return bestToSpread(pods, c.primary, c.primaries, c.up, c.cap)
-	}
-	panic("unknown purpose " + purpose)
+// pickFor runs the choice of purpose on pool, with the candidates as each caller passes them:
+// live pods by name (failover, takeover, misplaced), the shard's pods (upgrade, spread).
+func pickFor(p string, c choicePool) *fsm.Pod {
+	primary := c.primary
+	return bestReplica(append([]fsm.Pod(nil), c.pods...), choice{purpose: purpose(p), primaryID: primary.Node.ID, primary: &primary,
+		shard: c.shard, primaries: c.primaries, up: c.up, cap: c.cap})
 }
 
 func TestReplicaChoice(t *testing.T) {
@@ -161,6 +156,205 @@ func TestReplicaChoice(t *testing.T) {
 					t.Errorf("picked %q, want %q", got, want)
 				}
 			})
+		}
+	}
+}
+
+// The five pickers as they were before the rule replaced them, kept as the oracle of
+// TestReplicaChoiceAsBefore.
+
+func oldBestSynced(live []fsm.Pod, primary string) *fsm.Pod {
+	var best *fsm.Pod
+	for i, p := range live {
+		n := p.Node
+		if n.Primary || n.PrimaryID != primary || n.ReplOffset <= 0 || p.Lifecycle != string(v1.LifecycleActive) {
+			continue
+		}
+		if best == nil || n.ReplOffset > best.Node.ReplOffset {
+			best = &live[i]
+		}
+	}
+	return best
+}
+
+func oldMostUpToDate(live []fsm.Pod, primary string) *fsm.Pod {
+	var best *fsm.Pod
+	for i, p := range live {
+		n := p.Node
+		if n.Primary || n.PrimaryID != primary || n.ReplOffset <= 0 {
+			continue
+		}
+		if p.Lifecycle == string(v1.LifecycleLeaving) {
+			continue
+		}
+		if best == nil || n.ReplOffset > best.Node.ReplOffset {
+			best = &live[i]
+		}
+	}
+	return best
+}
+
+func oldBestOfShard(live []fsm.Pod, primary fsm.Pod, shard int) *fsm.Pod {
+	var best *fsm.Pod
+	for i, r := range live {
+		if r.Shard != shard || !fsm.CaughtUp(r, primary) {
+			continue
+		}
+		if best == nil || r.Node.ReplOffset > best.Node.ReplOffset {
+			best = &live[i]
+		}
+	}
+	return best
+}
+
+func oldBestCaughtUp(pods []fsm.Pod, primary fsm.Pod, primaries map[string]int) *fsm.Pod {
+	var best *fsm.Pod
+	for i, p := range pods {
+		if p.Name == primary.Name || p.Lifecycle != string(v1.LifecycleActive) || !fsm.CaughtUp(p, primary) {
+			continue
+		}
+		if best == nil || primaries[p.Zone] < primaries[best.Zone] ||
+			(primaries[p.Zone] == primaries[best.Zone] && p.Node.ReplOffset > best.Node.ReplOffset) {
+			best = &pods[i]
+		}
+	}
+	return best
+}
+
+func oldBestToSpread(pods []fsm.Pod, primary fsm.Pod, primaries map[string]int, up []string, cap int) *fsm.Pod {
+	var best *fsm.Pod
+	for i, r := range pods {
+		if r.Name == primary.Name || !slices.Contains(up, r.Zone) || primaries[r.Zone] >= cap || !fsm.CaughtUp(r, primary) {
+			continue
+		}
+		if best == nil || primaries[r.Zone] < primaries[best.Zone] ||
+			(primaries[r.Zone] == primaries[best.Zone] && (r.Zone < best.Zone || (r.Zone == best.Zone && r.Node.ReplOffset > best.Node.ReplOffset))) {
+			best = &pods[i]
+		}
+	}
+	return best
+}
+
+// TestReplicaChoiceAsBefore draws random pools (by name, as every caller passes them: small
+// offsets and few zones so that ties are common) and checks that the rule picks, for every
+// purpose, what the picker it replaced picked.
+func TestReplicaChoiceAsBefore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(22, 1))
+	zones := []string{"", "a", "b", "c"}
+	lifecycles := []v1.NodeLifecycle{v1.LifecycleJoining, v1.LifecycleActive, v1.LifecycleActive, v1.LifecycleLeaving}
+	offsets := []int64{0, 1, 500, 999, 1000, 1000 + fsm.CatchUpBytes, 1001 + fsm.CatchUpBytes}
+	for n := range 20000 {
+		primary := choicePrimary()
+		primary.Node.ReplOffset = offsets[rng.IntN(len(offsets))]
+		primary.Zone = zones[rng.IntN(len(zones))]
+		primary.Shard = rng.IntN(3)
+		pods := []fsm.Pod{primary}
+		for i := range rng.IntN(7) {
+			p := rep(fmt.Sprintf("r%d", i), zones[rng.IntN(len(zones))], offsets[rng.IntN(len(offsets))], labelled(rng.IntN(3)))
+			p.Lifecycle = string(lifecycles[rng.IntN(len(lifecycles))])
+			p.Node.LinkUp = rng.IntN(5) > 0
+			p.Node.SyncInProgress = rng.IntN(6) == 0
+			p.Node.Reachable = rng.IntN(6) > 0
+			switch rng.IntN(8) {
+			case 0:
+				p.Node.PrimaryID = "Q"
+			case 1:
+				p.Node.Primary, p.Node.PrimaryID = true, ""
+			}
+			pods = append(pods, p)
+		}
+		slices.SortFunc(pods, func(a, b fsm.Pod) int { return strings.Compare(a.Name, b.Name) })
+		primaries := map[string]int{}
+		for _, z := range zones {
+			if k := rng.IntN(3); k > 0 {
+				primaries[z] = k
+			}
+		}
+		up := slices.DeleteFunc(slices.Clone(zones), func(string) bool { return rng.IntN(4) == 0 })
+		c := choice{primaryID: "P", primary: &primary, shard: rng.IntN(3), primaries: primaries, up: up, cap: 1 + rng.IntN(3)}
+		for _, p := range choicePurposes {
+			var before *fsm.Pod
+			switch purpose(p) {
+			case forFailover:
+				before = oldBestSynced(pods, "P")
+			case forTakeover:
+				before = oldMostUpToDate(pods, "P")
+			case forMisplaced:
+				before = oldBestOfShard(pods, primary, c.shard)
+			case forUpgrade:
+				before = oldBestCaughtUp(pods, primary, primaries)
+			case forSpread:
+				before = oldBestToSpread(pods, primary, primaries, up, c.cap)
+			}
+			c.purpose = purpose(p)
+			if c.purpose == forFailover || c.purpose == forTakeover {
+				c.primary = nil // a lost primary: the callers know its id only
+			} else {
+				c.primary = &primary
+			}
+			after := bestReplica(pods, c)
+			if name(before) != name(after) {
+				t.Fatalf("pool %d, %s: the rule picks %q, the old picker %q\n%+v", n, p, name(after), name(before), pods)
+			}
+		}
+	}
+}
+
+func name(p *fsm.Pod) string {
+	if p == nil {
+		return ""
+	}
+	return p.Name
+}
+
+// The table in choice.go's comment is the rule as a reader sees it: it must say what
+// choiceRules do, row by row.
+func TestReplicaChoiceTableMatchesTheComment(t *testing.T) {
+	src, err := os.ReadFile("choice.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile(`^//\t(\d+)\s+(.+?)\s{2,}(\S)\s+(\S)\s+(\S)\s+(\S)\s+(\S)$`)
+	var rows [][]string
+	for _, line := range strings.Split(string(src), "\n") {
+		if m := row.FindStringSubmatch(line); m != nil {
+			rows = append(rows, m)
+		}
+	}
+	if len(rows) != len(choiceRules) {
+		t.Fatalf("the comment has %d rows, choiceRules %d", len(rows), len(choiceRules))
+	}
+	for i, r := range choiceRules {
+		m := rows[i]
+		if m[1] != strconv.Itoa(i+1) || m[2] != r.name {
+			t.Errorf("row %d: the comment says %s %q, the code %q", i+1, m[1], m[2], r.name)
+		}
+		rank := 0 // the tie-breakers' order, per purpose
+		for j, p := range choicePurposes {
+			want := "-"
+			switch r.uses[purpose(p)] {
+			case required:
+				want = "R"
+			case preferred:
+				rank = 0
+				for _, q := range choiceRules[:i+1] {
+					if q.uses[purpose(p)] == preferred {
+						rank++
+					}
+				}
+				want = strconv.Itoa(rank)
+			}
+			if got := m[3+j]; got != want {
+				t.Errorf("row %d (%s), %s: the comment says %s, the code %s", i+1, r.name, p, got, want)
+			}
+		}
+		if (r.keep == nil) != (r.cmp != nil) {
+			t.Errorf("row %d (%s): a row is a requirement (keep) or a tie-breaker (cmp)", i+1, r.name)
+		}
+		for p, u := range r.uses {
+			if (u == required && r.keep == nil) || (u == preferred && r.cmp == nil) {
+				t.Errorf("row %d (%s): %s uses it in a way it cannot be used", i+1, r.name, p)
+			}
 		}
 	}
 }
