@@ -25,6 +25,7 @@ import (
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey"
+	"github.com/gomomento/valkey-operator/valkey/mover"
 )
 
 // execute carries out the plan in order: a thin switch over action types. It stops at the
@@ -150,28 +151,14 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				}
 			}
 		case plan.MoveSlots:
-			var tally moveTally
-			err = moveSlots(ctx, log, node, migrator(r.conns.Dial, obs, migrate, creds), func(pod string) string { return obs.pods[pod].Status.PodIP }, a, &tally)
-			r.Metrics.SlotsMoved(vc.Namespace, vc.Name, int(tally.slots.Load()), int(tally.keys.Load()))
+			var moved mover.Tally
+			moved, err = r.slotMover(obs, node, creds, migrate).Move(ctx, log, a)
+			r.Metrics.SlotsMoved(vc.Namespace, vc.Name, moved.Slots, moved.Keys)
 			for _, m := range a.Moves {
 				r.served.handedOver(clusterKey(vc), m.Source, time.Now())
 			}
 		case plan.CloseSlots:
-			for _, cl := range a.Closes {
-				var c *valkey.Client
-				if c, err = node(cl.Pod); err != nil {
-					break
-				}
-				log.Info(logging.MsgClosingSlot, logging.Pod(cl.Pod), zap.Int(logging.FieldSlot, cl.Slot), logging.Node(cl.Owner))
-				if cl.Owner != "" {
-					err = c.SetSlotNode(ctx, cl.Slot, cl.Owner)
-				} else {
-					err = c.SetSlotStable(ctx, cl.Slot)
-				}
-				if err != nil {
-					break
-				}
-			}
+			err = r.slotMover(obs, node, creds, migrate).Close(ctx, log, a)
 		case plan.SetConfig:
 			// Harmless and independent of the rest of the plan: a node that refuses a value
 			// holds back neither the other nodes' settings nor the roll that follows them. Its

@@ -153,6 +153,6 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 			r.Metrics.PodFailed(ns, name)
 		}
 	case plan.CreatePod, plan.Meet, plan.Replicate, plan.Forget, plan.MoveSlots, plan.CloseSlots, plan.Detach, plan.SetConfig:
-		// Nothing to count or say: slot moves are counted as they land (moveTally).
+		// Nothing to count or say: slot moves are counted as they land (mover.Tally).
 	}
 }

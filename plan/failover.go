@@ -28,15 +28,14 @@ package plan
 //     the quorum planner's TAKEOVER is the only way.
 //  5. The best replica is the reachable replica of P that completed its sync (its ValkeyNode
 //     is Active, which is written only once its sync was loaded, and its replication offset is
-//     above 0) with the largest offset, then the first by name. A Joining replica holds no
-//     usable copy and is never promoted; with none, nothing is done.
+//     above 0) with the largest offset, then the first by name (bestReplica, forFailover). A
+//     Joining replica holds no usable copy and is never promoted; with none, nothing is done.
 
 import (
 	"fmt"
 	"sort"
 	"time"
 
-	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 )
 
@@ -67,7 +66,7 @@ func planFailover(in Input) Step {
 		if !ok {
 			continue // rule 4a: it may be serving
 		}
-		best := bestSynced(live, c.primary)
+		best := bestReplica(live, choice{purpose: forFailover, primaryID: c.primary})
 		if best == nil {
 			continue
 		}
@@ -134,22 +133,6 @@ func ownerOf(s fsm.Snapshot, id string) (*fsm.Pod, bool) {
 		}
 	}
 	return owner, true
-}
-
-// bestSynced is the reachable replica of primary that completed its sync, with the largest
-// replication offset, then the first by name (rule 5); nil when none did.
-func bestSynced(live []fsm.Pod, primary string) *fsm.Pod {
-	var best *fsm.Pod
-	for i, p := range live {
-		n := p.Node
-		if n.Primary || n.PrimaryID != primary || n.ReplOffset <= 0 || p.Lifecycle != string(v1.LifecycleActive) {
-			continue
-		}
-		if best == nil || n.ReplOffset > best.Node.ReplOffset {
-			best = &live[i]
-		}
-	}
-	return best
 }
 
 // majorityAlive reports whether the slot holders (the nodes holding slots in any reachable

@@ -30,7 +30,7 @@ import (
 //     and not while a failover the operator issued on P is awaited (status.failover).
 //  2. Realign: when X's shard has no primary serving slots while P's shard has another one, P
 //     serves the slots of X's shard (Valkey promoted a migrated replica). A graceful CLUSTER
-//     FAILOVER on X's shard's caught-up replica of P with the largest offset (then the first by
+//     FAILOVER on X's shard's caught-up replica of P (bestReplica, forMisplaced) with the largest offset (then the first by
 //     name) gives them back to the shard; P becomes its replica, which rule 3 then retires.
 //  3. Retire: otherwise, when P serves slots and keeps at least replicasPerShard caught-up
 //     replicas besides X, X holds no copy the cluster needs (a drained shard's nodes: the reshard
@@ -81,7 +81,7 @@ func planMisplaced(in Input) Step {
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", f.Shard, f.Pod)}
 		}
 		if serving[x.Shard] == 0 && serving[p.Shard] > 1 {
-			if best := bestOfShard(live, p, x.Shard); best != nil {
+			if best := bestReplica(live, choice{purpose: forMisplaced, primaryID: p.Node.ID, primary: &p, shard: x.Shard}); best != nil {
 				a := Failover{Pod: best.Name, PrimaryID: p.Node.ID, Shard: x.Shard, Realign: true}
 				return Step{Actions: []Action{a}, Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", x.Shard, best.Name)}
 			}
@@ -154,21 +154,6 @@ func emptyPrimary(live []fsm.Pod, id string) bool {
 		}
 	}
 	return false
-}
-
-// bestOfShard is the replica of primary labelled shard that is caught up with it, with the
-// largest replication offset, then the first by name; nil when none is.
-func bestOfShard(live []fsm.Pod, primary fsm.Pod, shard int) *fsm.Pod {
-	var best *fsm.Pod
-	for i, r := range live {
-		if r.Shard != shard || !fsm.CaughtUp(r, primary) {
-			continue
-		}
-		if best == nil || r.Node.ReplOffset > best.Node.ReplOffset {
-			best = &live[i]
-		}
-	}
-	return best
 }
 
 // caughtUpReplicas counts primary's replicas, other than the pod named except, that are caught

@@ -16,14 +16,13 @@ package plan
 //     `fail?`, or every live pod that ever ran reported its id (so none of them is it). A primary
 //     that only the operator cannot reach, while its replicas still can, is not gone.
 //  4. CLUSTER FAILOVER TAKEOVER on the most up-to-date replica of that primary (largest
-//     replication offset, then by name) among those that had synced (offset > 0): a replica that
-//     never finished its sync holds no data and is never promoted. One takeover per pass; the
-//     pass then waits for it.
+//     replication offset, then by name; bestReplica, forTakeover) among those that had synced
+//     (offset > 0) and are not Leaving: a replica that never finished its sync holds no data
+//     and is never promoted. One takeover per pass; the pass then waits for it.
 
 import (
 	"fmt"
 
-	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 )
 
@@ -42,7 +41,7 @@ func planQuorum(in Input) Step {
 		if !gone(s, live, w.PrimaryID) {
 			continue
 		}
-		if best := mostUpToDate(live, w.PrimaryID); best != nil {
+		if best := bestReplica(live, choice{purpose: forTakeover, primaryID: w.PrimaryID}); best != nil {
 			return Step{
 				Actions: []Action{Takeover{Pod: best.Name, PrimaryID: w.PrimaryID, Shard: w.Shard}},
 				Wait:    fmt.Sprintf("waiting for the takeover of shard %d", w.Shard),
@@ -110,25 +109,4 @@ func gone(s fsm.Snapshot, live []fsm.Pod, id string) bool {
 		}
 	}
 	return true
-}
-
-// mostUpToDate is the reachable replica of primary with the largest replication offset among
-// those that synced, nil when none did. A Leaving replica is never one: it was detached from its
-// primary (its copy stopped at the detach, and TAKEOVER would ignore the no-failover it was given)
-// and is on its way out, as for failovers (bestSynced).
-func mostUpToDate(live []fsm.Pod, primary string) *fsm.Pod {
-	var best *fsm.Pod
-	for i, p := range live {
-		n := p.Node
-		if n.Primary || n.PrimaryID != primary || n.ReplOffset <= 0 {
-			continue
-		}
-		if p.Lifecycle == string(v1.LifecycleLeaving) {
-			continue
-		}
-		if best == nil || n.ReplOffset > best.Node.ReplOffset {
-			best = &live[i]
-		}
-	}
-	return best
 }

@@ -19,7 +19,7 @@ package plan
 //  2. Primaries: with Z zones up and S shards, no zone holds more than ceil(S/Z) primaries. For
 //     the zone holding most (then the first by name) above that cap, the first of its primaries
 //     by shard that has a caught-up Active replica in a zone below the cap (the zone with fewest
-//     primaries, then the first by name; then the largest offset) is handed over by one graceful
+//     primaries, then the first by name; then the largest offset: bestReplica, forSpread) is handed over by one graceful
 //     CLUSTER FAILOVER, the failover a rolling upgrade uses: the replica is caught up and Valkey
 //     pauses the primary's writes until the replica has all of them, so no acknowledged write is
 //     lost. Its intent is persisted (status.failover) and the pass waits FailoverRetry for it.
@@ -144,8 +144,6 @@ func newZoneCount(s fsm.Snapshot, shardPods [][]fsm.Pod) zoneCount {
 	return z
 }
 
-func (z zoneCount) isUp(zone string) bool { return slices.Contains(z.up, zone) }
-
 // overCap returns the zone holding most primaries above ceil(shards / zones up) (then the first
 // by name), "" when none, and the cap. A zone that merely takes no new pods now (a cordon, a
 // node under memory pressure) is not emptied of its primaries: its running nodes are healthy,
@@ -168,17 +166,7 @@ func (z zoneCount) handOver(over string, cap int) (Failover, bool) {
 		if p == nil || p.Zone != over {
 			continue
 		}
-		var best *fsm.Pod
-		for i, r := range z.shardPods[shard] {
-			if r.Name == p.Name || !z.isUp(r.Zone) || z.primaries[r.Zone] >= cap || !fsm.CaughtUp(r, *p) {
-				continue
-			}
-			if best == nil || z.primaries[r.Zone] < z.primaries[best.Zone] ||
-				(z.primaries[r.Zone] == z.primaries[best.Zone] && (r.Zone < best.Zone || (r.Zone == best.Zone && r.Node.ReplOffset > best.Node.ReplOffset))) {
-				best = &z.shardPods[shard][i]
-			}
-		}
-		if best != nil {
+		if best := bestReplica(z.shardPods[shard], choice{purpose: forSpread, primaryID: p.Node.ID, primary: p, primaries: z.primaries, up: z.up, cap: cap}); best != nil {
 			return Failover{Pod: best.Name, PrimaryID: p.Node.ID, Shard: shard, Spread: true, Zone: over}, true
 		}
 	}

@@ -39,7 +39,7 @@ package plan
 //     replication offset (then the last by name), never the primary;
 //     c. the primary of an older spec, every replica of the current spec, L > R+1: exactly one
 //     graceful CLUSTER FAILOVER onto the caught-up Active replica in the zone holding fewest of
-//     the other shards' primaries, then with the largest offset (then the first by name); its intent is persisted in status.failover first, and while it is
+//     the other shards' primaries, then with the largest offset (then the first by name; bestReplica, forUpgrade); its intent is persisted in status.failover first, and while it is
 //     younger than FailoverRetry the pass waits for it to land. Once it has, the new primary
 //     serves the slots (preflight) and the old primary is a replica of an older spec (rule a);
 //     d. a node of an older spec while L <= R+1: create one node of the current spec (it joins
@@ -144,7 +144,7 @@ func planUpgrade(in Input) Step {
 		if f := s.Failover; f != nil && f.PrimaryID == primary.Node.ID && s.Now.Sub(f.StartedAt) < FailoverRetry {
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, f.Pod)}
 		}
-		best := bestCaughtUp(pods, *primary, primaryZones(shardPods, shard))
+		best := bestReplica(pods, choice{purpose: forUpgrade, primaryID: primary.Node.ID, primary: primary, primaries: primaryZones(shardPods, shard)})
 		if best == nil {
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to catch up", shard)}
 		}
@@ -283,24 +283,6 @@ func preflight(s fsm.Snapshot, shard int, shardPods [][]fsm.Pod, primary fsm.Pod
 		}
 	}
 	return ""
-}
-
-// bestCaughtUp is the caught-up Active replica of the current spec in the zone holding fewest of
-// the other shards' primaries (primaries, by zone), then with the largest offset, then the first
-// by name; nil when none. A roll thus leaves the primaries spread over zones, rather than the
-// spread planner handing them over once more when it ends.
-func bestCaughtUp(pods []fsm.Pod, primary fsm.Pod, primaries map[string]int) *fsm.Pod {
-	var best *fsm.Pod
-	for i, p := range pods {
-		if p.Name == primary.Name || p.Lifecycle != string(v1.LifecycleActive) || !fsm.CaughtUp(p, primary) {
-			continue
-		}
-		if best == nil || primaries[p.Zone] < primaries[best.Zone] ||
-			(primaries[p.Zone] == primaries[best.Zone] && p.Node.ReplOffset > best.Node.ReplOffset) {
-			best = &pods[i]
-		}
-	}
-	return best
 }
 
 // retireMoved applies rule 6b to a shard with a copy moved to another zone (CreatePod.MovedFrom)
