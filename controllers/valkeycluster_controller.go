@@ -219,7 +219,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		// pass creates mounts it), when the stored one differs.
 		sys.SlotImport = sys.Atomic && plan.ReshardPending(obs.snapshot)
 		obs.aclSecret = resources.BuildACLSecret(&vc, acl.Render(users.bindings, users.roles, sys), sys.ReplPassword)
-		if obs.snapshot.ACLSecretStale, err = r.stale(ctx, obs.aclSecret); err != nil {
+		if obs.snapshot.ACLSecretStale, err = r.secretStale(ctx, obs.aclSecret); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -568,10 +568,10 @@ func (r *ValkeyClusterReconciler) legacyReplication(ctx context.Context, vc *v1.
 	return false, nil
 }
 
-// stale reports whether the stored copy of want, a Secret, is missing or holds other data: what
-// apply would write. A Secret of its name that its owner does not control is a *SpecProblem, as
-// for apply.
-func (r *ValkeyClusterReconciler) stale(ctx context.Context, want *corev1.Secret) (bool, error) {
+// secretStale reports whether the stored copy of want, a Secret, is missing or holds other data:
+// whether apply would write it. A Secret of its name that its owner does not control is a
+// *SpecProblem, as for apply.
+func (r *ValkeyClusterReconciler) secretStale(ctx context.Context, want *corev1.Secret) (bool, error) {
 	var have corev1.Secret
 	// Through APIReader, as apply: its copy of the operator's own Secrets stays while their
 	// version does, so a steady pass reads nothing from the API server here.
