@@ -196,11 +196,16 @@ func Pass(st fsm.State, s fsm.Snapshot) Plan {
 	return p
 }
 
-// bookkeeping runs the bookkeeping planners c on in: a step of theirs that waits, holds, is
-// blocked or disrupts is a programming error, reported in Err with its actions dropped.
+// bookkeeping runs the bookkeeping planners c on in. They have no gate (each plans only the
+// differences its snapshot shows): a gate, or a step that waits, holds, is blocked or disrupts,
+// is a programming error, reported in Err with its actions dropped.
 func bookkeeping(c Chain, in Input) Plan {
 	var p Plan
 	for _, pl := range c {
+		if pl.Gate != nil {
+			p.Err = errors.Join(p.Err, fmt.Errorf("broken invariant: bookkeeping planner %s has a gate", pl.Name))
+			continue
+		}
 		st := pl.Plan(in)
 		if st.Wait != "" || st.Hold != "" || st.Blocked != "" {
 			p.Err = errors.Join(p.Err, fmt.Errorf("broken invariant: bookkeeping planner %s waits: %s%s%s", pl.Name, st.Wait, st.Hold, st.Blocked))

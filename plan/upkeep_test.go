@@ -93,3 +93,25 @@ func TestPassOrdersBookkeeping(t *testing.T) {
 		t.Fatalf("Invalid: planned %v, want %v", p.Actions, want)
 	}
 }
+
+// A bookkeeping planner that waits, has a gate, or plans a disruptive or non-bookkeeping action
+// is a programming error: its actions are dropped and reported.
+func TestBookkeepingInvariants(t *testing.T) {
+	for _, pl := range []Planner{
+		{Name: "gated", Gate: func(Input) string { return "" }, Plan: func(Input) Step { return Step{Actions: []Action{MarkActive{Pod: "a"}}} }},
+		{Name: "waits", Plan: func(Input) Step { return Step{Actions: []Action{MarkActive{Pod: "a"}}, Wait: "x"} }},
+		{Name: "disrupts", Plan: func(Input) Step { return Step{Actions: []Action{DeletePod{Pod: "a"}}} }},
+		{Name: "a step", Plan: func(Input) Step { return Step{Actions: []Action{CreatePod{}}} }},
+	} {
+		if p := bookkeeping(Chain{pl}, Input{}); p.Err == nil || len(p.Actions) != 0 {
+			t.Errorf("%s: planned %v, err %v", pl.Name, p.Actions, p.Err)
+		}
+	}
+	for _, c := range []Chain{Before(), After()} {
+		for _, pl := range c {
+			if pl.Gate != nil {
+				t.Errorf("bookkeeping planner %s has a gate", pl.Name)
+			}
+		}
+	}
+}
