@@ -44,7 +44,7 @@ func TestAnnotationsToPatch(t *testing.T) {
 
 // The patch touches live pods that lack a key only, merges (a key another controller put on the
 // pod stays, as does one removed from the spec), and a second pass writes nothing.
-func TestPatchPodAnnotations(t *testing.T) {
+func TestAnnotatePodActions(t *testing.T) {
 	vc := newTestCluster()
 	vc.Spec.PodAnnotations = map[string]string{"example.com/scrape": "false", "example.com/new": "1"}
 	rc := newResolved()
@@ -73,11 +73,11 @@ func TestPatchPodAnnotations(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.pods[name] = &p
-			o.snapshot.Pods = append(o.snapshot.Pods, fsm.Pod{Name: name, Phase: fsm.PodRunning, Deleting: name == deleting.Name})
+			o.snapshot.Pods = append(o.snapshot.Pods, fsm.Pod{Name: name, Phase: fsm.PodRunning, Deleting: name == deleting.Name, AnnotationsBehind: annotationsBehind(vc, &p)})
 		}
 		return o
 	}
-	if err := r.patchPodAnnotations(context.Background(), zap.NewNop(), vc, "", obs()); err != nil {
+	if err := upkeepPass(t, r, zap.NewNop(), vc, obs()); err != nil {
 		t.Fatal(err)
 	}
 	if patched != 1 {
@@ -91,11 +91,13 @@ func TestPatchPodAnnotations(t *testing.T) {
 	if !maps.Equal(got.Annotations, want) {
 		t.Errorf("annotations %v, want %v", got.Annotations, want)
 	}
-	if err := r.patchPodAnnotations(context.Background(), zap.NewNop(), vc, "", obs()); err != nil || patched != 1 {
+	if err := upkeepPass(t, r, zap.NewNop(), vc, obs()); err != nil || patched != 1 {
 		t.Errorf("second pass: %d patches in all, err %v; want no more", patched, err)
 	}
 	vc.Spec.PodAnnotations["example.com/new"] = "2"
-	if err := r.patchPodAnnotations(context.Background(), zap.NewNop(), vc, "a spec problem", obs()); err != nil || patched != 1 {
+	invalid := obs()
+	invalid.snapshot.SpecProblem = "a spec problem"
+	if err := upkeepPass(t, r, zap.NewNop(), vc, invalid); err != nil || patched != 1 {
 		t.Errorf("Invalid cluster: %d patches in all, err %v; want none", patched, err)
 	}
 }

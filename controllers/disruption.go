@@ -25,12 +25,13 @@ package controllers
 // rewritten as nodes join, two updates per replaced pod, none while the cluster is settled. A shard without replicas has minAvailable 0
 // once its pod is Active: its one pod may be evicted, since holding it would block every drain
 // of its Kubernetes node while protecting nothing that a second copy could save.
+//
+// Those rules are the budgets planner's (plan/budgets.go), a bookkeeping planner whose actions
+// run before the pass's steps; this file observes the budgets and writes them.
 
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 
 	"go.uber.org/zap"
@@ -38,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -47,55 +49,18 @@ import (
 	"github.com/gomomento/valkey-operator/resources"
 )
 
-// budgetChanges is what ensureDisruptionBudgets writes: the budgets to create (as built), the
-// existing budgets to update (copies with the built spec), and the existing budgets to delete.
-type budgetChanges struct {
-	create, update, remove []*policyv1.PodDisruptionBudget
-}
-
-// planDisruptionBudgets decides the budget changes from the budgets vc controls (by shard index),
-// the live pods and the shards of the pods about to be created: every shard index below
-// spec.shards has its budget, as built for the shard's joining pods (live and not Active, or
-// about to be created); a budget of a shard index at or above spec.shards goes once that shard
-// has no live pod left (a removed shard's nodes keep their budget while they still serve).
-func planDisruptionBudgets(vc *v1.ValkeyCluster, have map[int]*policyv1.PodDisruptionBudget, live []fsm.Pod, creating []int) budgetChanges {
-	joining := map[int]int32{}
-	for _, p := range live {
-		if p.Lifecycle != string(v1.LifecycleActive) {
-			joining[p.Shard]++
-		}
+// observeBudgets reads the budgets vc controls into the snapshot (fsm.Snapshot.Budgets), by
+// shard index, for the budgets planner; obs.budgets keeps them for the executor. They are listed
+// from the API server, not the cache: a budget lowered by the previous pass and still cached at
+// its old count would not be raised again for a pod this pass creates. Not listed while an
+// object of one of the cluster's names is someone else's: nothing of the cluster's is changed
+// until it is cleared up. A list that fails, or a budget of one of the cluster's names that it
+// does not control, leaves them unknown (no budget is written this pass) and is returned, for the
+// pass to return with its outcome: the budgets are harmless and hold nothing back.
+func (r *ValkeyClusterReconciler) observeBudgets(ctx context.Context, vc *v1.ValkeyCluster, obs *observation) error {
+	if len(r.foreign.list(clusterKey(vc))) > 0 {
+		return nil
 	}
-	for _, shard := range creating {
-		joining[shard]++
-	}
-	var c budgetChanges
-	for shard := range int(vc.Spec.Shards) {
-		want := resources.BuildDisruptionBudget(vc, shard, joining[shard])
-		b, ok := have[shard]
-		switch {
-		case !ok:
-			c.create = append(c.create, want)
-		case !equality.Semantic.DeepEqual(b.Spec, want.Spec):
-			b = b.DeepCopy()
-			b.Spec = want.Spec
-			c.update = append(c.update, b)
-		}
-	}
-	for _, shard := range slices.Sorted(maps.Keys(have)) {
-		if shard >= int(vc.Spec.Shards) && !slices.ContainsFunc(live, func(p fsm.Pod) bool { return p.Shard == shard }) {
-			c.remove = append(c.remove, have[shard])
-		}
-	}
-	return c
-}
-
-// ensureDisruptionBudgets carries out planDisruptionBudgets for the pass pl, before its actions
-// run, on the budgets vc controls. They are listed from the API server, not the cache: a budget
-// lowered by the previous pass and still cached at its old count would not be raised again for
-// a pod this pass creates. A change is a merge patch of the spec, without the resourceVersion:
-// the disruption controller rewrites the budget's status at every pod change, and an update
-// would conflict with it just when the count matters.
-func (r *ValkeyClusterReconciler) ensureDisruptionBudgets(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, obs *observation, pl plan.Plan) error {
 	var list policyv1.PodDisruptionBudgetList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
 		return fmt.Errorf("list PodDisruptionBudgets: %w", err)
@@ -117,39 +82,71 @@ func (r *ValkeyClusterReconciler) ensureDisruptionBudgets(ctx context.Context, l
 		}
 		have[shard] = b
 	}
-	var creating []int
-	for _, a := range pl.Actions {
-		if c, ok := a.(plan.CreatePod); ok {
-			creating = append(creating, c.Shard)
-		}
+	obs.budgets = have
+	obs.snapshot.Budgets = map[int]fsm.Budget{}
+	for shard, b := range have {
+		obs.snapshot.Budgets[shard] = budgetView(vc, shard, b)
 	}
-	c := planDisruptionBudgets(vc, have, obs.snapshot.LivePods(), creating)
-	for _, b := range c.create {
-		err := r.Create(ctx, b)
+	obs.snapshot.BudgetsKnown = true
+	return nil
+}
+
+// budgetView is the part of budget b of shard the budgets planner needs: its integer
+// minAvailable, and whether the rest of its spec is as built.
+func budgetView(vc *v1.ValkeyCluster, shard int, b *policyv1.PodDisruptionBudget) fsm.Budget {
+	v := fsm.Budget{MinAvailable: -1}
+	if m := b.Spec.MinAvailable; m != nil && m.Type == intstr.Int {
+		v.MinAvailable = m.IntValue()
+	}
+	built := resources.BuildDisruptionBudget(vc, shard, 0).Spec
+	built.MinAvailable = b.Spec.MinAvailable
+	v.AsBuilt = equality.Semantic.DeepEqual(b.Spec, built)
+	return v
+}
+
+// setBudget carries out a plan.SetBudget: the budget of a.Shard as built for a.Joining joining
+// pods, created, or written over the observed one. A change is a merge patch of the spec, without
+// the resourceVersion: the disruption controller rewrites the budget's status at every pod
+// change, and an update would conflict with it just when the count matters. A budget found
+// created meanwhile is checked to be the cluster's (checkBudget) and left to the next pass.
+func (r *ValkeyClusterReconciler) setBudget(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, obs *observation, a plan.SetBudget) error {
+	want := resources.BuildDisruptionBudget(vc, a.Shard, int32(a.Joining))
+	if a.Create {
+		err := r.Create(ctx, want)
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			// Created meanwhile (by an operator that lost its lease, say): the next pass sees it.
 			// Or not the operator's at all (it would not be in the list without the label).
-			if err := r.checkBudget(ctx, vc, b.Name); err != nil {
-				return err
-			}
+			return r.checkBudget(ctx, vc, want.Name)
 		case err != nil:
-			return fmt.Errorf("create PodDisruptionBudget %s: %w", b.Name, err)
-		default:
-			log.Info(logging.MsgCreatingDisruptionBudget, budgetFields(b, true)...)
+			return fmt.Errorf("create PodDisruptionBudget %s: %w", want.Name, err)
 		}
+		log.Info(logging.MsgCreatingDisruptionBudget, budgetFields(want, true)...)
+		return nil
 	}
-	for _, b := range c.update {
-		log.Info(logging.MsgUpdatingDisruptionBudget, budgetFields(b, true)...)
-		if err := r.Patch(ctx, b, client.MergeFrom(have[shardOf(b)])); err != nil {
-			return fmt.Errorf("update PodDisruptionBudget %s: %w", b.Name, err)
-		}
+	have, ok := obs.budgets[a.Shard]
+	if !ok {
+		return fmt.Errorf("broken invariant: %s: no budget of shard %d observed", a, a.Shard)
 	}
-	for _, b := range c.remove {
-		log.Info(logging.MsgDeletingDisruptionBudget, budgetFields(b, false)...)
-		if err := r.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete PodDisruptionBudget %s: %w", b.Name, err)
-		}
+	b := have.DeepCopy()
+	b.Spec = want.Spec
+	log.Info(logging.MsgUpdatingDisruptionBudget, budgetFields(b, true)...)
+	if err := r.Patch(ctx, b, client.MergeFrom(have)); err != nil {
+		return fmt.Errorf("update PodDisruptionBudget %s: %w", b.Name, err)
+	}
+	return nil
+}
+
+// deleteBudget carries out a plan.DeleteBudget on the observed budget (by its UID: never one
+// created since under the same name).
+func (r *ValkeyClusterReconciler) deleteBudget(ctx context.Context, log *zap.Logger, obs *observation, a plan.DeleteBudget) error {
+	b, ok := obs.budgets[a.Shard]
+	if !ok {
+		return fmt.Errorf("broken invariant: %s: no budget of shard %d observed", a, a.Shard)
+	}
+	log.Info(logging.MsgDeletingDisruptionBudget, budgetFields(b, false)...)
+	if err := r.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete PodDisruptionBudget %s: %w", b.Name, err)
 	}
 	return nil
 }

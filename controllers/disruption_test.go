@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -22,69 +23,22 @@ import (
 	"github.com/gomomento/valkey-operator/resources"
 )
 
-func TestPlanDisruptionBudgets(t *testing.T) {
-	vc := newTestCluster() // 3 shards, 1 replica each
-	built := func(shard int, joining int32) *policyv1.PodDisruptionBudget {
-		return resources.BuildDisruptionBudget(vc, shard, joining)
+// The budget of an existing shard as the planner sees it: its count, and whether the rest of its
+// spec is as built (a hand edit to maxUnavailable is not).
+func TestBudgetView(t *testing.T) {
+	vc := newTestCluster()
+	b := resources.BuildDisruptionBudget(vc, 1, 1)
+	if got := budgetView(vc, 1, b); got != (fsm.Budget{MinAvailable: 2, AsBuilt: true}) {
+		t.Errorf("as built: %+v", got)
 	}
-	edited := built(1, 0)
-	edited.Spec.MinAvailable = ptr.To(intstr.FromInt32(0))
-	maxUnavailable := built(2, 0)
-	maxUnavailable.Spec.MinAvailable, maxUnavailable.Spec.MaxUnavailable = nil, ptr.To(intstr.FromInt32(1))
-	whole := map[int]*policyv1.PodDisruptionBudget{0: built(0, 0), 1: built(1, 0), 2: built(2, 0)}
-	// pod is a live pod of shard in lifecycle lc.
-	pod := func(shard int, lc v1.NodeLifecycle) fsm.Pod {
-		return fsm.Pod{Name: "p", Shard: shard, Phase: fsm.PodRunning, Lifecycle: string(lc)}
+	b.Spec.MinAvailable, b.Spec.MaxUnavailable = nil, ptr.To(intstr.FromInt32(1))
+	if got := budgetView(vc, 1, b); got != (fsm.Budget{MinAvailable: -1}) {
+		t.Errorf("maxUnavailable: %+v", got)
 	}
-	active := func(shards ...int) []fsm.Pod {
-		var out []fsm.Pod
-		for _, s := range shards {
-			out = append(out, pod(s, v1.LifecycleActive), pod(s, v1.LifecycleActive))
-		}
-		return out
-	}
-	type change struct {
-		name         string
-		minAvailable int
-	}
-	for _, tc := range []struct {
-		name                   string
-		have                   map[int]*policyv1.PodDisruptionBudget
-		live                   []fsm.Pod
-		creating               []int
-		create, update, remove []change
-	}{
-		{name: "new cluster: one per shard, none evictable while every node joins", live: []fsm.Pod{pod(0, v1.LifecycleJoining), pod(0, v1.LifecycleJoining)},
-			create: []change{{"my-cluster-shard-0", 3}, {"my-cluster-shard-1", 1}, {"my-cluster-shard-2", 1}}},
-		{name: "settled: nothing", have: whole, live: active(0, 1, 2)},
-		{name: "a replacement syncing: its shard's other copy is held", have: whole,
-			live:   append(active(0, 2), pod(1, v1.LifecycleActive), pod(1, v1.LifecycleJoining)),
-			update: []change{{"my-cluster-shard-1", 2}}},
-		{name: "a replacement about to be created counts before it exists", have: whole,
-			live: append(active(0, 2), pod(1, v1.LifecycleActive)), creating: []int{1},
-			update: []change{{"my-cluster-shard-1", 2}}},
-		{name: "edited ones brought back", have: map[int]*policyv1.PodDisruptionBudget{0: built(0, 0), 1: edited, 2: maxUnavailable},
-			live: active(0, 1, 2), update: []change{{"my-cluster-shard-1", 1}, {"my-cluster-shard-2", 1}}},
-		{name: "a removed shard's budget stays while it has pods",
-			have: map[int]*policyv1.PodDisruptionBudget{0: built(0, 0), 1: built(1, 0), 2: built(2, 0), 3: built(3, 0), 4: built(4, 0)},
-			live: active(0, 1, 2, 3), remove: []change{{"my-cluster-shard-4", 1}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := planDisruptionBudgets(vc, tc.have, tc.live, tc.creating)
-			for _, c := range []struct {
-				what string
-				got  []*policyv1.PodDisruptionBudget
-				want []change
-			}{{"create", got.create, tc.create}, {"update", got.update, tc.update}, {"remove", got.remove, tc.remove}} {
-				var have []change
-				for _, b := range c.got {
-					have = append(have, change{b.Name, b.Spec.MinAvailable.IntValue()})
-				}
-				if !slices.Equal(have, c.want) {
-					t.Errorf("%s %v, want %v", c.what, have, c.want)
-				}
-			}
-		})
+	b = resources.BuildDisruptionBudget(vc, 1, 0)
+	b.Spec.Selector.MatchLabels[v1.LabelShard] = "2"
+	if got := budgetView(vc, 1, b); got.AsBuilt {
+		t.Errorf("another shard's selector taken as built: %+v", got)
 	}
 }
 
@@ -92,7 +46,7 @@ func TestPlanDisruptionBudgets(t *testing.T) {
 // writes nothing, a changed replicasPerShard or a hand edit is patched back, and fewer shards
 // delete the removed shard's budget once its pods are gone. A budget the cluster does not
 // control is left alone.
-func TestEnsureDisruptionBudgets(t *testing.T) {
+func TestDisruptionBudgetActions(t *testing.T) {
 	vc := newTestCluster()
 	foreign := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: vc.Namespace,
 		Labels: map[string]string{v1.LabelCluster: vc.Name, v1.LabelShard: "7"}}}
@@ -117,11 +71,14 @@ func TestEnsureDisruptionBudgets(t *testing.T) {
 	pass := func(live ...int) []string {
 		t.Helper()
 		writes = nil
-		obs := &observation{}
+		obs := &observation{snapshot: fsm.Snapshot{Shards: int(vc.Spec.Shards), ReplicasPerShard: int(vc.Spec.ReplicasPerShard)}}
 		for _, s := range live {
 			obs.snapshot.Pods = append(obs.snapshot.Pods, fsm.Pod{Name: "p", Shard: s, Phase: fsm.PodRunning, Lifecycle: string(v1.LifecycleActive)})
 		}
-		if err := r.ensureDisruptionBudgets(context.Background(), log, vc, obs, plan.Plan{}); err != nil {
+		if err := r.observeBudgets(context.Background(), vc, obs); err != nil {
+			t.Fatal(err)
+		}
+		if err := upkeepPass(t, r, log, vc, obs); err != nil {
 			t.Fatal(err)
 		}
 		return writes
@@ -170,5 +127,33 @@ func TestEnsureDisruptionBudgets(t *testing.T) {
 	}
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(foreign), &b); err != nil {
 		t.Errorf("a budget the cluster does not control: %v", err)
+	}
+}
+
+// A budget of one of the cluster's names that it does not control is never touched: the
+// observation leaves the budgets unknown (nothing is planned) and says why, once; while it stays,
+// the budgets are not even read.
+func TestForeignBudgetIsLeftAlone(t *testing.T) {
+	vc := newTestCluster()
+	theirs := resources.BuildDisruptionBudget(vc, 0, 0)
+	theirs.OwnerReferences = nil
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(vc, theirs).Build()
+	r := &ValkeyClusterReconciler{Client: c, APIReader: c}
+	obs := &observation{snapshot: fsm.Snapshot{Shards: 3, ReplicasPerShard: 1}}
+	if err := r.observeBudgets(context.Background(), vc, obs); err == nil || !strings.Contains(err.Error(), "not controlled") {
+		t.Fatalf("a foreign budget: %v", err)
+	}
+	if obs.snapshot.BudgetsKnown {
+		t.Fatal("budgets known beside a foreign one")
+	}
+	for _, a := range plan.Pass(fsm.Active, obs.snapshot).Actions {
+		_, set := a.(plan.SetBudget)
+		_, del := a.(plan.DeleteBudget)
+		if set || del {
+			t.Fatalf("planned %v beside a foreign budget", a)
+		}
+	}
+	if err := r.observeBudgets(context.Background(), vc, obs); err != nil || obs.snapshot.BudgetsKnown {
+		t.Fatalf("next pass: %v, known %v", err, obs.snapshot.BudgetsKnown)
 	}
 }

@@ -28,8 +28,16 @@ import (
 	"github.com/gomomento/valkey-operator/valkey/mover"
 )
 
-// execute carries out the plan in order: a thin switch over action types. It stops at the
-// first failing step; the next pass observes again and plans what is left.
+// execute carries out the plan in order: a thin switch over action types, one method or a few
+// lines per action. It stops at the first failing step; the next pass observes again and plans
+// what is left.
+//
+// The bookkeeping actions (plan.Upkeep: the budgets, the ValkeyNodes' records, the pods'
+// annotations) are harmless, idempotent and independent of the steps: a failure of theirs is
+// returned with the pass's outcome and holds nothing back, and those after the steps (plan.After)
+// run even when a step failed, as they did when they were side steps of the pass. The ACL
+// Secret is the exception: a pod this pass creates mounts it, so a failure to write it ends the
+// steps.
 //
 // A pod the API server refuses ends the pass's creations (creates.go): the refusal is recorded,
 // said at WARN, and the rest of the plan goes on.
@@ -37,7 +45,15 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 	node := func(pod string) (*valkey.Client, error) { return r.nodeClient(vc, obs, pod, creds) }
 	refused := false
 	var deferred error // the errors of steps that hold back nothing after them
+	var failed error   // the step that ended the steps: only bookkeeping runs after it
 	for _, a := range pl.Actions {
+		independent := plan.Upkeep(a)
+		if _, ok := a.(plan.WriteACLSecret); ok {
+			independent = false
+		}
+		if failed != nil && !independent {
+			continue
+		}
 		if a.Disruptive() {
 			// The ACL and TLS controllers keep off the cluster's nodes from now until a pass
 			// has observed the step's effect (fanout.Guard).
@@ -187,17 +203,39 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				}
 				r.moves.hold(clusterKey(vc), why, time.Now())
 			}
+		case plan.SetBudget:
+			err = r.setBudget(ctx, log, vc, obs, a)
+		case plan.DeleteBudget:
+			err = r.deleteBudget(ctx, log, obs, a)
+		case plan.WriteACLSecret:
+			if obs.aclSecret == nil {
+				err = errors.New("broken invariant: no ACL Secret rendered")
+			} else {
+				err = r.apply(ctx, obs.aclSecret)
+			}
+		case plan.MarkActive:
+			err = r.markActive(ctx, log, obs, a)
+		case plan.SettleMove:
+			err = r.settleMove(ctx, obs, a)
+		case plan.AnnotatePod:
+			err = r.annotatePod(ctx, log, vc, obs, a)
 		default:
 			err = fmt.Errorf("broken invariant: no executor for action %T", a)
 		}
 		if err != nil {
-			return errors.Join(deferred, fmt.Errorf("%s: %w", a, err))
+			err = fmt.Errorf("%s: %w", a, err)
+			if independent {
+				deferred = errors.Join(deferred, err)
+			} else {
+				failed = err
+			}
+			continue
 		}
 		if !unrecorded {
 			r.recordAction(vc, a)
 		}
 	}
-	return deferred
+	return errors.Join(deferred, failed)
 }
 
 // tickLog remembers when each cluster last logged its heartbeat, so `active tick` keeps a

@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gomomento/valkey-operator/acl"
@@ -21,6 +23,7 @@ import (
 	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/tlsmaterial/tlstest"
@@ -369,4 +372,70 @@ func TestTLSReloadThroughTheSeam(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExecuteBookkeepingAroundTheSteps: the bookkeeping actions hold nothing back and are held
+// back by nothing but the ACL Secret, as they were as side steps of the pass. A failing step ends
+// the steps, not the bookkeeping after them; a failing bookkeeping write is returned with the
+// pass and the steps go on; an ACL Secret that cannot be written ends the steps (a pod created
+// would mount it).
+func TestExecuteBookkeepingAroundTheSteps(t *testing.T) {
+	lifecycle := func(t *testing.T, f *execFixture, name string) v1.NodeLifecycle {
+		t.Helper()
+		var vn v1.ValkeyNode
+		if err := f.k8s.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, &vn); err != nil {
+			t.Fatal(err)
+		}
+		return vn.Spec.Lifecycle
+	}
+	t.Run("a failing step", func(t *testing.T) {
+		f := newExecFixture(t, 3)
+		f.node(1).On("CLUSTER REPLICATE", valkeytest.Err("ERR Unknown node n0"))
+		err := f.run(t, plan.SetBudget{Shard: 0, Create: true}, plan.Replicate{Pod: "p1", PrimaryID: "n0"},
+			plan.Meet{Pod: "p2", IP: "10.0.0.1", NodeID: "n0"}, plan.MarkActive{Pod: "p0"})
+		if err == nil || !strings.Contains(err.Error(), "Unknown node n0") {
+			t.Fatalf("error = %v, want the refusal of CLUSTER REPLICATE", err)
+		}
+		f.wantCommands(t, "1: CLUSTER REPLICATE n0")
+		var pdbs policyv1.PodDisruptionBudgetList
+		if err := f.k8s.List(t.Context(), &pdbs); err != nil || len(pdbs.Items) != 1 {
+			t.Fatalf("budgets %d (%v), want the one created before the steps", len(pdbs.Items), err)
+		}
+		if lc := lifecycle(t, f, "p0"); lc != v1.LifecycleActive {
+			t.Fatalf("p0 %s after a failing step, want Active: the bookkeeping after the steps still runs", lc)
+		}
+		if n := f.logs.FilterMessage(logging.MsgCompletedJoin).Len(); n != 1 {
+			t.Fatalf("%d `completed join` lines, want 1", n)
+		}
+	})
+	t.Run("a failing bookkeeping write", func(t *testing.T) {
+		f := newExecFixture(t, 3)
+		// An update of a budget the pass did not observe: a broken invariant, which the
+		// executor reports without holding back the steps.
+		err := f.run(t, plan.SetBudget{Shard: 0}, plan.Meet{Pod: "p0", IP: "10.0.0.2", NodeID: "n1"})
+		if err == nil || !strings.Contains(err.Error(), "no budget of shard 0 observed") {
+			t.Fatalf("error = %v, want the budget's", err)
+		}
+		f.wantCommands(t, "0: CLUSTER MEET 10.0.0.2 6379 16379")
+	})
+	t.Run("an ACL Secret that cannot be written", func(t *testing.T) {
+		f := newExecFixture(t, 3)
+		theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: resources.ACLSecretName(f.vc)}}
+		if err := f.k8s.Create(t.Context(), theirs); err != nil {
+			t.Fatal(err)
+		}
+		f.obs.aclSecret = resources.BuildACLSecret(f.vc, "user default off", "pw")
+		err := f.run(t, plan.WriteACLSecret{}, plan.Meet{Pod: "p0", IP: "10.0.0.2", NodeID: "n1"}, plan.MarkActive{Pod: "p1"})
+		if err == nil || !strings.Contains(err.Error(), "not controlled by") {
+			t.Fatalf("error = %v, want the Secret's owner", err)
+		}
+		f.wantCommands(t)
+		var s corev1.Secret
+		if err := f.k8s.Get(t.Context(), client.ObjectKeyFromObject(theirs), &s); err != nil || len(s.Data) != 0 {
+			t.Fatalf("someone else's Secret written: %v %v", s.Data, err)
+		}
+		if lc := lifecycle(t, f, "p1"); lc != v1.LifecycleActive {
+			t.Fatalf("p1 %s, want Active", lc)
+		}
+	})
 }

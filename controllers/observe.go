@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +37,14 @@ type observation struct {
 	// vc is the cluster observed (what its Events are recorded on); nil in tests that build an
 	// observation by hand.
 	vc *v1.ValkeyCluster
+	// budgets are the shards' PodDisruptionBudgets the cluster controls, by shard index (what a
+	// plan.SetBudget patches and a plan.DeleteBudget deletes); budgetErr is why they are not
+	// known this pass (observeBudgets), returned with the pass's outcome.
+	budgets   map[int]*policyv1.PodDisruptionBudget
+	budgetErr error
+	// aclSecret is the ACL Secret this pass renders (what a plan.WriteACLSecret writes), nil
+	// while the spec cannot be acted on.
+	aclSecret *corev1.Secret
 }
 
 // clusterKey is the observed cluster's "namespace/name", "" when vc is not set.
@@ -53,7 +62,9 @@ func (o *observation) clusterKey() string {
 // garbage collector removes it.
 //
 // Both are listed from the API server, not the cache: an object created on the previous pass
-// may not be in the cache yet, and deciding on a stale list would create it again.
+// may not be in the cache yet, and deciding on a stale list would create it again. So are the
+// shards' disruption budgets (observeBudgets), and each pod's missing annotations are noted
+// (annotationsBehind): what the bookkeeping planners need.
 func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyCluster, problem, specHash string, creds valkey.Credentials) (*observation, error) {
 	nodes, err := r.observeNodes(ctx, vc)
 	if err != nil {
@@ -112,6 +123,9 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			p.Settings = vn.Spec.ValkeySettings
 			p.StartHash = resources.StartSpecHash(&vn.Spec)
 		}
+		if problem == "" {
+			p.AnnotationsBehind = annotationsBehind(vc, pod)
+		}
 		// A deleting pod whose process still runs is asked too: a primary on its way out (a
 		// drain) says which node id it is and whether it still serves, so that its slots are
 		// handed over before it stops.
@@ -151,6 +165,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	if err == nil {
 		applyZones(&o.snapshot, zones, o.pods)
 	}
+	o.budgetErr = r.observeBudgets(ctx, vc, o)
 	return o, nil
 }
 

@@ -119,7 +119,7 @@ func (r *ValkeyClusterReconciler) recheckForeign(ctx context.Context, vc *v1.Val
 	for _, ref := range r.foreign.list(clusterKey(vc)) {
 		obj := newObject(ref.kind)
 		if obj == nil {
-			// PodDisruptionBudgets: ensureDisruptionBudgets reads them every pass.
+			// PodDisruptionBudgets: observeBudgets reads them every pass.
 			if ref.kind == "PodDisruptionBudget" {
 				if err := r.checkBudget(ctx, vc, ref.name); err != nil {
 					return err

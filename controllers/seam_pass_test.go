@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -19,6 +20,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey/valkeytest"
 )
 
@@ -217,4 +219,50 @@ func (u uncachedKinds) List(ctx context.Context, list client.ObjectList, opts ..
 		return u.api.List(ctx, list, opts...)
 	}
 	return u.Client.List(ctx, list, opts...)
+}
+
+// TestPassRestoresTheACLSecretAndAnnotations: on a formed, steady cluster, an ACL Secret edited
+// by hand and a podAnnotation added to the spec are each one action of the next pass (one API
+// write each, no Valkey command beyond the observation), after which the passes are steady
+// again: no action, no write.
+func TestPassRestoresTheACLSecretAndAnnotations(t *testing.T) {
+	s := newSeamPass(t)
+	for range 4 {
+		s.pass(t)
+	}
+	vc := vcFor(t, s.c)
+	var secret corev1.Secret
+	if err := s.c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: resources.ACLSecretName(vc)}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	rendered := maps.Clone(secret.Data)
+	secret.Data = map[string][]byte{"users.acl": []byte("user default on nopass ~* +@all")}
+	if err := s.c.Update(t.Context(), &secret); err != nil {
+		t.Fatal(err)
+	}
+	vc.Spec.PodAnnotations = map[string]string{"example.com/team": "cache"}
+	if err := s.c.Update(t.Context(), vc); err != nil {
+		t.Fatal(err)
+	}
+	if cmds, writes := s.pass(t); !slices.Equal(cmds, observeCommands) || writes != 2 {
+		t.Fatalf("the pass after the edits sent:\n  %s\nand made %d API writes, want the four queries and two", strings.Join(cmds, "\n  "), writes)
+	}
+	if err := s.c.Get(t.Context(), client.ObjectKeyFromObject(&secret), &secret); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.EqualFunc(secret.Data, rendered, bytes.Equal) {
+		t.Fatalf("ACL Secret not restored: %q", secret.Data)
+	}
+	var pod corev1.Pod
+	if err := s.c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "vc-aaaaa"}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Annotations["example.com/team"] != "cache" {
+		t.Fatalf("pod annotations %v", pod.Annotations)
+	}
+	for range 2 {
+		if cmds, writes := s.pass(t); !slices.Equal(cmds, observeCommands) || writes != 0 {
+			t.Fatalf("a steady pass sent:\n  %s\nand made %d API writes, want the four queries and none", strings.Join(cmds, "\n  "), writes)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,11 +169,14 @@ func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, probl
 	} else {
 		set(v1.ConditionReady, false, h.Reason, h.Message)
 	}
+	// Progress is a change of the Valkey cluster: the bookkeeping that keeps the objects beside
+	// it in step (plan.Upkeep) is not reported as such.
+	step := slices.IndexFunc(pl.Actions, func(a plan.Action) bool { return !plan.Upkeep(a) })
 	switch {
 	case !h.Ready && !h.Outside:
 		set(v1.ConditionProgressing, true, h.Reason, h.Message)
-	case h.Ready && len(pl.Actions) > 0:
-		set(v1.ConditionProgressing, true, ReasonReconciling, pl.Actions[0].String())
+	case h.Ready && step >= 0:
+		set(v1.ConditionProgressing, true, ReasonReconciling, pl.Actions[step].String())
 	case h.Ready:
 		set(v1.ConditionProgressing, false, ReasonReady, "")
 	default:

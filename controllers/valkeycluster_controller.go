@@ -222,6 +222,16 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	refusedWait := time.Duration(0)
 	obs.snapshot.CreateRefused, obs.snapshot.CreateHeld, refusedWait = r.creates.state(clusterKey(&vc), vc.Generation, obs.snapshot.Now)
 	obs.snapshot.ZoneMoveHeld = r.moves.state(clusterKey(&vc), obs.snapshot.Now)
+	if problem == "" {
+		// The ACL Secret is rendered from this pass's observation, which says whether a reshard
+		// is pending (SlotImport); the acl secret planner writes it, before the steps (a pod this
+		// pass creates mounts it), when the stored one differs.
+		sys.SlotImport = sys.Atomic && plan.ReshardPending(obs.snapshot)
+		obs.aclSecret = resources.BuildACLSecret(&vc, acl.Render(users.bindings, users.roles, sys), sys.ReplPassword)
+		if obs.snapshot.ACLSecretStale, err = r.secretStale(ctx, obs.aclSecret); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 
 	state := vc.Status.State
 	decision := fsm.Decide(obs.snapshot)
@@ -262,26 +272,10 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 	// A broken invariant of the planners (pass.Err) dropped its offending actions; the rest of
-	// the pass is safe to run, and the error is returned with the pass's outcome.
-	// The shards' disruption budgets go first: a pod this pass creates counts as not yet a full
-	// copy before it exists. They, like podAnnotations after the steps, are harmless and
-	// idempotent: a failure is returned with the pass's outcome and holds nothing back.
-	var budgetErr error
-	if len(r.foreign.list(clusterKey(&vc))) == 0 {
-		// Not while an object of one of the cluster's names is someone else's: nothing of the
-		// cluster's is changed until it is cleared up.
-		budgetErr = r.ensureDisruptionBudgets(ctx, log, &vc, obs, pass)
-	}
-	if problem == "" {
-		// The ACL Secret goes before the steps: a pod this pass creates mounts it. It is rendered
-		// from this pass's observation, which says whether a reshard is pending (SlotImport).
-		sys.SlotImport = sys.Atomic && plan.ReshardPending(obs.snapshot)
-		if err := r.apply(ctx, resources.BuildACLSecret(&vc, acl.Render(users.bindings, users.roles, sys), sys.ReplPassword)); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	execErr := errors.Join(budgetErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
-	execErr = errors.Join(execErr, r.completeJoins(ctx, log, obs, pass), r.settleMoves(ctx, obs), r.patchPodAnnotations(ctx, log, &vc, problem, obs))
+	// the pass is safe to run, and the error is returned with the pass's outcome. So is a failure
+	// to read the disruption budgets (obs.budgetErr): they are harmless bookkeeping and hold
+	// nothing back. Every write of the pass, bookkeeping included, is one of its actions.
+	execErr := errors.Join(obs.budgetErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
 	r.logHeartbeat(log, &vc, state, obs, pass)
 	r.recordPass(&vc, state, obs, h, obs.snapshot.Now)
 	if execErr != nil {
@@ -582,6 +576,25 @@ func (r *ValkeyClusterReconciler) legacyReplication(ctx context.Context, vc *v1.
 		}
 	}
 	return false, nil
+}
+
+// secretStale reports whether the stored copy of want, a Secret, is missing or holds other data:
+// whether apply would write it. A Secret of its name that its owner does not control is a
+// *SpecProblem, as for apply.
+func (r *ValkeyClusterReconciler) secretStale(ctx context.Context, want *corev1.Secret) (bool, error) {
+	var have corev1.Secret
+	// Through APIReader, as apply: its copy of the operator's own Secrets stays while their
+	// version does, so a steady pass reads nothing from the API server here.
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), &have)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	} else if err != nil {
+		return false, fmt.Errorf("get %s: %w", want.GetName(), err)
+	}
+	if owner := metav1.GetControllerOf(want); owner != nil && !ownedBy(&have, *owner) {
+		return false, &SpecProblem{Reason: fmt.Sprintf("%s is not controlled by %s %s", want.GetName(), owner.Kind, owner.Name)}
+	}
+	return !maps.EqualFunc(have.Data, want.Data, bytes.Equal), nil
 }
 
 // apply creates obj, or updates its data when it differs. Only ConfigMaps and Secrets (the

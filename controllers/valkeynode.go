@@ -144,62 +144,39 @@ func (r *ValkeyClusterReconciler) detachReplica(ctx context.Context, log *zap.Lo
 	}
 }
 
-// completeJoins moves to Active every Joining node that is now a full member
-// (fsm.CompletedJoins), logging `completed join` for each. A scale-out node's join-type label
-// (shard) is removed at the same time; the other join types stay, as in the original.
-func (r *ValkeyClusterReconciler) completeJoins(ctx context.Context, log *zap.Logger, obs *observation, pl plan.Plan) error {
-	retired := map[string]bool{}
-	for _, a := range pl.Actions {
-		if d, ok := a.(plan.DeletePod); ok {
-			retired[d.Pod] = true // this pass retired it: its ValkeyNode is Leaving or gone
-		}
+// markActive carries out a plan.MarkActive: the node's ValkeyNode goes Active, logging
+// `completed join`. A scale-out node's join-type label (shard) is removed at the same time; the
+// other join types stay, as in the original.
+func (r *ValkeyClusterReconciler) markActive(ctx context.Context, log *zap.Logger, obs *observation, a plan.MarkActive) error {
+	vn, ok := obs.nodes[a.Pod]
+	if !ok {
+		return nil
 	}
-	var errs []error
-	for _, name := range fsm.CompletedJoins(obs.snapshot) {
-		vn, ok := obs.nodes[name]
-		if !ok || retired[name] {
-			continue
-		}
-		vn = vn.DeepCopy()
-		vn.Spec.Lifecycle = v1.LifecycleActive
-		if vn.Labels[v1.LabelJoinType] == string(v1.JoinTypeShard) {
-			delete(vn.Labels, v1.LabelJoinType)
-		}
-		if err := r.Update(ctx, vn); err != nil {
-			errs = append(errs, fmt.Errorf("mark ValkeyNode %s Active: %w", name, err))
-			continue
-		}
-		log.Info(logging.MsgCompletedJoin, logging.Pod(name))
+	vn = vn.DeepCopy()
+	vn.Spec.Lifecycle = v1.LifecycleActive
+	if vn.Labels[v1.LabelJoinType] == string(v1.JoinTypeShard) {
+		delete(vn.Labels, v1.LabelJoinType)
 	}
-	return errors.Join(errs...)
+	if err := r.Update(ctx, vn); err != nil {
+		return fmt.Errorf("mark ValkeyNode %s Active: %w", a.Pod, err)
+	}
+	log.Info(logging.MsgCompletedJoin, logging.Pod(a.Pod))
+	return nil
 }
 
-// settleMoves removes the moved-from annotation (v1.AnnotationMovedFrom) of a node that has
-// joined (Active) and whose shard has no more live nodes than wanted: the copy it replaced is
-// retired (or gone), so the node is an ordinary copy again, and a later surplus (a scale-down)
-// is not taken for the same move. Not before its join: a copy pinned to a zone that cannot take
-// it is retired (plan.RetireNoRoom) only while marked, even once the copy it was to replace
-// died; unmarked, it would sit Pending for good and its shard stay a copy short.
-func (r *ValkeyClusterReconciler) settleMoves(ctx context.Context, obs *observation) error {
-	s := obs.snapshot
-	var errs []error
-	for shard, pods := range s.ShardPods() {
-		if len(pods) > s.ReplicasPerShard+1 {
-			continue
-		}
-		for _, p := range pods {
-			vn, ok := obs.nodes[p.Name]
-			if p.MovedFrom == "" || !ok || vn.Spec.Lifecycle != v1.LifecycleActive {
-				continue
-			}
-			vn = vn.DeepCopy()
-			delete(vn.Annotations, v1.AnnotationMovedFrom)
-			if err := r.Update(ctx, vn); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, fmt.Errorf("shard %d: settle the move of ValkeyNode %s: %w", shard, p.Name, err))
-			}
-		}
+// settleMove carries out a plan.SettleMove: the moved-from annotation (v1.AnnotationMovedFrom)
+// of the node's ValkeyNode is removed (the rules: plan/upkeep.go, moves).
+func (r *ValkeyClusterReconciler) settleMove(ctx context.Context, obs *observation, a plan.SettleMove) error {
+	vn, ok := obs.nodes[a.Pod]
+	if !ok {
+		return nil
 	}
-	return errors.Join(errs...)
+	vn = vn.DeepCopy()
+	delete(vn.Annotations, v1.AnnotationMovedFrom)
+	if err := r.Update(ctx, vn); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("settle the move of ValkeyNode %s: %w", a.Pod, err)
+	}
+	return nil
 }
 
 // observeNodes lists the cluster's ValkeyNodes from the API server (not the cache: a node

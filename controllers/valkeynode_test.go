@@ -22,7 +22,6 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
-	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/valkey"
@@ -95,11 +94,13 @@ func TestObserveJoinsNodesAndPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A node's spec hash is what its ValkeyNode records it was built from, pod or no pod.
+	// A node's spec hash is what its ValkeyNode records it was built from, pod or no pod. A pod
+	// notes the keys of spec.podAnnotations it lacks (these test pods carry none).
+	behind := []string{"example.com/scrape"}
 	want := []fsm.Pod{
-		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: resources.NodeSpecHash(&joining.Spec), StartHash: resources.StartSpecHash(&joining.Spec), Settings: joining.Spec.ValkeySettings},
+		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: resources.NodeSpecHash(&joining.Spec), StartHash: resources.StartSpecHash(&joining.Spec), Settings: joining.Spec.ValkeySettings, AnnotationsBehind: behind},
 		{Name: lost.Name, Shard: 1, Phase: fsm.PodFailed, Failure: "pod missing", Lifecycle: "Active", SpecHash: resources.NodeSpecHash(&lost.Spec), StartHash: resources.StartSpecHash(&lost.Spec)},
-		{Name: gone.Name, Shard: 0, Phase: fsm.PodPending, Deleting: true},
+		{Name: gone.Name, Shard: 0, Phase: fsm.PodPending, Deleting: true, AnnotationsBehind: behind},
 	}
 	if len(obs.snapshot.Pods) != len(want) {
 		t.Fatalf("snapshot pods %+v, want %+v", obs.snapshot.Pods, want)
@@ -158,7 +159,7 @@ func TestRetireNodeMarksLeavingThenDeletes(t *testing.T) {
 
 // A Joining node that became a full member is written Active and logged once; the scale-out
 // join type is cleared, the others stay.
-func TestCompleteJoinsWritesActive(t *testing.T) {
+func TestMarkActiveWritesActive(t *testing.T) {
 	vc := newTestCluster()
 	scaleOut := testNode(vc, "my-cluster-aaaaa", 0, v1.LifecycleJoining)
 	scaleOut.Labels[v1.LabelJoinType] = string(v1.JoinTypeShard)
@@ -179,7 +180,7 @@ func TestCompleteJoinsWritesActive(t *testing.T) {
 		}},
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	if err := r.completeJoins(context.Background(), zap.New(core), obs, plan.Plan{}); err != nil {
+	if err := upkeepPass(t, r, zap.New(core), vc, obs); err != nil {
 		t.Fatal(err)
 	}
 	get := func(name string) *v1.ValkeyNode {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -46,7 +47,7 @@ func TestSettleMovesKeepsTheMarkUntilTheJoin(t *testing.T) {
 		}
 		return vn.Annotations[v1.AnnotationMovedFrom]
 	}
-	if err := r.settleMoves(context.Background(), obs()); err != nil {
+	if err := upkeepPass(t, r, zap.NewNop(), vc, obs()); err != nil {
 		t.Fatal(err)
 	}
 	if mark() == "" {
@@ -63,7 +64,7 @@ func TestSettleMovesKeepsTheMarkUntilTheJoin(t *testing.T) {
 	}
 	o := obs()
 	o.snapshot.Pods[1].Phase, o.snapshot.Pods[1].Unschedulable = fsm.PodRunning, ""
-	if err := r.settleMoves(context.Background(), o); err != nil {
+	if err := upkeepPass(t, r, zap.NewNop(), vc, o); err != nil {
 		t.Fatal(err)
 	}
 	if m := mark(); m != "" {

@@ -75,6 +75,16 @@ type Snapshot struct {
 	// with Valkey's reply (CONFIG SET refused, or a value read back otherwise), "" when none did.
 	// It comes from earlier passes' attempts and is for status only: no planner reads it.
 	SettingsRefused string
+	// Budgets are the shards' PodDisruptionBudgets the cluster controls, by shard index, read
+	// from the API server this pass. BudgetsKnown is false when they were not read (the list
+	// failed, or an object of one of the cluster's names is someone else's): then no budget is
+	// written.
+	Budgets      map[int]Budget
+	BudgetsKnown bool
+	// ACLSecretStale is true when the stored ACL Secret is missing or holds other data than the
+	// one this pass renders (the controller compares them; false while the spec cannot be acted
+	// on).
+	ACLSecretStale bool
 }
 
 // FailoverIntent is a failover the operator issued: Pod, a replica of PrimaryID (the lost
@@ -163,6 +173,20 @@ type Pod struct {
 	// Settings are the valkey settings its ValkeyNode records (spec.valkeySettings): what the
 	// node was started with, its live settings as last applied.
 	Settings map[string]string
+	// AnnotationsBehind are the keys of the cluster's spec.podAnnotations that the pod lacks or
+	// holds with another value, sorted; nil when it carries them all, and for every pod while
+	// the spec cannot be acted on (SpecProblem).
+	AnnotationsBehind []string
+}
+
+// Budget is one of the shards' PodDisruptionBudgets that the cluster controls, as observed.
+type Budget struct {
+	// MinAvailable is its spec.minAvailable, -1 when that is not an integer (unset, a
+	// percentage).
+	MinAvailable int
+	// AsBuilt is true when the rest of its spec (selector, unhealthy-pod eviction policy,
+	// maxUnavailable) is what the operator builds.
+	AsBuilt bool
 }
 
 // Node is what one Valkey node said about the cluster (CLUSTER NODES, CLUSTER INFO, INFO

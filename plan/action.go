@@ -156,6 +156,60 @@ type SetConfig struct {
 	Drift []string
 }
 
+// SetBudget creates (Create) or rewrites the PodDisruptionBudget of shard index Shard as built
+// for a shard of which Joining live pods are not full copies yet (minAvailable is
+// replicasPerShard + Joining; controllers/disruption.go says why).
+type SetBudget struct {
+	Shard, Joining int
+	Create         bool
+}
+
+// DeleteBudget deletes the PodDisruptionBudget of shard index Shard, a removed shard with no
+// live pod left.
+type DeleteBudget struct{ Shard int }
+
+// WriteACLSecret writes the ACL Secret this pass renders (the ACL file and auth.conf every pod
+// mounts) over the stored one, which is missing or differs.
+type WriteACLSecret struct{}
+
+// MarkActive marks the ValkeyNode of Pod Active: its node has joined (fsm.CompletedJoins).
+type MarkActive struct{ Pod string }
+
+// SettleMove removes the moved-from annotation of Pod's ValkeyNode: the copy it replaced in
+// another zone is retired, so it is an ordinary copy again.
+type SettleMove struct{ Pod string }
+
+// AnnotatePod brings spec.podAnnotations onto Pod: Keys, sorted, are those it lacks or holds
+// with another value (a merge patch of those keys only).
+type AnnotatePod struct {
+	Pod  string
+	Keys []string
+}
+
+func (SetBudget) action()      {}
+func (DeleteBudget) action()   {}
+func (WriteACLSecret) action() {}
+func (MarkActive) action()     {}
+func (SettleMove) action()     {}
+func (AnnotatePod) action()    {}
+
+// upkeep marks the actions that keep the objects beside the Valkey cluster in step with it
+// (budgets, the ACL Secret, the ValkeyNodes' records, pod annotations): they change nothing in
+// Valkey, so the status does not report them as progress (Upkeep).
+func (SetBudget) upkeep()      {}
+func (DeleteBudget) upkeep()   {}
+func (WriteACLSecret) upkeep() {}
+func (MarkActive) upkeep()     {}
+func (SettleMove) upkeep()     {}
+func (AnnotatePod) upkeep()    {}
+
+// Upkeep reports whether a is one of the bookkeeping planners' actions (Before, After): a write
+// to an object beside the Valkey cluster, not a step of its change.
+func Upkeep(a Action) bool {
+	_, ok := a.(interface{ upkeep() })
+	return ok
+}
+
 func (SetConfig) action()     {}
 func (MoveSlots) action()     {}
 func (CloseSlots) action()    {}
@@ -169,6 +223,25 @@ func (Detach) action()        {}
 func (Takeover) action()      {}
 func (FailoverForce) action() {}
 func (Failover) action()      {}
+
+// Disruptive: a budget only says which evictions Kubernetes lets through; harmless.
+func (SetBudget) Disruptive() bool { return false }
+
+// Disruptive: only a removed shard's budget, once none of its pods is left; harmless.
+func (DeleteBudget) Disruptive() bool { return false }
+
+// Disruptive: the Secret is read by a pod as it starts and by the ACL controller, which loads it
+// into the nodes by its own rules; harmless.
+func (WriteACLSecret) Disruptive() bool { return false }
+
+// Disruptive: a record of what the nodes already said; harmless.
+func (MarkActive) Disruptive() bool { return false }
+
+// Disruptive: a record of what the nodes already said; harmless.
+func (SettleMove) Disruptive() bool { return false }
+
+// Disruptive: annotations are metadata; no pod is replaced for them. Harmless.
+func (AnnotatePod) Disruptive() bool { return false }
 
 // Disruptive: a setting Valkey takes at run time replaces no pod and moves no slot; harmless.
 func (SetConfig) Disruptive() bool { return false }
@@ -311,4 +384,31 @@ func (a SetConfig) String() string {
 		keys[i] = c.Key
 	}
 	return fmt.Sprintf("set %s live on %s", strings.Join(keys, ", "), a.Pod)
+}
+
+// String describes the action.
+func (a SetBudget) String() string {
+	if a.Create {
+		return fmt.Sprintf("create the disruption budget of shard %d", a.Shard)
+	}
+	return fmt.Sprintf("update the disruption budget of shard %d", a.Shard)
+}
+
+// String describes the action.
+func (a DeleteBudget) String() string {
+	return fmt.Sprintf("delete the disruption budget of shard %d", a.Shard)
+}
+
+// String describes the action.
+func (WriteACLSecret) String() string { return "write the ACL Secret" }
+
+// String describes the action.
+func (a MarkActive) String() string { return "mark " + a.Pod + " Active" }
+
+// String describes the action.
+func (a SettleMove) String() string { return "settle the zone move of " + a.Pod }
+
+// String describes the action.
+func (a AnnotatePod) String() string {
+	return fmt.Sprintf("annotate %s with %s", a.Pod, strings.Join(a.Keys, ", "))
 }

@@ -8,6 +8,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gomomento/valkey-operator/fsm"
 )
@@ -17,6 +18,10 @@ import (
 type Input struct {
 	State    fsm.State
 	Snapshot fsm.Snapshot
+	// Planned are the actions the chain (Default) planned this pass: set for the bookkeeping
+	// planners (Before, After) only, which keep the objects beside the cluster in step with
+	// them (a budget raised for a pod about to be created, no node marked Active as it goes).
+	Planned []Action
 }
 
 // Step is one planner's answer. Actions run in order. Wait says what the planner waits for after
@@ -150,18 +155,68 @@ func Default() Chain {
 	}
 }
 
-// Pass plans one reconcile pass for a cluster in state st. Invalid plans nothing: nothing is ever
-// created or deleted to make progress on a spec the operator refused. A pass that plans nothing
-// and awaits nothing on a cluster that is not formed yet waits for the nodes to agree.
+// Before returns the bookkeeping planners whose actions run before the chain's: the shards'
+// disruption budgets (a pod this pass creates counts as not yet a full copy before it exists, so
+// its shard's budget is raised first) and the ACL Secret (a pod this pass creates mounts it).
+func Before() Chain { return Chain{budgets, aclSecret} }
+
+// After returns the bookkeeping planners whose actions run after the chain's: they record what
+// the nodes already said (a join completed, a zone move settled) and bring spec.podAnnotations
+// onto the live pods. After the steps, so that a step that fails holds them back in nothing; the
+// executor runs them whatever the steps did.
+func After() Chain { return Chain{joins, settled, annotations} }
+
+// Pass plans one reconcile pass for a cluster in state st: the chain's steps (Default), between
+// the bookkeeping planners' actions (Before, After). Those are not links of the chain: the chain
+// ends at the first step that waits, is blocked or disrupts, and bookkeeping is due on every
+// pass (a join completes while a pod of another shard still starts); and they must see every
+// step the chain planned (the pods it creates, the nodes it retires). They never wait, hold or
+// disrupt, and plan nothing on a cluster with nothing to change: a steady pass has no action.
+//
+// Invalid runs no chain: nothing is ever created or deleted to make progress on a spec the
+// operator refused. Its bookkeeping planners each decide for themselves (the budgets follow the
+// pods there are; nothing is rendered or annotated from a refused spec). A pass that plans no
+// step and awaits nothing on a cluster that is not formed yet waits for the nodes to agree.
 func Pass(st fsm.State, s fsm.Snapshot) Plan {
-	if st == fsm.Invalid {
-		return Plan{}
+	in := Input{State: st, Snapshot: s}
+	var p Plan
+	if st != fsm.Invalid {
+		p = Default().Run(in)
+		if p.Waiting == "" && p.Blocked == "" && !s.Formed() {
+			p.Waiting = "waiting for the cluster to agree"
+			if gap := s.HostnameGap(""); gap != "" {
+				p.Waiting = "waiting for every node to know every peer's hostname: " + gap
+			}
+		}
 	}
-	p := Default().Run(Input{State: st, Snapshot: s})
-	if p.Waiting == "" && p.Blocked == "" && !s.Formed() {
-		p.Waiting = "waiting for the cluster to agree"
-		if gap := s.HostnameGap(""); gap != "" {
-			p.Waiting = "waiting for every node to know every peer's hostname: " + gap
+	in.Planned = p.Actions
+	before, after := bookkeeping(Before(), in), bookkeeping(After(), in)
+	p.Actions = slices.Concat(before.Actions, p.Actions, after.Actions)
+	p.Err = errors.Join(p.Err, before.Err, after.Err)
+	return p
+}
+
+// bookkeeping runs the bookkeeping planners c on in. They have no gate (each plans only the
+// differences its snapshot shows): a gate, or a step that waits, holds, is blocked or disrupts,
+// is a programming error, reported in Err with its actions dropped.
+func bookkeeping(c Chain, in Input) Plan {
+	var p Plan
+	for _, pl := range c {
+		if pl.Gate != nil {
+			p.Err = errors.Join(p.Err, fmt.Errorf("broken invariant: bookkeeping planner %s has a gate", pl.Name))
+			continue
+		}
+		st := pl.Plan(in)
+		if st.Wait != "" || st.Hold != "" || st.Blocked != "" {
+			p.Err = errors.Join(p.Err, fmt.Errorf("broken invariant: bookkeeping planner %s waits: %s%s%s", pl.Name, st.Wait, st.Hold, st.Blocked))
+			continue
+		}
+		for _, a := range st.Actions {
+			if a == nil || a.Disruptive() || !Upkeep(a) {
+				p.Err = errors.Join(p.Err, fmt.Errorf("broken invariant: bookkeeping planner %s planned %v", pl.Name, a))
+				continue
+			}
+			p.Actions = append(p.Actions, a)
 		}
 	}
 	return p

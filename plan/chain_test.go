@@ -101,12 +101,17 @@ func TestPass(t *testing.T) {
 func TestOneDisruptiveActionPerPass(t *testing.T) {
 	const snapshots = 20000
 	rng := rand.New(rand.NewPCG(8, 2026))
+	// The bookkeeping's inputs (budgets, the ACL Secret, annotations) are drawn from a generator
+	// of their own, so that the snapshots drawn above stay the ones they were.
+	books := rand.New(rand.NewPCG(22, 2026))
 	disruptive := map[string]int{}
+	upkeep := map[string]int{}
 	for i := range snapshots {
 		s := randomSnapshot(rng)
 		if i%3 == 0 {
 			s = perturbedFormed(rng)
 		}
+		randomBookkeeping(books, &s)
 		for _, st := range []fsm.State{fsm.Bootstrapping, fsm.Forming, fsm.Active, fsm.Upgrading} {
 			p := Pass(st, s)
 			if p.Err != nil {
@@ -114,6 +119,9 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 			}
 			n := 0
 			for _, a := range p.Actions {
+				if Upkeep(a) {
+					upkeep[fmt.Sprintf("%T", a)]++
+				}
 				if !a.Disruptive() {
 					continue
 				}
@@ -138,7 +146,32 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 			t.Errorf("no generated snapshot planned a %s: %v", kind, disruptive)
 		}
 	}
-	t.Logf("disruptive actions planned: %v", disruptive)
+	for _, kind := range []string{"plan.SetBudget", "plan.DeleteBudget", "plan.WriteACLSecret", "plan.MarkActive", "plan.AnnotatePod"} {
+		if upkeep[kind] == 0 {
+			t.Errorf("no generated snapshot planned a %s: %v", kind, upkeep)
+		}
+	}
+	t.Logf("disruptive actions planned: %v; bookkeeping: %v", disruptive, upkeep)
+}
+
+// randomBookkeeping draws what the bookkeeping planners read: budgets read or not (some
+// missing, edited, or of removed shards), a stale ACL Secret, pods lacking annotations.
+func randomBookkeeping(rng *rand.Rand, s *fsm.Snapshot) {
+	s.BudgetsKnown = rng.IntN(4) > 0
+	if s.BudgetsKnown {
+		s.Budgets = map[int]fsm.Budget{}
+		for shard := range s.Shards + 2 {
+			if rng.IntN(4) > 0 {
+				s.Budgets[shard] = fsm.Budget{MinAvailable: rng.IntN(4) - 1, AsBuilt: rng.IntN(5) > 0}
+			}
+		}
+	}
+	s.ACLSecretStale = rng.IntN(3) == 0
+	for i := range s.Pods {
+		if rng.IntN(4) == 0 {
+			s.Pods[i].AnnotationsBehind = []string{"example.com/a"}
+		}
+	}
 }
 
 func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {

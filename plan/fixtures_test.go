@@ -170,3 +170,14 @@ func withIntent(f fsm.FailoverIntent, now time.Time, age time.Duration) opt {
 		s.Failover, s.Now = &f, now
 	}
 }
+
+// steps are the actions of a pass without its bookkeeping (Upkeep): what the chain planned.
+func steps(actions []Action) []Action {
+	var out []Action
+	for _, a := range actions {
+		if !Upkeep(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -361,7 +361,7 @@ func TestReshardWaitsForTargetReplicas(t *testing.T) {
 			s.Pods[i].Node.LinkUp, s.Pods[i].Node.ReplOffset = true, 100
 		}
 	}
-	// Synced once (Active, as completeJoins marks it with its link up) but not caught up: the
+	// Synced once (Active, as the joins planner marks it with its link up) but not caught up: the
 	// target gate waits, and says why.
 	withLifecycle("p3-1", v1.LifecycleActive)(&s)
 	withPod("p3-0", func(p *fsm.Pod) { p.Node.ReplOffset = 100 + 2<<20 })(&s)

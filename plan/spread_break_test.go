@@ -95,9 +95,11 @@ func endState(shards, replicas int, up []string, copies []copyAt) string {
 func TestZonedPassesAreSafe(t *testing.T) {
 	all := []string{"zone-a", "zone-b", "zone-c"}
 	rng := rand.New(rand.NewPCG(3, 2026))
+	books := rand.New(rand.NewPCG(22, 2026)) // the bookkeeping's inputs: TestOneDisruptiveActionPerPass
 	kinds := map[string]int{}
 	for i := range 4000 {
 		s := randomZoned(rng, all)
+		randomBookkeeping(books, &s)
 		for _, st := range []fsm.State{fsm.Active, fsm.Upgrading} {
 			p := Pass(st, s)
 			if p.Err != nil {
@@ -105,6 +107,9 @@ func TestZonedPassesAreSafe(t *testing.T) {
 			}
 			n := 0
 			for _, a := range p.Actions {
+				if _, ok := a.(SettleMove); ok {
+					kinds["settle"]++
+				}
 				if c, ok := a.(CreatePod); ok && c.Zone != "" {
 					kinds["move"]++
 					if !slices.Contains(s.ZonesUp, c.Zone) {
@@ -122,7 +127,7 @@ func TestZonedPassesAreSafe(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"move", "spread failover", "roll", RetireMoved, RetireNoRoom, RetireSurplus, RetireOutdated} {
+	for _, k := range []string{"move", "settle", "spread failover", "roll", RetireMoved, RetireNoRoom, RetireSurplus, RetireOutdated} {
 		if kinds[k] == 0 {
 			t.Errorf("no snapshot planned a %s: %v", k, kinds)
 		}
@@ -342,7 +347,7 @@ func TestRetireOutdatedKeepsTheCaughtUpReplica(t *testing.T) {
 // The moved-from annotation must outlive a copy's join: a copy pinned to its zone that cannot
 // be scheduled is retired (RetireNoRoom) only while it is marked a move, even when its shard is
 // no longer above its count (the copy it was to replace died meanwhile); the pods planner then
-// replaces it unpinned. controllers.settleMoves used to drop the mark as soon as the shard was
+// replaces it unpinned. The settling of moves (now the settled planner) used to drop the mark as soon as the shard was
 // back to its count, joined or not (see controllers/zones_break_test.go), and the pinned pod
 // then sat Pending for good, its shard a copy short.
 func TestUnschedulableMoveInAShardAtItsCountIsRetired(t *testing.T) {
@@ -362,7 +367,7 @@ func TestUnschedulableMoveInAShardAtItsCountIsRetired(t *testing.T) {
 	if !slices.Contains(p.Actions, Action(want)) {
 		t.Fatalf("got %v (waiting %q), want %v", p.Actions, p.Waiting, want)
 	}
-	// Without the mark (what settleMoves left), nothing ever retires or replaces it.
+	// Without the mark (what that settling left), nothing ever retires or replaces it.
 	x0.MovedFrom = ""
 	for _, a := range Pass(fsm.Active, s).Actions {
 		if d, ok := a.(DeletePod); ok && d.Pod == "x0" {

@@ -56,7 +56,7 @@ func layoutSnapshot(shards, replicas int, zones, up []string, copies []copyAt) f
 
 // apply plays a pass's actions on copies as the executor and Valkey would: a failover swaps the
 // shard's primary, a new copy joins caught up in its zone, a retired copy goes; a move settles
-// once its shard is back to its count (settleMoves).
+// once its shard is back to its count (the settled moves planner, upkeep.go).
 func apply(t *testing.T, copies []copyAt, replicas int, p Plan, next *int) []copyAt {
 	t.Helper()
 	for _, a := range p.Actions {

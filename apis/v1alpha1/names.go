@@ -40,7 +40,7 @@ const (
 	// AnnotationMovedFrom is on a ValkeyNode created to move a copy of its shard to another
 	// zone (the spread of the cluster over zones): the zone of the copy it replaces, which is
 	// retired once the new node has caught up. Removed once the node has joined and its shard is
-	// back to its count (controllers.settleMoves).
+	// back to its count (plan/upkeep.go, settled).
 	AnnotationMovedFrom = KeyPrefix + "moved-from"
 )
 

@@ -1,0 +1,89 @@
+package plan
+
+import (
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+)
+
+// The bookkeeping planners besides the budgets (budgets.go): the ACL Secret (Before), and the
+// ValkeyNodes' records and the pods' annotations (After). Each plans an action only for a
+// difference the snapshot shows, so a steady pass plans none.
+
+// aclSecret writes the ACL Secret every pod mounts. Its rules, in order:
+//
+//  1. Nothing while the spec cannot be acted on (fsm.Snapshot.SpecProblem): the nodes keep the
+//     ACL they have.
+//  2. The Secret is written when the stored one is missing or differs from the one this pass
+//     renders (fsm.Snapshot.ACLSecretStale; the controller renders and compares it, since the
+//     render needs the resolved roles and the system users' passwords, which the pure packages
+//     do not hold). It depends on whether a reshard is pending (ReshardPending: the slot-import
+//     rules of the migration user).
+var aclSecret = Planner{Name: "acl secret", Plan: func(in Input) Step {
+	if in.Snapshot.SpecProblem != "" || !in.Snapshot.ACLSecretStale {
+		return Step{}
+	}
+	return Step{Actions: []Action{WriteACLSecret{}}}
+}}
+
+// joins records the joins the nodes completed. Its rules, in order:
+//
+//  1. Every Joining node that is now a full member (fsm.CompletedJoins) is marked Active.
+//  2. Not a node this pass retires (a DeletePod of Input.Planned): its ValkeyNode is Leaving or
+//     gone.
+var joins = Planner{Name: "joins", Plan: func(in Input) Step {
+	retired := map[string]bool{}
+	for _, a := range in.Planned {
+		if d, ok := a.(DeletePod); ok {
+			retired[d.Pod] = true
+		}
+	}
+	var st Step
+	for _, name := range fsm.CompletedJoins(in.Snapshot) {
+		if !retired[name] {
+			st.Actions = append(st.Actions, MarkActive{Pod: name})
+		}
+	}
+	return st
+}}
+
+// settled settles the zone moves that are done. Its rules, in order:
+//
+//  1. Only in a shard with no more live nodes than wanted: the copy a moved one replaced is
+//     retired (or gone), so a later surplus (a scale-down) is not taken for the same move.
+//  2. Only a node that has joined (Active) loses its moved-from mark: a copy pinned to a zone
+//     that cannot take it is retired (RetireNoRoom) only while marked, even once the copy it was
+//     to replace died; unmarked, it would sit Pending for good and its shard stay a copy short.
+var settled = Planner{Name: "settled moves", Plan: func(in Input) Step {
+	s := in.Snapshot
+	var st Step
+	for _, pods := range s.ShardPods() {
+		if len(pods) > s.ReplicasPerShard+1 {
+			continue
+		}
+		for _, p := range pods {
+			if p.MovedFrom != "" && p.Lifecycle == string(v1.LifecycleActive) {
+				st.Actions = append(st.Actions, SettleMove{Pod: p.Name})
+			}
+		}
+	}
+	return st
+}}
+
+// annotations brings spec.podAnnotations onto the live pods (controllers/annotations.go says why
+// in place, and why a key removed from the spec stays). Its rules, in order:
+//
+//  1. Nothing while the spec cannot be acted on (fsm.Snapshot.SpecProblem).
+//  2. Every live pod that lacks a key, or holds it with another value
+//     (fsm.Pod.AnnotationsBehind), is patched with those keys.
+var annotations = Planner{Name: "annotations", Plan: func(in Input) Step {
+	if in.Snapshot.SpecProblem != "" {
+		return Step{}
+	}
+	var st Step
+	for _, p := range in.Snapshot.LivePods() {
+		if len(p.AnnotationsBehind) > 0 {
+			st.Actions = append(st.Actions, AnnotatePod{Pod: p.Name, Keys: p.AnnotationsBehind})
+		}
+	}
+	return st
+}}
