@@ -205,8 +205,9 @@ type Env struct {
 	K8s     client.Client
 }
 
-// StartEnv builds the operator into a new work directory named after prefix and starts a local
-// cluster ready for it (CRDs, the valkey-operator namespace). On error, what it started is
+// StartEnv builds the operator into a new work directory named after prefix (or takes the binary
+// named by $E2E_OPERATOR, built once for many test packages) and starts a local cluster ready for
+// it (CRDs, the valkey-operator namespace). On error, what it started is
 // stopped again. Stop the cluster with Env.Cluster.Stop.
 func StartEnv(ctx context.Context, prefix string) (*Env, error) {
 	dir, err := os.MkdirTemp("", prefix)
@@ -214,8 +215,10 @@ func StartEnv(ctx context.Context, prefix string) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{WorkDir: dir}
-	if e.Binary, err = BuildOperator(dir); err != nil {
-		return nil, err
+	if e.Binary = os.Getenv("E2E_OPERATOR"); e.Binary == "" {
+		if e.Binary, err = BuildOperator(dir); err != nil {
+			return nil, err
+		}
 	}
 	if e.Cluster, err = localcluster.Start(ctx, localcluster.Options{}); err != nil {
 		return nil, fmt.Errorf("local cluster: %w", err)
