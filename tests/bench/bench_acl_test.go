@@ -29,7 +29,7 @@ import (
 //     file (ACL LOAD), so it waits for the volume; on Valkey 8.0.1 it applies the rendered rules
 //     with ACL SETUSER and does not (the volume then only matters to a node that restarts).
 //
-// Report: go test -run '^$' -bench ACLPropagation -benchtime 5x ./tests/e2e/
+// Report: go test -run '^$' -bench ACLPropagation -benchtime 5x ./tests/bench/
 func BenchmarkACLPropagation(b *testing.B) {
 	for _, version := range []string{"8.0.1", localcluster.Valkey9Version} {
 		b.Run(version, func(b *testing.B) {

@@ -62,7 +62,7 @@ const (
 // that binary, reported with -baseline after the size: a before and after at one load, without
 // forming the fleet twice.
 // Run: make bench BENCH=Fleet (3 reports of one measurement), or
-// FLEET_SIZES=100,250 go test -run '^$' -bench Fleet -benchtime 1x -timeout 90m ./tests/e2e/
+// FLEET_SIZES=100,250 go test -run '^$' -bench Fleet -benchtime 1x -timeout 90m ./tests/bench/
 func BenchmarkFleet(b *testing.B) {
 	if fleetSetup == nil {
 		runAsAuditedUser(b)

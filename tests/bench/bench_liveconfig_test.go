@@ -18,7 +18,7 @@ import (
 // of a setting that needs a restart (tcp-backlog) until every pod is replaced and the cluster is
 // Ready again; each with its write errors and longest refusal. Reported, never asserted
 // (TestLiveConfig asserts).
-// Report: go test -run '^$' -bench LiveConfig -benchtime 1x ./tests/e2e/
+// Report: go test -run '^$' -bench LiveConfig -benchtime 1x ./tests/bench/
 func BenchmarkLiveConfig(b *testing.B) {
 	var live, roll time.Duration
 	var liveErrors, rollErrors int

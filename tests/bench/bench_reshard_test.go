@@ -39,7 +39,7 @@ const benchReshardKeys = 1_500_000
 // Each reports keys/s (the keys the new primary holds afterwards, over the migration time),
 // slots/s, and the longest time one of the writer's slots refused writes. Reported, never
 // asserted. Report: make bench BENCH=Reshard3To4 (or go test -run '^$' -bench Reshard3To4
-// -benchtime 1x ./tests/e2e/).
+// -benchtime 1x ./tests/bench/).
 func BenchmarkReshard3To4(b *testing.B) {
 	for range b.N {
 		op := reshardWithOperator(b, "8.0.1")

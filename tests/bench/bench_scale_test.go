@@ -57,7 +57,7 @@ var scaleSetup struct {
 // Issue 8 measured on main: 0 writes, 65 MB, 4.4 % of a core, ticks 30.0-30.1 s; 17.6 s to
 // recover 50 with one reconcile worker (goal <= 5 s). Numbers are reported, never asserted.
 // BenchmarkFleet measures the same steady state at 100, 250 and 500 clusters.
-// Run alone: go test -run '^$' -bench Scale100 -benchtime 3x -timeout 60m ./tests/e2e/
+// Run alone: go test -run '^$' -bench Scale100 -benchtime 3x -timeout 60m ./tests/bench/
 func BenchmarkScale100(b *testing.B) {
 	if !scaleSetup.formed {
 		runAsAuditedUser(b)

@@ -64,7 +64,7 @@ const (
 // It runs only when asked for by name (-bench with "Simulated" in it, or SIM_FLEET_SIZES set):
 // `make bench BENCH=Fleet` means the real fleet, and this one takes the better part of an hour.
 // Run: make bench BENCH=SimulatedFleet, or
-// SIM_FLEET_SIZES=1000 go test -run '^$' -bench SimulatedFleet -benchtime 1x -timeout 120m ./tests/e2e/
+// SIM_FLEET_SIZES=1000 go test -run '^$' -bench SimulatedFleet -benchtime 1x -timeout 120m ./tests/bench/
 func BenchmarkSimulatedFleet(b *testing.B) {
 	if !simRequested() {
 		b.Skip("runs only when named: -bench SimulatedFleet, or SIM_FLEET_SIZES set")

@@ -26,7 +26,7 @@ import (
 //   - ready: from there until the Ready condition is True (how late the status tells it).
 //
 // s/active is create to status.state Active, as before.
-// Report: go test -run '^$' -bench ApplyToActive -benchtime 3x ./tests/e2e/
+// Report: go test -run '^$' -bench ApplyToActive -benchtime 3x ./tests/bench/
 func BenchmarkApplyToActive(b *testing.B) {
 	ctx := context.Background()
 	img, cfg := harness.NewImage("bench-image"), harness.NewConfig("bench-config", "bench-image")

@@ -19,7 +19,7 @@ import (
 // every node is replaced, the cluster Active and Ready and Valkey agrees; per shard the writes
 // that failed and the longest time one of its slots refused writes. The goal is 0 errors and at
 // most 100 ms; reported, never asserted (the e2e tests assert the data).
-// Report: go test -run '^$' -bench Upgrade8To9 -benchtime 3x ./tests/e2e/
+// Report: go test -run '^$' -bench Upgrade8To9 -benchtime 3x ./tests/bench/
 func BenchmarkUpgrade8To9(b *testing.B) {
 	var total, worst time.Duration
 	errors := 0

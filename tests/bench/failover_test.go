@@ -16,7 +16,7 @@ import (
 // BenchmarkPrimaryDeletedOperatorDown reports TestPrimaryPodDeletedWithOperatorDown's figures on
 // a 3x1: the longest run of refused writes on one slot, and the time from the deletion until the
 // cluster is Ready again (the new operator's wait for the lease included).
-// Report: go test -run '^$' -bench PrimaryDeletedOperatorDown -benchtime 3x ./tests/e2e/
+// Report: go test -run '^$' -bench PrimaryDeletedOperatorDown -benchtime 3x ./tests/bench/
 func BenchmarkPrimaryDeletedOperatorDown(b *testing.B) {
 	var longest, ready time.Duration
 	for range b.N {

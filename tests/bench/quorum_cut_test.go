@@ -16,7 +16,7 @@ import (
 // two: the reachable nodes flag the cut primaries only cluster-node-timeout (5 s) after the cut,
 // and a primary that was in the minority waits that long again (its rejoin delay, at most 5 s)
 // before it serves once the majority is back.
-// Report: go test -run '^$' -bench TwoPrimariesCut -benchtime 3x ./tests/e2e/
+// Report: go test -run '^$' -bench TwoPrimariesCut -benchtime 3x ./tests/bench/
 func BenchmarkTwoPrimariesCut(b *testing.B) {
 	var takeover, serving, longest time.Duration
 	for range b.N {

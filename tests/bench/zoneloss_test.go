@@ -10,7 +10,7 @@ import (
 // BenchmarkZoneLoss reports the drill's timings on a 3x1: how long a slot refused writes after a
 // zone was lost, until every slot took writes again, until Ready on the zones left, and until the
 // spread held again once the zone returned.
-// Report: go test -run '^$' -bench ZoneLoss -benchtime 1x ./tests/e2e/
+// Report: go test -run '^$' -bench ZoneLoss -benchtime 1x ./tests/bench/
 func BenchmarkZoneLoss(b *testing.B) {
 	var sum harness.ZoneDrill
 	for range b.N {
