@@ -91,15 +91,11 @@ func UpdateCluster(t *testing.T, vc *v1.ValkeyCluster, mutate func(*v1.ValkeyClu
 // WaitStateMessage waits for vc's state and status.message.
 func WaitStateMessage(t *testing.T, vc *v1.ValkeyCluster, state v1.State, message string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	WaitFor(t, fmt.Sprintf("state %s with message %q", state, message), time.Minute, func() string {
 		cur := CurrentCluster(t, vc)
 		if cur.Status.State == state && cur.Status.Message == message {
-			return
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("state %s message %q, want %s %q", cur.Status.State, cur.Status.Message, state, message)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Sprintf("state %s message %q", cur.Status.State, cur.Status.Message)
+	})
 }

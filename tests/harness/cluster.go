@@ -177,16 +177,15 @@ func VerifyValkey(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int) {
 	roundTripKeys(t, addrs[0], addrs[len(addrs)-1], vc.Name)
 }
 
+// WaitLinkUp waits until the replica at a has its link to its primary up (its first sync done).
 func WaitLinkUp(t testing.TB, a string, creds valkey.Credentials) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		if v := valkey.Observe(context.Background(), []string{a}, creds)[0]; v.ReplicaLinkUp() {
-			return
+	WaitFor(t, "replica "+a+" synced with its primary", 2*time.Minute, func() string {
+		if v := valkey.Observe(context.Background(), []string{a}, creds)[0]; !v.ReplicaLinkUp() {
+			return "link not up"
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("replica %s never synced with its primary", a)
+		return ""
+	})
 }
 
 // roundTripKeys writes keys through a cluster client seeded with one node and reads them back

@@ -2,11 +2,11 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	valkeygo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
@@ -36,32 +36,30 @@ func PodWithRole(t testing.TB, vc *v1.ValkeyCluster, role v1.NodeRole) string {
 // victim, and no Failed pod left.
 func WaitHealed(t testing.TB, vc *v1.ValkeyCluster, victim string, want int) *v1.ValkeyCluster {
 	t.Helper()
-	deadline := time.Now().Add(FormTimeout)
-	for {
-		var cur v1.ValkeyCluster
+	var cur v1.ValkeyCluster
+	WaitFor(t, "healed after killing "+victim, FormTimeout, func() string {
 		var pods corev1.PodList
 		err1 := K8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur)
 		err2 := K8s.List(context.Background(), &pods, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name})
-		if err1 == nil && err2 == nil {
-			running, others := 0, 0
-			for _, p := range pods.Items {
-				if p.Name == victim {
-					others++
-				} else if p.Status.Phase == corev1.PodRunning {
-					running++
-				} else {
-					others++
-				}
-			}
-			if running == want && others == 0 && cur.Status.State == v1.StateActive && meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady) && int(cur.Status.ReadyNodes) == want {
-				return &cur
+		if err := errors.Join(err1, err2); err != nil {
+			return err.Error()
+		}
+		running, others := 0, 0
+		for _, p := range pods.Items {
+			if p.Name == victim {
+				others++
+			} else if p.Status.Phase == corev1.PodRunning {
+				running++
+			} else {
+				others++
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not healed after killing %s: state %s, message %q, %d pods", victim, cur.Status.State, cur.Status.Message, len(pods.Items))
+		if running == want && others == 0 && cur.Status.State == v1.StateActive && meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady) && int(cur.Status.ReadyNodes) == want {
+			return ""
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return fmt.Sprintf("state %s, message %q, %d pods", cur.Status.State, cur.Status.Message, len(pods.Items))
+	})
+	return &cur
 }
 
 // WriteAcknowledged writes n keys through a cluster client and waits, per key, until a replica

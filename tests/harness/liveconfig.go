@@ -14,8 +14,7 @@ const LiveTimeout = time.Minute
 // WaitLiveSettings waits until every running pod of vc answers CONFIG GET with want.
 func WaitLiveSettings(t testing.TB, vc *v1.ValkeyCluster, want map[string]string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	WaitFor(t, "live settings applied", timeout, func() string {
 		miss := ""
 		for _, p := range Pods(t, vc) {
 			for k, v := range want {
@@ -24,12 +23,6 @@ func WaitLiveSettings(t testing.TB, vc *v1.ValkeyCluster, want map[string]string
 				}
 			}
 		}
-		if miss == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("live settings not applied within %s: %s", timeout, miss)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return miss
+	})
 }

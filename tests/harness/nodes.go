@@ -2,10 +2,10 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,9 +16,8 @@ import (
 // holds; more sees every poll's list. It returns the nodes by name.
 func WaitNodesActive(t *testing.T, vc *v1.ValkeyCluster, want int, more func([]v1.ValkeyNode) bool) []v1.ValkeyNode {
 	t.Helper()
-	deadline := time.Now().Add(FormTimeout)
-	for {
-		var list v1.ValkeyNodeList
+	var list v1.ValkeyNodeList
+	WaitFor(t, fmt.Sprintf("%d Active ValkeyNodes", want), FormTimeout, func() string {
 		if err := K8s.List(context.Background(), &list, client.InNamespace(vc.Namespace)); err != nil {
 			t.Fatal(err)
 		}
@@ -30,18 +29,16 @@ func WaitNodesActive(t *testing.T, vc *v1.ValkeyCluster, want int, more func([]v
 		}
 		done := more == nil || more(list.Items)
 		if done && active == want && len(list.Items) == want {
-			slices.SortFunc(list.Items, func(a, b v1.ValkeyNode) int { return strings.Compare(a.Name, b.Name) })
-			return list.Items
+			return ""
 		}
-		if time.Now().After(deadline) {
-			var got []string
-			for _, n := range list.Items {
-				got = append(got, n.Name+"="+string(n.Spec.Lifecycle))
-			}
-			t.Fatalf("ValkeyNodes %v, want %d Active", got, want)
+		var got []string
+		for _, n := range list.Items {
+			got = append(got, n.Name+"="+string(n.Spec.Lifecycle))
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Sprintf("ValkeyNodes %v, more %v", got, done)
+	})
+	slices.SortFunc(list.Items, func(a, b v1.ValkeyNode) int { return strings.Compare(a.Name, b.Name) })
+	return list.Items
 }
 
 // LoggedFor reports whether the operator logged message for a cluster in ns with field pod.

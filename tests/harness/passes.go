@@ -28,20 +28,16 @@ func PassMark(t *testing.T, vc *v1.ValkeyCluster) func(n int) {
 	mark, addr := clusterPasses(t, vc), Op.MetricsAddr
 	return func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
+		WaitFor(t, fmt.Sprintf("%d operator passes over %s/%s", n, vc.Namespace, vc.Name), 2*time.Minute, func() string {
 			got := clusterPasses(t, vc)
 			if Op.MetricsAddr != addr || got < mark {
 				mark, addr = 0, Op.MetricsAddr // another operator process
 			}
 			if got-mark >= float64(n) {
-				return
+				return ""
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the operator made %v passes over %s/%s in 2 min, want %d", got-mark, vc.Namespace, vc.Name, n)
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
+			return fmt.Sprintf("%v passes", got-mark)
+		})
 	}
 }
 
@@ -51,21 +47,15 @@ func clusterPasses(t *testing.T, vc *v1.ValkeyCluster) float64 {
 	t.Helper()
 	readerTokenOnce.Do(func() { readerToken = MetricsToken(t) })
 	var body []byte
-	deadline := time.Now().Add(time.Minute) // an operator (re)started a moment ago serves within seconds
-	for {
+	// An operator (re)started a moment ago serves within seconds.
+	WaitFor(t, "the operator's metrics", time.Minute, func() string {
 		code, b, err := GetMetrics(Op.MetricsAddr, readerToken)
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("scrape: %d", code)
 		}
-		if err == nil {
-			body = b
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		body = b
+		return Problemf(err, "scrape %s", Op.MetricsAddr)
+	})
 	want := fmt.Sprintf(`cluster=%q`, vc.Name)
 	wantNS := fmt.Sprintf(`namespace=%q`, vc.Namespace)
 	sc := bufio.NewScanner(bytes.NewReader(body))

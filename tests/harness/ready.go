@@ -130,33 +130,30 @@ func CurrentCluster(t testing.TB, vc *v1.ValkeyCluster) *v1.ValkeyCluster {
 }
 
 // WaitReady waits until the Ready condition is True for the current generation and Valkey
-// agrees (valkeyHealthy), ignoring the pods in exclude (lost ones), and returns when.
+// agrees (ClusterHealthy), ignoring the pods in exclude (lost ones), and returns when.
 func WaitReady(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, exclude map[string]bool, timeout time.Duration) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var problem string
-	for {
+	problem := Poll(t.Context(), timeout, func() string {
 		var cur v1.ValkeyCluster
 		err := K8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur)
 		switch {
 		case err != nil:
-			problem = err.Error()
+			return err.Error()
 		case !meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady):
-			problem = fmt.Sprintf("not Ready: state %s, message %q", cur.Status.State, cur.Status.Message)
+			return fmt.Sprintf("not Ready: state %s, message %q", cur.Status.State, cur.Status.Message)
 		case cur.Status.ObservedGeneration != cur.Generation:
-			problem = fmt.Sprintf("observedGeneration %d, generation %d", cur.Status.ObservedGeneration, cur.Generation)
-		default:
-			if problem = ClusterHealthy(t, vc, shards, replicas, exclude); problem == "" {
-				return time.Now()
-			}
-			problem = "Ready, but Valkey disagrees: " + problem
+			return fmt.Sprintf("observedGeneration %d, generation %d", cur.Status.ObservedGeneration, cur.Generation)
 		}
-		if time.Now().After(deadline) {
-			logValkeyViews(t, vc)
-			t.Fatalf("%s/%s not Ready within %s: %s", vc.Namespace, vc.Name, timeout, problem)
+		if problem := ClusterHealthy(t, vc, shards, replicas, exclude); problem != "" {
+			return "Ready, but Valkey disagrees: " + problem
 		}
-		time.Sleep(250 * time.Millisecond)
+		return ""
+	})
+	if problem != "" {
+		logValkeyViews(t, vc)
+		t.Fatalf("%s/%s not Ready within %s: %s", vc.Namespace, vc.Name, timeout, problem)
 	}
+	return time.Now()
 }
 
 // logValkeyViews logs what each running pod's node says of the cluster: the evidence when a

@@ -99,11 +99,10 @@ func PodNameSet(t testing.TB, vc *v1.ValkeyCluster) map[string]bool {
 }
 
 // WaitRolled waits until no pod of before runs any more (nil: none is awaited), the cluster is
-// Active and Ready for its generation, and Valkey agrees (valkeyHealthy).
+// Active and Ready for its generation, and Valkey agrees (ClusterHealthy).
 func WaitRolled(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, before map[string]bool, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	problem := Poll(t.Context(), timeout, func() string {
 		problem := ""
 		cur := CurrentCluster(t, vc)
 		for _, p := range Pods(t, vc) {
@@ -120,14 +119,11 @@ func WaitRolled(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, before
 		default:
 			problem = ClusterHealthy(t, vc, shards, replicas, nil)
 		}
-		if problem == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			dumpValkey(t, vc)
-			t.Fatalf("%s/%s not rolled within %s: %s", vc.Namespace, vc.Name, timeout, problem)
-		}
-		time.Sleep(250 * time.Millisecond)
+		return problem
+	})
+	if problem != "" {
+		dumpValkey(t, vc)
+		t.Fatalf("%s/%s not rolled within %s: %s", vc.Namespace, vc.Name, timeout, problem)
 	}
 }
 

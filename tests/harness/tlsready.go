@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,8 +16,7 @@ import (
 // cluster_state:ok, every replica's link up.
 func WaitReadyTLS(b testing.TB, vc *v1.ValkeyCluster, ca *CA, n int) {
 	b.Helper()
-	deadline := time.Now().Add(FormTimeout)
-	for {
+	WaitFor(b, vc.Namespace+"/"+vc.Name+" Ready over TLS", FormTimeout, func() string {
 		problem := ""
 		var cur v1.ValkeyCluster
 		if err := K8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
@@ -40,12 +38,6 @@ func WaitReadyTLS(b testing.TB, vc *v1.ValkeyCluster, ca *CA, n int) {
 				}
 			}
 		}
-		if problem == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s/%s not Ready over TLS: %s", vc.Namespace, vc.Name, problem)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return problem
+	})
 }

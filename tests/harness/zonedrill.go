@@ -182,10 +182,11 @@ func zoneSpreadCluster(t testing.TB, ns string, shards int32) *v1.ValkeyCluster 
 // role, the pods not running and each node's own view, and returns the last layout and false.
 func waitZoneSpread(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, timeout time.Duration) (zoneLayout, bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		var problems []string
-		l := zoneLayoutOf(t, vc, "", drillZones)
+	var l zoneLayout
+	var problems []string
+	Poll(t.Context(), timeout, func() string {
+		problems = nil
+		l = zoneLayoutOf(t, vc, "", drillZones)
 		cur := CurrentCluster(t, vc)
 		switch {
 		case !meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady):
@@ -197,16 +198,14 @@ func waitZoneSpread(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, ti
 			problems = append(problems, "Valkey: "+p)
 		}
 		problems = append(problems, l.spreadProblems(shards)...)
-		if len(problems) == 0 {
-			return l, true
-		}
-		if time.Now().After(deadline) {
-			logValkeyViews(t, vc)
-			t.Errorf("%s/%s not spread over zones within %s:\n  %s\nlayout: %s", vc.Namespace, vc.Name, timeout, strings.Join(problems, "\n  "), l)
-			return l, false
-		}
-		time.Sleep(time.Second)
+		return strings.Join(problems, "\n  ")
+	})
+	if len(problems) == 0 {
+		return l, true
 	}
+	logValkeyViews(t, vc)
+	t.Errorf("%s/%s not spread over zones within %s:\n  %s\nlayout: %s", vc.Namespace, vc.Name, timeout, strings.Join(problems, "\n  "), l)
+	return l, false
 }
 
 // waitServedBySurvivors waits until every pod of survivors answers, says cluster_state:ok and
