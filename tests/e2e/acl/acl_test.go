@@ -237,13 +237,14 @@ func TestACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	updateObj(t, ro, func(r *v1.ValkeyRole) { r.Spec.Commands = []v1.CommandRule{{Name: "strlen", Access: v1.RuleDeny}} })
-	deadline := time.Now().Add(aclTimeout)
-	for !harness.LoggedFor(t, logging.MsgACLLoadFailed, ns, frozen) {
-		if time.Now().After(deadline) {
-			_ = harness.Cluster.Kubelet.ThawPod(ns, frozen)
-			t.Fatalf("no %q line with pod %s while it was frozen", logging.MsgACLLoadFailed, frozen)
+	if harness.Poll(t.Context(), aclTimeout, func() string {
+		if !harness.LoggedFor(t, logging.MsgACLLoadFailed, ns, frozen) {
+			return "no line"
 		}
-		time.Sleep(200 * time.Millisecond)
+		return ""
+	}) != "" {
+		_ = harness.Cluster.Kubelet.ThawPod(ns, frozen)
+		t.Fatalf("no %q line with pod %s while it was frozen", logging.MsgACLLoadFailed, frozen)
 	}
 	for _, p := range harness.Pods(t, vc) {
 		if p.Name == frozen {

@@ -96,13 +96,12 @@ func checkLiveConfig(t *testing.T, vc *v1.ValkeyCluster) {
 	// By hand, on one node: put back, and said at WARN.
 	victim := harness.Pods(t, vc)[0]
 	configSet(t, victim, "maxmemory", "1mb")
-	deadline := time.Now().Add(harness.LiveTimeout)
-	for harness.ConfigGet(t, victim, "maxmemory") != want["maxmemory"] {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: maxmemory set by hand was not put back within %s", victim.Name, harness.LiveTimeout)
+	harness.WaitFor(t, victim.Name+": maxmemory set by hand put back", harness.LiveTimeout, func() string {
+		if got := harness.ConfigGet(t, victim, "maxmemory"); got != want["maxmemory"] {
+			return "maxmemory " + got
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return ""
+	})
 	warned := false
 	for _, l := range harness.ParseLog(t, harness.Op.Logs()) {
 		if l.Message() == logging.MsgSettingDrifted && l.Level == "WARN" && l.Fields[logging.FieldPod] == victim.Name &&
@@ -152,8 +151,11 @@ func checkRefusedLiveValue(t *testing.T, vc *v1.ValkeyCluster, uids map[string]t
 	if !meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionDegraded) {
 		t.Errorf("Degraded not True while a live value is refused: %+v", cur.Status.Conditions)
 	}
-	// Let the retries run: the message stays, the nodes keep what they ran.
+	// Let the retries run: the message stays, the nodes keep what they ran. The pass mark proves
+	// the operator looked again meanwhile.
+	passed := harness.PassMark(t, vc)
 	time.Sleep(5 * time.Second)
+	passed(1)
 	if cur = harness.CurrentCluster(t, vc); !strings.HasPrefix(cur.Status.Message, "Valkey refused the live settings") {
 		t.Errorf("status.message while the refusal stands: %q", cur.Status.Message)
 	}
@@ -231,8 +233,7 @@ func sameUIDs[M ~map[string]V, V comparable](a, b M) bool {
 // ConfigMap's valkey.conf holds the same lines.
 func waitRecorded(t *testing.T, vc *v1.ValkeyCluster, want map[string]string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	harness.WaitFor(t, "live settings recorded", timeout, func() string {
 		miss := ""
 		var nodes v1.ValkeyNodeList
 		if err := harness.K8s.List(context.Background(), &nodes, client.InNamespace(vc.Namespace)); err != nil {
@@ -252,14 +253,8 @@ func waitRecorded(t *testing.T, vc *v1.ValkeyCluster, want map[string]string, ti
 				}
 			}
 		}
-		if miss == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("live settings not recorded within %s: %s", timeout, miss)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return miss
+	})
 }
 
 // configSet runs CONFIG SET key value on p's node as the default user: a change by hand.

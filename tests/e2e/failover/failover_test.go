@@ -369,8 +369,7 @@ func promote(t *testing.T, vc *v1.ValkeyCluster, pod string) {
 // waitPrimaries waits until each pod of want is a primary in status.nodes.
 func waitPrimaries(t *testing.T, vc *v1.ValkeyCluster, want []v1.NodeStatus) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	harness.WaitFor(t, "primaries moved", time.Minute, func() string {
 		cur := harness.CurrentCluster(t, vc)
 		ok := 0
 		for _, n := range cur.Status.Nodes {
@@ -381,13 +380,10 @@ func waitPrimaries(t *testing.T, vc *v1.ValkeyCluster, want []v1.NodeStatus) {
 			}
 		}
 		if ok == len(want) {
-			return
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("primaries not moved: %+v", cur.Status.Nodes)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return fmt.Sprintf("status.nodes %+v", cur.Status.Nodes)
+	})
 }
 
 // TestEveryPodKilled: every pod of a 3x1 cluster killed at once. The cluster forms again,

@@ -183,15 +183,10 @@ func TestDeleteRemovesEverything(t *testing.T) {
 	if err := harness.K8s.Delete(context.Background(), vc, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		left := count()
-		if len(left) == 0 {
-			return
+	harness.WaitFor(t, "every owned object gone after deleting the ValkeyCluster", 2*time.Minute, func() string {
+		if left := count(); len(left) > 0 {
+			return fmt.Sprintf("left: %v", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("owned objects left after deleting the ValkeyCluster: %v", left)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return ""
+	})
 }

@@ -341,6 +341,7 @@ func readBackByName(t *testing.T, ns, key, want string) {
 // it returns "" or what it saw last.
 func waitClusterSize(t *testing.T, vc *v1.ValkeyCluster, n int, timeout time.Duration) string {
 	t.Helper()
+	// Its own loop, every 2 s rather than harness.Poll's 250 ms: each look execs into every pod.
 	deadline := time.Now().Add(timeout)
 	var problem string
 	for time.Now().Before(deadline) {
@@ -388,8 +389,7 @@ func firstLines(s string, prefixes ...string) string {
 func deleteAndCheckCascade(t *testing.T, ns string) {
 	t.Helper()
 	kubectl(t, nil, "-n", ns, "delete", "valkeycluster", "my-cluster")
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	harness.WaitFor(t, "my-cluster's objects gone after deleting it", 2*time.Minute, func() string {
 		left := kubectl(t, nil, "-n", ns, "get", "valkeynodes,pods,services,secrets,configmaps", "-o", "name")
 		var mine []string
 		for line := range strings.Lines(left) {
@@ -398,14 +398,11 @@ func deleteAndCheckCascade(t *testing.T, ns string) {
 				mine = append(mine, strings.TrimSpace(line))
 			}
 		}
-		if len(mine) == 0 {
-			break
+		if len(mine) > 0 {
+			return fmt.Sprintf("still there: %v", mine)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after deleting my-cluster, still there: %v", mine)
-		}
-		time.Sleep(time.Second)
-	}
+		return ""
+	})
 	kubectl(t, nil, "get", "namespace", ns)
 	kubectl(t, nil, "get", "valkeyconfig", "standard")
 	kubectl(t, nil, "get", "valkeyimage", "valkey-9-0")
@@ -476,6 +473,7 @@ func runOnTerminal(t *testing.T, args []string, ready func(shown string) (bool, 
 	// kubectl puts the terminal in raw mode once it is attached (run -it says so first: "If you
 	// don't see a command prompt, try pressing enter."); keys typed before that would be cooked
 	// (Enter sent as a newline, which valkey-cli's line editor does not take for Enter).
+	// Its own loops below: they watch a terminal, not the cluster, every 50-100 ms.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
@@ -669,26 +667,29 @@ func examples(t *testing.T, ns string) {
 // waitActiveOrInvalid waits until the cluster is Active, or says why not at once when the
 // operator marks it Invalid.
 func waitActiveOrInvalid(key client.ObjectKey) (*v1.ValkeyCluster, error) {
-	deadline := time.Now().Add(harness.FormTimeout)
-	for {
-		var vc v1.ValkeyCluster
+	var vc v1.ValkeyCluster
+	var invalid bool
+	problem := harness.Poll(context.Background(), harness.FormTimeout, func() string {
 		err := harness.K8s.Get(context.Background(), key, &vc)
 		switch {
 		case err != nil:
+			return err.Error()
 		case vc.Status.ObservedGeneration != vc.Generation:
 		case vc.Status.State == v1.StateActive:
-			return &vc, nil
+			return ""
 		case vc.Status.State == v1.StateInvalid:
-			return &vc, fmt.Errorf("state Invalid, message %q", vc.Status.Message)
+			invalid = true
+			return ""
 		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return &vc, fmt.Errorf("not Active after %s: %w", harness.FormTimeout, err)
-			}
-			return &vc, fmt.Errorf("not Active after %s: state %q, message %q", harness.FormTimeout, vc.Status.State, vc.Status.Message)
-		}
-		time.Sleep(250 * time.Millisecond)
+		return fmt.Sprintf("state %q, message %q", vc.Status.State, vc.Status.Message)
+	})
+	switch {
+	case invalid:
+		return &vc, fmt.Errorf("state Invalid, message %q", vc.Status.Message)
+	case problem != "":
+		return &vc, fmt.Errorf("not Active after %s: %s", harness.FormTimeout, problem)
 	}
+	return &vc, nil
 }
 
 // applyUntilActive applies manifest (recording a refusal as the subtest's failure, with

@@ -114,20 +114,13 @@ func TestPodsFailingOnStartAreNotReplacedWithoutEnd(t *testing.T) {
 	harness.Create(t, harness.NewImage("crashing-image"), cfg)
 	vc := harness.NewCluster(ns, "vc", "crashing-config", harness.WithShards(1), harness.WithReplicas(0))
 	harness.Create(t, vc)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var cur v1.ValkeyCluster
-		if err := harness.K8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
-			t.Fatal(err)
-		}
+	harness.WaitFor(t, "a stop after failing pods", 2*time.Minute, func() string {
+		cur := harness.CurrentCluster(t, vc)
 		if strings.Contains(cur.Status.Message, "not creating more until the spec changes") {
-			break
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no stop after failing pods: state %s, message %q", cur.Status.State, cur.Status.Message)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return fmt.Sprintf("state %s, message %q", cur.Status.State, cur.Status.Message)
+	})
 	// Two more passes: still exactly two pods.
 	harness.PassMark(t, vc)(2)
 	if n := len(harness.PodNames(t, vc)); n != 2 {
@@ -228,13 +221,12 @@ func TestEveryPodKilledWhileInvalid(t *testing.T) {
 	}
 	// Every pod is seen dead before the cause is fixed, so that the fix meets a cluster with no
 	// copy of any shard left.
-	deadline := time.Now().Add(time.Minute)
-	for len(harness.Pods(t, vc)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pods still running a minute after they were killed", len(harness.Pods(t, vc)))
+	harness.WaitFor(t, "every killed pod seen dead", time.Minute, func() string {
+		if n := len(harness.Pods(t, vc)); n > 0 {
+			return fmt.Sprintf("%d pods still running", n)
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return ""
+	})
 	if cur := harness.CurrentCluster(t, vc); cur.Status.State != v1.StateInvalid || !cur.Status.FormedAt.Equal(formedAt) {
 		t.Fatalf("state %s, formedAt %v with every pod dead and the reference still missing, want Invalid and %v", cur.Status.State, cur.Status.FormedAt, formedAt)
 	}

@@ -35,20 +35,16 @@ func TestHungNodeIsReplaced(t *testing.T) {
 	}
 	frozen := time.Now()
 	// The probe kills after five misses 10 s apart (resources/probe.go): about 50 s.
-	deadline := frozen.Add(2 * time.Minute)
-	for {
+	harness.WaitFor(t, "the frozen pod killed by its liveness probe", 2*time.Minute, func() string {
 		err := harness.K8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victim}, &pod)
 		if err != nil {
 			t.Fatalf("the frozen pod went away before it was seen Failed: %v", err)
 		}
 		if pod.Status.Phase == corev1.PodFailed {
-			break
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the frozen pod is still %s after two minutes: the liveness probe did not kill it", pod.Status.Phase)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return "the frozen pod is still " + string(pod.Status.Phase)
+	})
 	t.Logf("frozen → pod Failed in %s", time.Since(frozen).Round(100*time.Millisecond))
 	if term := pod.Status.ContainerStatuses[0].State.Terminated; term == nil || term.Message != "liveness probe failed" {
 		t.Fatalf("the pod failed, but not by its liveness probe: %+v", pod.Status.ContainerStatuses[0].State)

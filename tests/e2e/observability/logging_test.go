@@ -273,39 +273,32 @@ func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
 	if err := harness.K8s.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretKey.Name}}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	warned := 0
-	for warned == 0 {
+	deadline := time.Now().Add(time.Minute) // for the line and the status both
+	harness.WaitFor(t, "a WARN line for the missing credential", time.Until(deadline), func() string {
 		for _, l := range harness.ParseLog(t, harness.Op.Logs()) {
 			if l.Message() == logging.MsgCredentialMissing && l.Ref() == "ValkeyCluster.v1alpha1.valkey.gomomento.com/vc."+ns {
 				if l.Level != "WARN" || l.Fields["secret"] != secretKey.Name || l.Fields["key"] != "password" {
 					t.Fatalf("line: %s", l.Raw)
 				}
-				warned++
+				return ""
 			}
 		}
-		if warned == 0 && time.Now().After(deadline) {
-			t.Fatal("no WARN line for the missing credential")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return "none yet"
+	})
 
 	// Status says why, with Degraded True; the Secret stays missing (not regenerated).
 	var got v1.ValkeyCluster
-	for {
+	harness.WaitFor(t, "status saying the credential is missing", time.Until(deadline), func() string {
 		if err := harness.K8s.Get(ctx, client.ObjectKeyFromObject(vc), &got); err != nil {
 			t.Fatal(err)
 		}
 		c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDegraded)
 		if c != nil && c.Status == metav1.ConditionTrue && c.Reason == "CredentialMissing" &&
 			strings.Contains(got.Status.Message, secretKey.Name) {
-			break
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status does not say the credential is missing: message %q, conditions %+v", got.Status.Message, got.Status.Conditions)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return fmt.Sprintf("message %q, conditions %+v", got.Status.Message, got.Status.Conditions)
+	})
 	if strings.Contains(got.Status.Message, creds.Password) {
 		t.Fatal("the password appears in status.message")
 	}
@@ -337,18 +330,15 @@ func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
 	if err := harness.K8s.Create(ctx, restored); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(time.Minute) // the next tick (30 s) sees it
-	for {
+	// The next tick (30 s) sees it.
+	harness.WaitFor(t, "recovered after the Secret came back", time.Minute, func() string {
 		if err := harness.K8s.Get(ctx, client.ObjectKeyFromObject(vc), &got); err != nil {
 			t.Fatal(err)
 		}
 		c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDegraded)
 		if c != nil && c.Status == metav1.ConditionFalse && got.Status.State == v1.StateActive {
-			break
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not recovered after the Secret came back: message %q, conditions %+v", got.Status.Message, got.Status.Conditions)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return fmt.Sprintf("message %q, conditions %+v", got.Status.Message, got.Status.Conditions)
+	})
 }

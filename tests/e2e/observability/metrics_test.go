@@ -88,48 +88,39 @@ func TestMetricsThroughPrometheus(t *testing.T) {
 	if err := harness.K8s.Delete(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	harness.WaitFor(t, "the deleted cluster's series gone", time.Minute, func() string {
 		got, err := prom.Query(ctx, `valkey_cluster_state{`+sel+`}`)
 		if err == nil && len(got) == 0 {
-			break
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the deleted cluster's series are still scraped: %v %v", got, err)
-		}
-		time.Sleep(time.Second)
-	}
+		return fmt.Sprintf("still scraped: %v %v", got, err)
+	})
 }
 
 // scrapeStatus GETs /metrics at addr over HTTPS with token ("" for none) and returns the status.
 func scrapeStatus(t *testing.T, addr, token string) int {
 	t.Helper()
 	// The operator may have (re)started a moment ago: its endpoint is up within seconds.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		code, _, err := harness.GetMetrics(addr, token)
-		if err == nil {
-			return code
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	var code int
+	harness.WaitFor(t, "the metrics endpoint", time.Minute, func() string {
+		var err error
+		code, _, err = harness.GetMetrics(addr, token)
+		return harness.Problemf(err, "GET %s", addr)
+	})
+	return code
 }
 
 // waitQuery waits until the instant query returns at least n series and returns them.
 func waitQuery(t *testing.T, p *harness.Prometheus, promql string, n int) []harness.Sample {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		got, err := p.Query(context.Background(), promql)
+	var got []harness.Sample
+	harness.WaitFor(t, fmt.Sprintf("%d series of %s", n, promql), 2*time.Minute, func() string {
+		var err error
+		got, err = p.Query(context.Background(), promql)
 		if err == nil && len(got) >= n {
-			return got
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus: %s gave %d series (want %d): %v", promql, len(got), n, err)
-		}
-		time.Sleep(time.Second)
-	}
+		return fmt.Sprintf("%d series, error %v", len(got), err)
+	})
+	return got
 }

@@ -249,6 +249,7 @@ func runningVersions(t *testing.T, vc *v1.ValkeyCluster) map[string]string {
 // runs another version, and returns what each running node said.
 func waitMixedVersions(t *testing.T, vc *v1.ValkeyCluster, timeout time.Duration) map[string]string {
 	t.Helper()
+	// Its own loop, every 100 ms rather than harness.Poll's 250 ms: the mixed state lasts one node's replacement.
 	deadline := time.Now().Add(timeout)
 	for {
 		got := runningVersions(t, vc)
@@ -322,13 +323,13 @@ func checkMethodsByVersion(t *testing.T, ns string, images map[string]string) {
 func checkReplicationUserNarrow(t *testing.T, vc *v1.ValkeyCluster) {
 	t.Helper()
 	creds := harness.Creds(t, vc)
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(time.Minute) // for every node
 	for _, p := range harness.Pods(t, vc) {
 		c, err := valkey.NewClient(harness.PodAddr(p), creds)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for {
+		harness.WaitFor(t, p.Name+": the replication user without the slot import rules", time.Until(deadline), func() string {
 			line, err := "", error(nil)
 			var list []string
 			if list, err = c.ACLList(context.Background()); err == nil {
@@ -339,13 +340,10 @@ func checkReplicationUserNarrow(t *testing.T, vc *v1.ValkeyCluster) {
 				}
 			}
 			if err == nil && line != "" && !strings.Contains(line, "@write") && !strings.Contains(line, "~*") {
-				break
+				return ""
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the replication user still has the slot import rules a minute after the reshard: %v %q", p.Name, err, line)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+			return fmt.Sprintf("%v %q", err, line)
+		})
 		c.Close()
 	}
 }
@@ -355,8 +353,7 @@ func checkReplicationUserNarrow(t *testing.T, vc *v1.ValkeyCluster) {
 // waitServingPrimaries waits until, by the first pod's CLUSTER NODES, n primaries serve slots.
 func waitServingPrimaries(t *testing.T, vc *v1.ValkeyCluster, n int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	harness.WaitFor(t, fmt.Sprintf("%d primaries serving slots", n), timeout, func() string {
 		serving := 0
 		for _, p := range harness.Pods(t, vc) {
 			if me, ok := valkey.Observe(context.Background(), []string{harness.PodAddr(p)}, harness.Creds(t, vc))[0].Myself(); ok && me.Role == valkey.RolePrimary && me.Slots.Count() > 0 {
@@ -364,13 +361,10 @@ func waitServingPrimaries(t *testing.T, vc *v1.ValkeyCluster, n int, timeout tim
 			}
 		}
 		if serving == n {
-			return
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d primaries serve slots after %s, want %d", serving, timeout, n)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return fmt.Sprintf("%d serve slots", serving)
+	})
 }
 
 func checkEvenSpread(t *testing.T, vc *v1.ValkeyCluster, n int) {
@@ -443,25 +437,18 @@ func TestOpenSlotIsSettled(t *testing.T) {
 	if err := src.SetSlotMigrating(context.Background(), open, dstID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		still := false
+	harness.WaitFor(t, fmt.Sprintf("slot %d settled", open), 2*time.Minute, func() string {
 		for _, c := range []*valkey.Client{src, dst} {
 			entries, err := c.ClusterNodes(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			me, _ := valkey.Myself(entries)
-			still = still || len(me.Migrating) > 0 || len(me.Importing) > 0
+			if me, _ := valkey.Myself(entries); len(me.Migrating) > 0 || len(me.Importing) > 0 {
+				return "still open"
+			}
 		}
-		if !still {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot %d still open after 2 minutes", open)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return ""
+	})
 	harness.WaitReady(t, vc, 2, 1, nil, time.Minute)
 	harness.CheckSeeded(t, vc, seeded, harness.OpenUser)
 	if harness.CountLines(t, logging.MsgMovingSlots, ns, "") == 0 && harness.CountLines(t, logging.MsgClosingSlot, ns, "") == 0 {
@@ -496,6 +483,7 @@ func operatorKilledMidMove(t *testing.T, ns, version string) {
 			harness.RestartOperator(t)
 			continue
 		}
+		// Every 100 ms: the restart must land while the move is in flight.
 		deadline := time.Now().Add(3 * time.Minute)
 		for harness.CountLines(t, logging.MsgMovingSlots, ns, "") == before {
 			if time.Now().After(deadline) {
@@ -632,6 +620,7 @@ func scaleInReverted(t *testing.T, ns, version string) {
 // waitLine waits until the operator logged message for namespace ns more than before times.
 func waitLine(t *testing.T, message, ns string, before int, timeout time.Duration) {
 	t.Helper()
+	// Every 100 ms: the caller acts right after the line, inside what it announced.
 	deadline := time.Now().Add(timeout)
 	for harness.CountLines(t, message, ns, "") <= before {
 		if time.Now().After(deadline) {
@@ -646,6 +635,7 @@ func waitLine(t *testing.T, message, ns string, before int, timeout time.Duratio
 func waitMigrationJob(t *testing.T, vc *v1.ValkeyCluster, timeout time.Duration) bool {
 	t.Helper()
 	creds := harness.Creds(t, vc)
+	// Every 20 ms: an atomic migration job lasts a fraction of a second.
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		for _, j := range slotMigrationJobs(t, vc, creds) {
@@ -684,6 +674,7 @@ func waitShardPrimaryOpen(t *testing.T, vc *v1.ValkeyCluster, shard int, timeout
 		t.Fatalf("shard %d has no primary", shard)
 	}
 	defer c.Close()
+	// Every 10 ms: the kill must land while a slot is open.
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		entries, err := c.ClusterNodes(context.Background())
@@ -769,24 +760,24 @@ func drainedShardWantedAgain(t *testing.T, ns string, migration bool) {
 	}
 	// With replica migration on, Valkey turns the drained primary into a replica of the node that
 	// took its last slot; with it off, the drained primary stays a primary serving no slot.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	problem := harness.Poll(t.Context(), 30*time.Second, func() string {
 		c, err := valkey.NewClient(src[0], creds)
-		if err == nil {
-			entries, err := c.ClusterNodes(context.Background())
-			c.Close()
-			me, ok := valkey.Myself(entries)
-			turned := ok && me.Role == valkey.RoleReplica && me.PrimaryID == dst[1]
-			stayed := ok && me.Role == valkey.RolePrimary && len(me.Slots) == 0
-			if err == nil && ((migration && turned) || (!migration && stayed)) {
-				break
-			}
+		if err != nil {
+			return err.Error()
 		}
-		if time.Now().After(deadline) {
-			cont()
-			t.Fatalf("the drained primary of shard 2 did not turn replica (migration %v) within 30 s", migration)
+		entries, err := c.ClusterNodes(context.Background())
+		c.Close()
+		me, ok := valkey.Myself(entries)
+		turned := ok && me.Role == valkey.RoleReplica && me.PrimaryID == dst[1]
+		stayed := ok && me.Role == valkey.RolePrimary && len(me.Slots) == 0
+		if err == nil && ((migration && turned) || (!migration && stayed)) {
+			return ""
 		}
-		time.Sleep(200 * time.Millisecond)
+		return fmt.Sprintf("role %s, primary %s, %d slots, error %v", me.Role, me.PrimaryID, len(me.Slots), err)
+	})
+	if problem != "" {
+		cont()
+		t.Fatalf("the drained primary of shard 2 did not turn replica (migration %v) within 30 s: %s", migration, problem)
 	}
 	before := harness.CountLines(t, logging.MsgRetiringNode, ns, "")
 	harness.RestartOperator(t)

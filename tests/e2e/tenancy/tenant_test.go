@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +68,16 @@ func TestForeignObjectsAreNeitherChangedNorTrusted(t *testing.T) {
 			t.Errorf("%s: %d ValkeyNodes created beside a foreign %s", c.cluster, n, c.kind)
 		}
 	}
-	time.Sleep(2 * time.Second) // passes keep running meanwhile (they requeue on the tick or a watch)
+	// Passes keep running meanwhile (they requeue on the tick or a watch); each cluster's pass
+	// mark proves the operator looked at it again before the objects are checked.
+	var passed []func(int)
+	for _, vc := range clusters {
+		passed = append(passed, harness.PassMark(t, vc))
+	}
+	time.Sleep(2 * time.Second)
+	for _, p := range passed {
+		p(1)
+	}
 	for _, c := range cases {
 		got := c.obj.DeepCopyObject().(client.Object)
 		if err := harness.K8s.Get(context.Background(), client.ObjectKeyFromObject(c.obj), got); err != nil {
@@ -119,18 +129,14 @@ func TestRefusedPodsBackOff(t *testing.T) {
 	before := harness.CountLines(t, logging.MsgReconcileError, ns, "")
 	harness.Create(t, vc)
 	start := time.Now()
-	deadline := start.Add(time.Minute)
-	for {
+	harness.WaitFor(t, "the quota's refusal in status.message", time.Minute, func() string {
 		cur := harness.CurrentCluster(t, vc)
 		if strings.Contains(cur.Status.Message, "could not be created") && strings.Contains(cur.Status.Message, "exceeded quota") {
 			t.Logf("status.message: %s", cur.Status.Message)
-			break
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status.message %q: no refusal said", cur.Status.Message)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Sprintf("status.message %q", cur.Status.Message)
+	})
 	most := 0
 	for time.Since(start) < 25*time.Second {
 		most = max(most, len(nodeNamesOf(t, vc)), countConfigMaps(t, ns))
@@ -164,17 +170,13 @@ func TestRefusedPodsBackOff(t *testing.T) {
 // waitInvalidSaying waits until vc is Invalid with a status.message that contains want.
 func waitInvalidSaying(t *testing.T, vc *v1.ValkeyCluster, want string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	harness.WaitFor(t, fmt.Sprintf("%s Invalid saying %q", vc.Name, want), time.Minute, func() string {
 		cur := harness.CurrentCluster(t, vc)
 		if cur.Status.State == v1.StateInvalid && strings.Contains(cur.Status.Message, want) {
-			return
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: state %s message %q, want Invalid saying %q", vc.Name, cur.Status.State, cur.Status.Message, want)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Sprintf("state %s message %q", cur.Status.State, cur.Status.Message)
+	})
 }
 
 // nodeNamesOf lists the ValkeyNodes vc controls.
@@ -244,17 +246,16 @@ func TestImpostorPodIsNoNode(t *testing.T) {
 			Name: "valkey", Image: "python:3", Command: []string{"python3", "-u", "-c", impostorServer}}}},
 	}
 	harness.Create(t, impostor)
-	deadline := time.Now().Add(time.Minute)
-	for {
+	harness.WaitFor(t, "the impostor pod running", time.Minute, func() string {
 		var p corev1.Pod
-		if err := harness.K8s.Get(context.Background(), client.ObjectKeyFromObject(impostor), &p); err == nil && p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
-			break
+		if err := harness.K8s.Get(context.Background(), client.ObjectKeyFromObject(impostor), &p); err != nil {
+			return err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the impostor pod never ran")
+		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
+			return ""
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return "phase " + string(p.Status.Phase)
+	})
 	// Three passes with the impostor running.
 	harness.PassMark(t, vc)(3)
 	if exited, code := harness.Op.Exited(); exited {

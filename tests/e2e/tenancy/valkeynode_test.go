@@ -82,13 +82,12 @@ func TestValkeyNodes(t *testing.T) {
 	if err := harness.K8s.Delete(ctx, vc, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for left := countChildren(t, ns); left != [3]int{}; left = countChildren(t, ns) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after deleting the cluster: %d ValkeyNodes, %d pods, %d node ConfigMaps left", left[0], left[1], left[2])
+	harness.WaitFor(t, "every child gone after deleting the cluster", 2*time.Minute, func() string {
+		if left := countChildren(t, ns); left != [3]int{} {
+			return fmt.Sprintf("%d ValkeyNodes, %d pods, %d node ConfigMaps left", left[0], left[1], left[2])
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return ""
+	})
 }
 
 // checkNodeObjects checks each node against the reference: owned by the cluster, owning its
@@ -183,17 +182,14 @@ roleRef:
 		t.Fatalf("%v\n%s", err, out)
 	}
 	as := []string{"--as=alice", "--as-group=team-engineers"}
-	deadline := time.Now().Add(30 * time.Second) // RBAC caches catch up within a second or two
-	for {
+	// RBAC caches catch up within a second or two.
+	harness.WaitFor(t, "the team listing valkeynodes", 30*time.Second, func() string {
 		out, err := harness.Kubectl(harness.Cluster, nil, append([]string{"get", "valkeynodes", "-n", ns}, as...)...)
 		if err == nil && strings.Count(string(out), " Active") == 6 {
-			break
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the team cannot list valkeynodes: %v\n%s", err, out)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return fmt.Sprintf("%v\n%s", err, out)
+	})
 	if out, err := harness.Kubectl(harness.Cluster, nil, append([]string{"delete", "valkeynodes", "--all", "-n", ns, "--dry-run=server"}, as...)...); err == nil || !strings.Contains(string(out), "forbidden") {
 		t.Fatalf("the team may delete valkeynodes: %v\n%s", err, out)
 	}

@@ -87,20 +87,13 @@ func setTLSData(t *testing.T, vc *v1.ValkeyCluster, data map[string][]byte) {
 // the same reason in the operator's log.
 func waitInvalid(t *testing.T, vc *v1.ValkeyCluster, message string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var cur v1.ValkeyCluster
-		if err := harness.K8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
-			t.Fatal(err)
-		}
+	harness.WaitFor(t, fmt.Sprintf("Invalid with %q", message), time.Minute, func() string {
+		cur := harness.CurrentCluster(t, vc)
 		if cur.Status.State == v1.StateInvalid && cur.Status.Message == message {
-			break
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("state %s, message %q; want Invalid with %q", cur.Status.State, cur.Status.Message, message)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Sprintf("state %s, message %q", cur.Status.State, cur.Status.Message)
+	})
 	for _, l := range harness.ParseLog(t, harness.Op.Logs()) {
 		if l.Message() == "TLS Secret validation failed, setting cluster Invalid" && strings.HasSuffix(l.Ref(), "."+vc.Namespace) &&
 			l.Fields["reason"] == message && l.Fields["cluster_name"] == vc.Name && l.Target == "operator::controller::tls" {
@@ -197,6 +190,7 @@ func patchTLSRef(t *testing.T, vc *v1.ValkeyCluster, name string) {
 func waitServing(t *testing.T, vc *v1.ValkeyCluster, certPEM []byte, roots *x509.CertPool, since time.Time, timeout time.Duration) time.Duration {
 	t.Helper()
 	block, _ := pem.Decode(certPEM)
+	// Its own loop, every 100 ms: it measures how long the nodes took.
 	deadline := time.Now().Add(timeout)
 	for {
 		pending := map[string]string{}
@@ -342,21 +336,14 @@ func TestTLSExpiryWarning(t *testing.T) {
 // waitCondition waits for condition typ of vc to have status and a message containing says.
 func waitCondition(t *testing.T, vc *v1.ValkeyCluster, typ string, status metav1.ConditionStatus, says string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var cur v1.ValkeyCluster
-		if err := harness.K8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
-			t.Fatal(err)
-		}
+	harness.WaitFor(t, fmt.Sprintf("condition %s %s saying %q", typ, status, says), time.Minute, func() string {
+		cur := harness.CurrentCluster(t, vc)
 		c := meta.FindStatusCondition(cur.Status.Conditions, typ)
 		if c != nil && c.Status == status && strings.Contains(c.Message, says) {
-			return
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition %s: %+v; want %s saying %q", typ, c, status, says)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Sprintf("condition %+v", c)
+	})
 }
 
 // TestTLSSecretRefChange: pointing tls.secretRef at another Secret replaces every node, one
@@ -431,17 +418,13 @@ func TestTLSReshard(t *testing.T) {
 func waitShardsTLS(t *testing.T, vc *v1.ValkeyCluster, ca *harness.CA, shards int, timeout time.Duration) {
 	t.Helper()
 	time.Sleep(time.Second)
-	deadline := time.Now().Add(timeout)
-	for {
+	harness.WaitFor(t, fmt.Sprintf("%d shards", shards), timeout, func() string {
 		cur := harness.CurrentCluster(t, vc)
 		if cur.Status.ObservedGeneration == cur.Generation && cur.Status.State == v1.StateActive &&
 			meta.IsStatusConditionTrue(cur.Status.Conditions, v1.ConditionReady) && len(harness.Pods(t, vc)) == shards*2 {
-			harness.WaitReadyTLS(t, vc, ca, shards*2)
-			return
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not %d shards within %s: state %s, %q", shards, timeout, cur.Status.State, cur.Status.Message)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Sprintf("state %s, %q", cur.Status.State, cur.Status.Message)
+	})
+	harness.WaitReadyTLS(t, vc, ca, shards*2)
 }

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"math/rand"
 	"sort"
@@ -444,17 +445,14 @@ func keysOf(m map[string]bool) []string {
 // waitMessage waits until status.message contains want and returns the cluster.
 func waitMessage(t *testing.T, vc *v1.ValkeyCluster, want string, timeout time.Duration) *v1.ValkeyCluster {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		cur := harness.CurrentCluster(t, vc)
-		if strings.Contains(cur.Status.Message, want) {
-			return cur
+	var cur *v1.ValkeyCluster
+	harness.WaitFor(t, fmt.Sprintf("status.message saying %q", want), timeout, func() string {
+		if cur = harness.CurrentCluster(t, vc); strings.Contains(cur.Status.Message, want) {
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status.message never said %q; last: state %s, %q", want, cur.Status.State, cur.Status.Message)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Sprintf("state %s, %q", cur.Status.State, cur.Status.Message)
+	})
+	return cur
 }
 
 // pendingPods are the cluster's pods that do not run (a stuck replacement).

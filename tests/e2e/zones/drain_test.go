@@ -299,14 +299,15 @@ func (b budgetStatus) String() string { return strings.Join(b, "; ") }
 // controller reports each as a whole shard (replicas+1 healthy pods, one disruption allowed).
 func waitBudgetsHealthy(t *testing.T, vc *v1.ValkeyCluster, shards, replicas int) budgetStatus {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var out budgetStatus
+	// Is the disruption controller running, if this times out?
+	harness.WaitFor(t, "budgets healthy", time.Minute, func() string {
 		var list policyv1.PodDisruptionBudgetList
 		if err := harness.K8s.List(context.Background(), &list, client.InNamespace(vc.Namespace)); err != nil {
 			t.Fatal(err)
 		}
 		var problem string
-		var out budgetStatus
+		out = nil
 		byName := map[string]policyv1.PodDisruptionBudget{}
 		for _, b := range list.Items {
 			byName[b.Name] = b
@@ -333,14 +334,9 @@ func waitBudgetsHealthy(t *testing.T, vc *v1.ValkeyCluster, shards, replicas int
 				problem = fmt.Sprintf("%s: %+v", name, s)
 			}
 		}
-		if problem == "" {
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("budgets not healthy within a minute (is the disruption controller running?): %s", problem)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return problem
+	})
+	return out
 }
 
 // evictionProbe is what dry-run evictions of the shard's other pod, and the shard's budget, said

@@ -2,6 +2,7 @@ package zones
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,17 +128,14 @@ func TestMisplacedPrimaryKeepsEveryCopy(t *testing.T) {
 // waitFollows waits until the node in p replicates primaryID, by its own CLUSTER NODES.
 func waitFollows(t *testing.T, p corev1.Pod, primaryID string, creds valkey.Credentials) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	harness.WaitFor(t, fmt.Sprintf("%s replicating %.8s", p.Name, primaryID), time.Minute, func() string {
 		v := valkey.Observe(context.Background(), []string{harness.PodAddr(p)}, creds)[0]
-		if me, ok := v.Myself(); ok && me.Role == valkey.RoleReplica && me.PrimaryID == primaryID {
-			return
+		me, ok := v.Myself()
+		if ok && me.Role == valkey.RoleReplica && me.PrimaryID == primaryID {
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not replicate %.8s within a minute", p.Name, primaryID)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Sprintf("role %s of %.8s", me.Role, me.PrimaryID)
+	})
 }
 
 type retirement struct{ pod, reason string }

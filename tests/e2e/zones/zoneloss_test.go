@@ -59,15 +59,11 @@ func TestZoneSpreadTooFewZones(t *testing.T) {
 // waitZoneCondition waits until vc's ZoneSpreadDegraded condition has status and reason.
 func waitZoneCondition(t *testing.T, vc *v1.ValkeyCluster, status, reason string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	harness.WaitFor(t, fmt.Sprintf("%s %s %s", v1.ConditionZoneSpreadDegraded, status, reason), time.Minute, func() string {
 		c := meta.FindStatusCondition(harness.CurrentCluster(t, vc).Status.Conditions, v1.ConditionZoneSpreadDegraded)
 		if c != nil && string(c.Status) == status && c.Reason == reason {
-			return
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %+v, want %s %s", v1.ConditionZoneSpreadDegraded, c, status, reason)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Sprintf("%+v", c)
+	})
 }
