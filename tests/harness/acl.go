@@ -14,6 +14,8 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 )
 
+// Role builds a cluster-scoped ValkeyRole allowing the command categories cats, with the
+// command rules cmds.
 func Role(name string, cats []string, cmds ...v1.CommandRule) *v1.ValkeyRole {
 	r := &v1.ValkeyRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	for _, c := range cats {
@@ -23,6 +25,7 @@ func Role(name string, cats []string, cmds ...v1.CommandRule) *v1.ValkeyRole {
 	return r
 }
 
+// Bind builds an ACL binding of user with the hashes of passwords and perms.
 func Bind(user string, passwords []string, perms ...v1.ACLPermission) v1.ACLBinding {
 	b := v1.ACLBinding{Username: user, Permissions: perms}
 	for _, pw := range passwords {
@@ -31,6 +34,7 @@ func Bind(user string, passwords []string, perms ...v1.ACLPermission) v1.ACLBind
 	return b
 }
 
+// Permit builds a permission of roleRef on the keys matching pattern with access.
 func Permit(roleRef, pattern string, access v1.KeyAccess) v1.ACLPermission {
 	return v1.ACLPermission{RoleRef: roleRef, Keys: []v1.KeyPattern{{Pattern: pattern, Access: access}}}
 }
@@ -76,6 +80,7 @@ var (
 	Answered = func(s string, err error) bool { return err == nil }
 )
 
+// UpdateCluster applies mutate to the current vc and updates it, retrying on conflicts.
 func UpdateCluster(t *testing.T, vc *v1.ValkeyCluster, mutate func(*v1.ValkeyCluster)) {
 	t.Helper()
 	for range 10 {

@@ -20,10 +20,13 @@ import (
 
 // Fixtures: small builders for the objects a test applies.
 
+// NewImage builds a ValkeyImage of Valkey 8.0.1.
 func NewImage(name string) *v1.ValkeyImage {
 	return &v1.ValkeyImage{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1", Version: "8.0.1"}}
 }
 
+// NewConfig builds a ValkeyConfig of image with small resources, maxmemory 100mb and no
+// diskless-sync delay (replicas sync at once).
 func NewConfig(name, image string) *v1.ValkeyConfig {
 	return &v1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ValkeyConfigSpec{
 		ImageRef:  image,
@@ -32,14 +35,19 @@ func NewConfig(name, image string) *v1.ValkeyConfig {
 	}}
 }
 
+// ClusterOpt changes a ValkeyCluster that NewCluster builds.
 type ClusterOpt func(*v1.ValkeyCluster)
 
+// WithShards sets spec.shards.
 func WithShards(n int32) ClusterOpt { return func(c *v1.ValkeyCluster) { c.Spec.Shards = n } }
 
+// WithReplicas sets spec.replicasPerShard.
 func WithReplicas(n int32) ClusterOpt {
 	return func(c *v1.ValkeyCluster) { c.Spec.ReplicasPerShard = n }
 }
 
+// NewCluster builds a ValkeyCluster ns/name of config, 3 shards of 1 replica unless opts say
+// otherwise.
 func NewCluster(ns, name, config string, opts ...ClusterOpt) *v1.ValkeyCluster {
 	c := &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1.ValkeyClusterSpec{ConfigRef: config, Shards: 3, ReplicasPerShard: 1}}
 	for _, o := range opts {
@@ -76,6 +84,8 @@ func ActiveCluster(t testing.TB, ns string, shards, replicas int32) *v1.ValkeyCl
 	return got
 }
 
+// Create creates objs; the cluster-scoped ones are deleted when the test ends (the namespaced
+// ones go with their namespace, see SetupNamespace).
 func Create(t testing.TB, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {

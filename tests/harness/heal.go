@@ -91,6 +91,8 @@ func WriteAcknowledged(t *testing.T, vc *v1.ValkeyCluster, n int) map[string]str
 	return keys
 }
 
+// ReadBack reads every key of keys through a cluster client and fails t on a missing or
+// different value.
 func ReadBack(t *testing.T, vc *v1.ValkeyCluster, keys map[string]string) {
 	t.Helper()
 	pods := Pods(t, vc)

@@ -24,10 +24,12 @@ type CutCluster struct {
 // operator never issued TAKEOVER: a TAKEOVER must come within it.
 const CutLasting = 15 * time.Second
 
-// cutTimings is what one cut measured, from the cut.
-type cutTimings struct{ Takeover, Serving, Longest time.Duration }
+// CutTimings is what one cut measured, from the cut.
+type CutTimings struct{ Takeover, Serving, Longest time.Duration }
 
-func QuorumLossByNetworkCut(t testing.TB, ns string, c CutCluster) cutTimings {
+// QuorumLossByNetworkCut cuts the network of a majority of c's primaries under a writer and
+// checks the takeover and that every acknowledged key survives; it returns what it measured.
+func QuorumLossByNetworkCut(t testing.TB, ns string, c CutCluster) CutTimings {
 	vc, creds, wopts, verify := c.Make(t, ns)
 	// WAIT 1 after every write: every key acknowledged before the cut is on a replica, and so
 	// must survive the takeover. The writer also measures how long each slot refused writes.
@@ -111,5 +113,5 @@ func QuorumLossByNetworkCut(t testing.TB, ns string, c CutCluster) cutTimings {
 	}
 	r := ReadBackWriter(t, w, read)
 	longest, _ := r.LongestRefusal()
-	return cutTimings{Takeover: tookOver, Serving: serving, Longest: longest}
+	return CutTimings{Takeover: tookOver, Serving: serving, Longest: longest}
 }

@@ -16,6 +16,7 @@ import (
 // (apply-to-Active times are measured by the benchmark).
 const FormTimeout = 5 * time.Minute
 
+// PodNames lists the names of vc's pods, whatever their phase, sorted.
 func PodNames(t *testing.T, vc *v1.ValkeyCluster) []string {
 	t.Helper()
 	var list corev1.PodList

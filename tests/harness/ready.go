@@ -48,6 +48,7 @@ func FailoverLine(msg string) bool {
 	return strings.Contains(m, "failover") || strings.Contains(m, "takeover")
 }
 
+// Cordon marks the Kubernetes node unschedulable, or schedulable again.
 func Cordon(t *testing.T, node string, unschedulable bool) {
 	t.Helper()
 	var n corev1.Node
@@ -202,6 +203,7 @@ func Primaries(t *testing.T, vc *v1.ValkeyCluster) []v1.NodeStatus {
 	return out
 }
 
+// ObjectMetaNS is the metadata of ns/name.
 func ObjectMetaNS(ns, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: ns, Name: name}
 }

@@ -24,6 +24,7 @@ import (
 // not a speed claim (make bench measures the roll).
 const RollTimeout = 8 * time.Minute
 
+// ValkeyVersion is the valkey_version that p's node reports (INFO server).
 func ValkeyVersion(t testing.TB, vc *v1.ValkeyCluster, p corev1.Pod) string {
 	t.Helper()
 	c, err := valkey.NewClient(PodAddr(p), Creds(t, vc))
@@ -56,6 +57,7 @@ func StartWriterPrefix(t testing.TB, vc *v1.ValkeyCluster, prefix string) (*Writ
 	return w, opts
 }
 
+// EditConfig applies edit to the ValkeyConfig name and updates it, retrying on conflicts.
 func EditConfig(t testing.TB, name string, edit func(*v1.ValkeyConfig)) {
 	t.Helper()
 	for {
@@ -74,6 +76,7 @@ func EditConfig(t testing.TB, name string, edit func(*v1.ValkeyConfig)) {
 	}
 }
 
+// EditCluster applies edit to the current vc and updates it, retrying on conflicts.
 func EditCluster(t testing.TB, vc *v1.ValkeyCluster, edit func(*v1.ValkeyCluster)) {
 	t.Helper()
 	for {
@@ -209,6 +212,8 @@ func CountLines(t *testing.T, message, ns, cluster string) int {
 	return n
 }
 
+// LoggedWithPod reports whether the operator logged message for a cluster in ns with a pod
+// field.
 func LoggedWithPod(t *testing.T, message, ns string) bool {
 	t.Helper()
 	for _, l := range ParseLog(t, Op.Logs()) {
@@ -303,6 +308,7 @@ func WatchCreatedNodes(t testing.TB, ns string) func() []CreatedNode {
 	}
 }
 
+// CreatedNode is a ValkeyNode seen created, for WatchCreatedNodes.
 type CreatedNode struct {
 	Name, Cluster string
 	Shard         int

@@ -32,6 +32,7 @@ func VersionedCluster(t *testing.T, ns, version string, shards, replicas int32) 
 // while the cluster binds no user (spec.acl empty).
 type DataUser struct{ Name, Password string }
 
+// OpenUser is the default user of a cluster that binds no user.
 var OpenUser = DataUser{}
 
 // SeedKeys writes n keys of 100 bytes through a cluster client as u, pipelined, and returns the

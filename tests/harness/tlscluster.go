@@ -23,6 +23,7 @@ import (
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
+// NewTestCA is NewCA that fails t on error.
 func NewTestCA(t testing.TB, name string) *CA {
 	t.Helper()
 	ca, err := NewCA(name)
@@ -129,6 +130,9 @@ func waitHostnames(t testing.TB, vc *v1.ValkeyCluster, addrs []string, creds val
 	}
 }
 
+// VerifyTLS checks vc over TLS: shards*(replicas+1) pods refusing plaintext, the cluster whole
+// by every node's view over TLS with announced hostnames, valkey-cli through the Service's name
+// verifying ca (and failing without it), and keys written and read back over TLS.
 func VerifyTLS(t testing.TB, vc *v1.ValkeyCluster, ca *CA, shards, replicas int) {
 	t.Helper()
 	ctx := context.Background()
