@@ -1,4 +1,5 @@
-// Package reshard checks resharding on Valkey 8 and 9: slots moved with their keys, interrupted moves settled, kills during moves, scale-in reverted.
+// Package reshard checks resharding on Valkey 8 and 9: slots moved with their keys, open slots
+// settled, a reshard during an upgrade, a low maxclients (faults mid-move: package reshardfault).
 // It runs on its own local cluster and operator (harness.Main); see docs/dev/testing.md.
 package reshard
 
