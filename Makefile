@@ -68,7 +68,8 @@ verify: generate manifests
 	git diff --exit-code -- apis manifests chart
 
 # All tests: unit tests, envtest (real kube-apiserver) and end-to-end tests on the local cluster,
-# the end-to-end package as E2E_LANES processes side by side (hack/test.sh).
+# the end-to-end packages (tests/e2e/<concern>) run by E2E_LANES lanes side by side, each on its
+# own local cluster and operator, longest first (hack/test.sh, hack/e2e-order.txt).
 E2E_LANES ?= 3
 test: deps
 	E2E_LANES=$(E2E_LANES) bash hack/test.sh
@@ -110,14 +111,14 @@ demo: deps
 # RSS and CPU per tick, tick intervals, recovery after 50 lose their pod); a 3x1 rolling upgrade
 # from Valkey 8.0.1 to 9.1.2 under writes (duration, write errors and longest refusal per shard);
 # an ACL change to every node enforcing it, on 8.0.1 and 9.1.2 (render, volume, operator).
-# `make test` runs none of them. One at a time: make bench BENCH=Scale100
+# They live in tests/bench; `make test` compiles them and runs none. One at a time: make bench BENCH=Scale100
 # The simulated fleet (1 000 and 5 000 clusters on simulated Nodes, SIM_FLEET_SIZES) runs only
 # when named: make bench BENCH=SimulatedFleet (about 45 min here; BENCH_TIMEOUT=120m on a
 # loaded machine).
 BENCH ?= .
 BENCH_TIMEOUT ?= 90m
 bench: deps
-	go test -run '^$$' -bench '$(BENCH)' -benchtime 3x -timeout $(BENCH_TIMEOUT) ./tests/e2e/
+	go test -run '^$$' -bench '$(BENCH)' -benchtime 3x -timeout $(BENCH_TIMEOUT) ./tests/bench/
 
 clean:
 	rm -rf bin

@@ -179,20 +179,18 @@ func Kubectl(c *localcluster.Cluster, stdin []byte, args ...string) ([]byte, err
 // WaitState polls the ValkeyCluster until its status.state is want and its
 // observedGeneration is current, and returns it.
 func WaitState(ctx context.Context, c client.Client, key client.ObjectKey, want v1.State, timeout time.Duration) (*v1.ValkeyCluster, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	var vc v1.ValkeyCluster
-	for {
+	problem := Poll(ctx, timeout, func() string {
 		err := c.Get(ctx, key, &vc)
 		if err == nil && vc.Status.State == want && vc.Status.ObservedGeneration == vc.Generation {
-			return &vc, nil
+			return ""
 		}
-		select {
-		case <-ctx.Done():
-			return &vc, fmt.Errorf("ValkeyCluster %s: state %q (message %q), want %q: %w", key, vc.Status.State, vc.Status.Message, want, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
+		return fmt.Sprintf("state %q (message %q), want %q", vc.Status.State, vc.Status.Message, want)
+	})
+	if problem != "" {
+		return &vc, fmt.Errorf("ValkeyCluster %s not %s within %s: %s", key, want, timeout, problem)
 	}
+	return &vc, nil
 }
 
 // Env is what a test package's TestMain sets up for its tests: a work directory, the operator
@@ -205,8 +203,9 @@ type Env struct {
 	K8s     client.Client
 }
 
-// StartEnv builds the operator into a new work directory named after prefix and starts a local
-// cluster ready for it (CRDs, the valkey-operator namespace). On error, what it started is
+// StartEnv builds the operator into a new work directory named after prefix (or takes the binary
+// named by $E2E_OPERATOR, built once for many test packages) and starts a local cluster ready for
+// it (CRDs, the valkey-operator namespace). On error, what it started is
 // stopped again. Stop the cluster with Env.Cluster.Stop.
 func StartEnv(ctx context.Context, prefix string) (*Env, error) {
 	dir, err := os.MkdirTemp("", prefix)
@@ -214,8 +213,10 @@ func StartEnv(ctx context.Context, prefix string) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{WorkDir: dir}
-	if e.Binary, err = BuildOperator(dir); err != nil {
-		return nil, err
+	if e.Binary = os.Getenv("E2E_OPERATOR"); e.Binary == "" {
+		if e.Binary, err = BuildOperator(dir); err != nil {
+			return nil, err
+		}
 	}
 	if e.Cluster, err = localcluster.Start(ctx, localcluster.Options{}); err != nil {
 		return nil, fmt.Errorf("local cluster: %w", err)

@@ -1,0 +1,12 @@
+// Package config checks configuration changes that need no roll: live settings, pass-through directives, pod annotations changed in place.
+// It runs on its own local cluster and operator (harness.Main); see docs/dev/testing.md.
+package config
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gomomento/valkey-operator/tests/harness"
+)
+
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, "config")) }
