@@ -122,10 +122,12 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if r.ticks.due(req.String(), time.Now()) {
 		log.Info(logging.MsgACLTick)
 	}
-	if what, busy := r.Guard.Busy(req.String(), time.Now()); busy {
-		log.Debug(logging.MsgPushHeld, zap.String(logging.FieldStep, what))
+	held, release, ok := r.Guard.Push(req.String(), time.Now())
+	if !ok {
+		log.Debug(logging.MsgPushHeld, zap.String(logging.FieldStep, held))
 		return ctrl.Result{RequeueAfter: aclCatchUpFast}, nil
 	}
+	defer release()
 	file, creds, ok, err := r.desired(ctx, &vc)
 	if err != nil || !ok {
 		// Not created yet, or the credential is missing (the cluster controller says so).
@@ -223,7 +225,9 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 		// The node closed the pooled connection while it sat idle between passes (its
 		// `timeout`, or its container restarted): one more try dials afresh, as an observation
 		// does (valkey.Pool.Observe). A node that is down fails it at once as well.
-		before, err = c.ACLList(ctx)
+		rctx, cancel := context.WithTimeout(ctx, valkey.RedialWithin)
+		before, err = c.ACLList(rctx)
+		cancel()
 	}
 	if err != nil {
 		n.err = err

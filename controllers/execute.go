@@ -57,7 +57,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		if a.Disruptive() {
 			// The ACL and TLS controllers keep off the cluster's nodes from now until a pass
 			// has observed the step's effect (fanout.Guard).
-			end := r.Guard.Begin(clusterKey(vc), a.String(), time.Now())
+			end := r.Guard.Begin(ctx, clusterKey(vc), a.String())
 			defer func() { end(time.Now()) }()
 		}
 		var err error

@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gomomento/valkey-operator/acl"
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fanout"
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/tlsmaterial"
@@ -71,7 +74,7 @@ func TestACLPassHeldWhileAStepIsInFlight(t *testing.T) {
 	t.Cleanup(func() { a.conns.Forget("ns/vc") })
 	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "vc"}}
 
-	end := g.Begin("ns/vc", "vc-aaaaa takes over", time.Now())
+	end := g.Begin(t.Context(), "ns/vc", "vc-aaaaa takes over")
 	for _, step := range []string{"running", "ended, not yet observed"} {
 		s.fleet.Reset()
 		res, err := a.Reconcile(t.Context(), req)
@@ -163,4 +166,50 @@ func TestPushesAfterTheNodeClosedAnIdleConnection(t *testing.T) {
 			t.Fatalf("commands sent: %v, want the reload's CONFIG SET", cmds)
 		}
 	})
+}
+
+// TestHeldTLSTickStillReloads: the tick reloads every node (rule 3: a new ca.crt alone shows in
+// no handshake); a tick that comes while the cluster's pushes are held is owed, and the next pass
+// that may push reloads every node as the tick would have.
+func TestHeldTLSTickStillReloads(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		t.Run(map[bool]string{false: "not held", true: "held at the tick"}[held], func(t *testing.T) {
+			ca := tlstest.NewPKI(t, "ca")
+			certPEM, keyPEM := ca.Issue(tlstest.Leaf{})
+			cert, err := tls.X509KeyPair(certPEM, keyPEM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newPassFixture().withPod("vc-aaaaa", "10.0.0.1").withCredential("pw")
+			f.vc.Spec.TLS = &v1.TLSSpec{SecretRef: "vc-tls"}
+			f.objects = append(f.objects, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "vc-tls", Namespace: "ns"},
+				Data: map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": ca.PEM}})
+			_, c := f.build(t)
+			fleet := valkeytest.New()
+			fleet.Node("10.0.0.1:6379").ServeTLS(&cert)
+			g := &fanout.Guard{}
+			r := &TLSReconciler{Client: c, APIReader: c, Guard: g}
+			r.conns.Dial = fleet.Dial
+			t.Cleanup(func() { r.forget("ns/vc") })
+			req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "vc"}}
+			if held {
+				end := g.Begin(t.Context(), "ns/vc", "failover")
+				end(time.Now())
+				if _, err := r.Reconcile(t.Context(), req); err != nil { // the tick, held
+					t.Fatal(err)
+				}
+				if n := len(fleet.Calls()); n != 0 {
+					t.Fatalf("a held pass sent %d commands", n)
+				}
+				g.Observed("ns/vc", time.Now())
+			}
+			fleet.Reset()
+			if _, err := r.Reconcile(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			if cmds := fleet.Commands(); !slices.ContainsFunc(cmds, func(c string) bool { return strings.Contains(c, "CONFIG SET tls-") }) {
+				t.Fatalf("the tick's reload of every node was never sent: %v", cmds)
+			}
+		})
+	}
 }

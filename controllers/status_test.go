@@ -61,6 +61,11 @@ func TestBuildStatus(t *testing.T) {
 		// a watch reports, and a quorum loss waits on the operator's next look.
 		{name: "healthy", state: fsm.Active, snap: func() fsm.Snapshot { return formedSnapshot(3, 1) },
 			ready: true, reason: ReasonReady, message: "", readyN: 6, requeue: healthyInterval},
+		// Bookkeeping alone (here an annotation a webhook keeps taking off) is put back on the
+		// healthy look, not every second.
+		{name: "healthy, bookkeeping only", state: fsm.Active, snap: func() fsm.Snapshot { return formedSnapshot(3, 1) },
+			pl:    plan.Plan{Actions: []plan.Action{plan.AnnotatePod{Pod: "p0-0", Keys: []string{"team"}}}},
+			ready: true, reason: ReasonReady, message: "", readyN: 6, requeue: healthyInterval},
 		{name: "replicas still syncing after formation", state: fsm.Active,
 			snap: func() fsm.Snapshot {
 				s := formedSnapshot(3, 1)

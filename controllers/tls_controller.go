@@ -89,6 +89,28 @@ type TLSReconciler struct {
 	rotations chan event.GenericEvent
 	seenMu    sync.Mutex
 	seen      map[types.NamespacedName]string
+	// owed: the clusters whose tick came while their pushes were held (fanout.Guard); their next
+	// pass reloads every node, as the tick's would have.
+	owed map[string]bool
+}
+
+// oweReload records that cluster's tick reload was held back.
+func (r *TLSReconciler) oweReload(cluster string) {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	if r.owed == nil {
+		r.owed = map[string]bool{}
+	}
+	r.owed[cluster] = true
+}
+
+// reloadOwed reports, and forgets, whether cluster's tick reload was held back.
+func (r *TLSReconciler) reloadOwed(cluster string) bool {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	owed := r.owed[cluster]
+	delete(r.owed, cluster)
+	return owed
 }
 
 // SecretSeen is told, by the cluster controller's passes (every few seconds per cluster), the
@@ -153,11 +175,17 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 				zap.String(logging.FieldNotAfter, e.NotAfter.UTC().Format(time.RFC3339)))
 		}
 	}
-	if what, busy := r.Guard.Busy(req.String(), now); busy {
-		// After the expiry check: a held rotation still warns of a certificate about to expire.
-		log.Debug(logging.MsgPushHeld, zap.String(logging.FieldStep, what))
+	// After the expiry check: a held rotation still warns of a certificate about to expire.
+	held, release, ok := r.Guard.Push(req.String(), now)
+	if !ok {
+		if tick {
+			r.oweReload(req.String()) // the tick's reload of every node (rule 3) is not lost
+		}
+		log.Debug(logging.MsgPushHeld, zap.String(logging.FieldStep, held))
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
+	defer release()
+	tick = r.reloadOwed(req.String()) || tick
 	creds, ok, err := r.credentials(ctx, &vc)
 	if err != nil || !ok {
 		return ctrl.Result{RequeueAfter: TickInterval}, err
@@ -216,7 +244,9 @@ func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr strin
 	n.err = c.ConfigSet(ctx, tlsFileParams())
 	if n.err != nil && valkey.ClosedByNode(n.err) && ctx.Err() == nil {
 		// The pooled connection was closed by the node while idle (see ACLReconciler.loadNode).
-		n.err = c.ConfigSet(ctx, tlsFileParams())
+		rctx, cancel := context.WithTimeout(ctx, valkey.RedialWithin)
+		n.err = c.ConfigSet(rctx, tlsFileParams())
+		cancel()
 	}
 	if n.err != nil {
 		return n
@@ -290,6 +320,7 @@ func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (
 func (r *TLSReconciler) forget(key string) {
 	r.conns.Forget(key)
 	r.tls.forget(key)
+	r.reloadOwed(key)
 	r.forgetCluster(key)
 }
 

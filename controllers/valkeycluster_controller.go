@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -209,8 +210,11 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 	// A disruptive step of an earlier pass has now been observed: the ACL and TLS controllers
-	// may touch the nodes again.
-	r.Guard.Observed(req.String(), observing)
+	// may touch the nodes again. Not while a failover the operator issued has not been seen to
+	// land (a coordinated failover takes up to a few seconds after the command returned).
+	if obs.snapshot.Failover == nil {
+		r.Guard.Observed(req.String(), observing)
+	}
 	creds, migrate = withTLS(&vc, creds, creds.TLS, obs.addrs), withTLS(&vc, migrate, migrate.TLS, obs.addrs)
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
@@ -285,7 +289,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	if obs.snapshot.CreateHeld && refusedWait < after && !h.Ready {
 		after = refusedWait // the next try of a refused pod
 	}
-	quiet := after == healthyInterval && problem == "" && len(pass.Actions) == 0
+	quiet := after == healthyInterval && problem == "" && !changesCluster(pass)
 	r.rememberQuiet(start, &vc, state, obs, h, creds, quiet)
 	if after == healthyInterval {
 		after = jittered(after)
@@ -301,12 +305,20 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 // the operator (which the watches report) is looked at on the tick.
 func requeueAfter(h health, pl plan.Plan) time.Duration {
 	switch {
-	case len(pl.Actions) > 0 || (!h.Ready && !h.Outside):
+	case changesCluster(pl) || (!h.Ready && !h.Outside):
 		return waitInterval
 	case h.Ready:
 		return healthyInterval
 	}
 	return TickInterval
+}
+
+// changesCluster reports whether pl has a step beside its bookkeeping (plan.Upkeep). Bookkeeping
+// alone (a budget, an annotation, a node marked Active) brings the next look no sooner: one that
+// something outside the operator keeps undoing (a mutating webhook, a GitOps tool) is put back
+// every healthyInterval, not every second.
+func changesCluster(pl plan.Plan) bool {
+	return slices.ContainsFunc(pl.Actions, func(a plan.Action) bool { return !plan.Upkeep(a) })
 }
 
 // resolvedACL is the cluster's merged ACL bindings and the roles they name.

@@ -95,38 +95,68 @@ func Each[T any](ctx context.Context, targets []Target, step func(context.Contex
 	return out
 }
 
-// Guard records, per cluster, the disruptive action the cluster controller is carrying out. The
-// ACL and TLS controllers ask Busy before they touch a cluster's nodes, and come back later
-// while it is.
+// Guard keeps, per cluster, the cluster controller's disruptive steps and the ACL and TLS
+// controllers' pushes apart. The controllers ask Push before they touch a cluster's nodes, and
+// come back later while a step is in flight; the executor's Begin waits for a push under way.
 //
-// An action is in flight from Begin until the cluster controller has observed the cluster once
-// after it ended (Observed): a failover's or takeover's effect lands after the command returns,
-// and that observation is where the cluster controller sees it. A guard whose holder never
-// observes again (the cluster was deleted: Forget) is let go MaxHold after its action ended.
+// A step is in flight from Begin until the cluster controller has observed the cluster after it
+// ended (Observed; the cluster controller does not report an observation that still shows a
+// failover it issued and has not seen land): a failover's or takeover's effect lands after the
+// command returns. Two bounds keep a push from waiting for good:
+//   - a push held for MaxWait goes ahead anyway: a reshard or a roll is a disruptive step every
+//     pass or two for minutes, and a revoked user or a rotated CA must not wait for its end;
+//   - a step whose cluster is never observed again (the operator lost the lease; Forget when the
+//     cluster is gone) is let go MaxHold after it ended.
 type Guard struct {
 	mu       sync.Mutex
 	inFlight map[string]*step
+	pushes   map[string]*push
 }
 
-// MaxHold bounds how long an ended action keeps a cluster's pushes waiting for the cluster
-// controller's next observation: the cluster controller looks again within a second of a
-// disruptive step, so only one that stopped looking (its operator lost the lease) gets here.
-const MaxHold = 30 * time.Second
+const (
+	// MaxHold bounds how long an ended step keeps a cluster's pushes waiting for the cluster
+	// controller's next observation: it looks again within a second of a disruptive step.
+	MaxHold = 30 * time.Second
+	// MaxWait is the longest a push waits for steps in flight, however many follow each other.
+	MaxWait = 10 * time.Second
+	// BeginWait is the longest a step waits for a push under way before it starts anyway: a push
+	// is a round trip or two per node, 16 nodes at a time, and a node that does not answer
+	// costs a dial timeout (1 s). A quorum-loss takeover can afford that, not more.
+	BeginWait = 2 * time.Second
+)
 
 type step struct {
 	what  string
-	begun time.Time
-	ended time.Time // zero while the action runs
+	ended time.Time // zero while the step runs
 }
 
-// Begin records that the cluster controller starts the disruptive action what on cluster. The
-// returned func records its end; call it once the action returned, failed or not.
-func (g *Guard) Begin(cluster, what string, now time.Time) (end func(time.Time)) {
+type push struct {
+	firstHeld time.Time     // when the first held attempt came; zero when none was held
+	running   int           // the pushes under way (the ACL and the TLS controller's)
+	idle      chan struct{} // closed when the last of them ends
+}
+
+// Begin records that the cluster controller starts the disruptive step what on cluster, once a
+// push under way there has ended (at most BeginWait, or until ctx ends). The returned func
+// records the step's end; call it once the step returned, failed or not.
+func (g *Guard) Begin(ctx context.Context, cluster, what string) (end func(at time.Time)) {
 	if g == nil {
 		return func(time.Time) {}
 	}
-	s := &step{what: what, begun: now}
 	g.mu.Lock()
+	if p := g.pushes[cluster]; p != nil && p.running > 0 {
+		done := p.idle
+		g.mu.Unlock()
+		wait := time.NewTimer(BeginWait)
+		select {
+		case <-done:
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		wait.Stop()
+		g.mu.Lock()
+	}
+	s := &step{what: what}
 	if g.inFlight == nil {
 		g.inFlight = map[string]*step{}
 	}
@@ -140,7 +170,7 @@ func (g *Guard) Begin(cluster, what string, now time.Time) (end func(time.Time))
 }
 
 // Observed records that the cluster controller observed cluster, its observation having begun
-// at began: an action that had ended before then is no longer in flight.
+// at began: a step that had ended before then is no longer in flight.
 func (g *Guard) Observed(cluster string, began time.Time) {
 	if g == nil {
 		return
@@ -152,13 +182,17 @@ func (g *Guard) Observed(cluster string, began time.Time) {
 	}
 }
 
-// Busy returns the disruptive action in flight on cluster, and whether there is one.
+// Busy returns the step in flight on cluster, and whether there is one.
 func (g *Guard) Busy(cluster string, now time.Time) (what string, busy bool) {
 	if g == nil {
 		return "", false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.busy(cluster, now)
+}
+
+func (g *Guard) busy(cluster string, now time.Time) (string, bool) {
 	s, ok := g.inFlight[cluster]
 	if !ok {
 		return "", false
@@ -170,6 +204,48 @@ func (g *Guard) Busy(cluster string, now time.Time) (what string, busy bool) {
 	return s.what, true
 }
 
+// Push asks to push to cluster's nodes at now. While a step is in flight it returns the step and
+// false, for the first MaxWait of the push's waiting; otherwise true and a release to call when
+// the push has ended, a Begin meanwhile waiting for it.
+func (g *Guard) Push(cluster string, now time.Time) (held string, release func(), ok bool) {
+	if g == nil {
+		return "", func() {}, true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pushes == nil {
+		g.pushes = map[string]*push{}
+	}
+	p := g.pushes[cluster]
+	if p == nil {
+		p = &push{}
+		g.pushes[cluster] = p
+	}
+	if what, busy := g.busy(cluster, now); busy {
+		if p.firstHeld.IsZero() {
+			p.firstHeld = now
+		}
+		if now.Sub(p.firstHeld) < MaxWait {
+			return what, nil, false
+		}
+	}
+	if p.running == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.running++
+	p.firstHeld = time.Time{}
+	return "", func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if p.running--; p.running == 0 {
+			close(p.idle)
+			if g.pushes[cluster] == p {
+				delete(g.pushes, cluster)
+			}
+		}
+	}, true
+}
+
 // Forget drops what the guard holds of a cluster that is gone.
 func (g *Guard) Forget(cluster string) {
 	if g == nil {
@@ -177,5 +253,6 @@ func (g *Guard) Forget(cluster string) {
 	}
 	g.mu.Lock()
 	delete(g.inFlight, cluster)
+	delete(g.pushes, cluster)
 	g.mu.Unlock()
 }

@@ -91,7 +91,7 @@ func TestGuard(t *testing.T) {
 	if _, busy := g.Busy("ns/a", t0); busy {
 		t.Fatal("busy before anything began")
 	}
-	end := g.Begin("ns/a", "failover", t0)
+	end := g.Begin(t.Context(), "ns/a", "failover")
 	if what, busy := g.Busy("ns/a", t0.Add(time.Second)); !busy || what != "failover" {
 		t.Fatalf("during the step: %q %v, want failover in flight", what, busy)
 	}
@@ -115,7 +115,7 @@ func TestGuard(t *testing.T) {
 		t.Fatal("observed after the end, still held")
 	}
 
-	end = g.Begin("ns/a", "takeover", t0)
+	end = g.Begin(t.Context(), "ns/a", "takeover")
 	end(t0)
 	if _, busy := g.Busy("ns/a", t0.Add(MaxHold)); !busy {
 		t.Fatal("let go before MaxHold")
@@ -123,16 +123,90 @@ func TestGuard(t *testing.T) {
 	if _, busy := g.Busy("ns/a", t0.Add(MaxHold+time.Second)); busy {
 		t.Fatal("held past MaxHold with no observation")
 	}
-	g.Begin("ns/a", "forget", t0)
+	g.Begin(t.Context(), "ns/a", "forget")
 	g.Forget("ns/a")
 	if _, busy := g.Busy("ns/a", t0); busy {
 		t.Fatal("held after Forget")
 	}
 
 	var none *Guard
-	none.Begin("ns/a", "x", t0)(t0)
+	none.Begin(t.Context(), "ns/a", "x")(t0)
 	none.Observed("ns/a", t0)
 	if _, busy := none.Busy("ns/a", t0); busy {
 		t.Fatal("a nil guard holds")
+	}
+}
+
+// TestPushWaitsAtMostMaxWait: while steps follow each other (a reshard: a slot move every pass,
+// each observed and the next begun within a few milliseconds), a push is held at first, and goes
+// ahead once it has waited MaxWait; it is held again only by a step begun after it.
+func TestPushWaitsAtMostMaxWait(t *testing.T) {
+	g := &Guard{}
+	t0 := time.Unix(1_000_000, 0)
+	const key = "ns/vc"
+	end := g.Begin(t.Context(), key, "move slots")
+	pushed := []time.Duration{}
+	for at := time.Duration(0); at < time.Minute; at += time.Second {
+		now := t0.Add(at)
+		// The steps never leave a gap at a whole second: each ends, is observed and the next
+		// begins between two of the controller's looks.
+		end(now.Add(-10 * time.Millisecond))
+		g.Observed(key, now.Add(-5*time.Millisecond))
+		end = g.Begin(t.Context(), key, "move slots")
+		if held, release, ok := g.Push(key, now); ok {
+			pushed = append(pushed, at)
+			release()
+		} else if held != "move slots" {
+			t.Fatalf("held by %q", held)
+		}
+	}
+	if len(pushed) < 5 || pushed[0] != MaxWait {
+		t.Fatalf("pushes went ahead at %v within a minute of back-to-back steps, want the first at %s and one every %s or so", pushed, MaxWait, MaxWait)
+	}
+	end(t0.Add(time.Minute))
+	g.Observed(key, t0.Add(time.Minute))
+	if _, release, ok := g.Push(key, t0.Add(time.Minute)); !ok {
+		t.Fatal("held with no step in flight")
+	} else {
+		release()
+	}
+}
+
+// TestBeginWaitsForAPush: a step that begins while a push is under way waits for it to end,
+// and for at most BeginWait when it does not.
+func TestBeginWaitsForAPush(t *testing.T) {
+	g := &Guard{}
+	const key = "ns/vc"
+	_, release, ok := g.Push(key, time.Now())
+	if !ok {
+		t.Fatal("held with no step in flight")
+	}
+	_, second, _ := g.Push(key, time.Now()) // the other controller's push, under way beside it
+	released := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		released <- time.Now()
+		release()
+		time.Sleep(100 * time.Millisecond)
+		second()
+	}()
+	start := time.Now()
+	end := g.Begin(t.Context(), key, "failover")
+	began := time.Now()
+	end(began)
+	if first := <-released; began.Sub(start) < 190*time.Millisecond || began.Before(first) {
+		t.Fatalf("the step began %s after it asked, before both pushes ended", began.Sub(start))
+	}
+
+	g.Observed(key, time.Now())
+	_, stuck, ok := g.Push(key, time.Now())
+	if !ok {
+		t.Fatal("held after the step was observed")
+	}
+	defer stuck()
+	start = time.Now()
+	g.Begin(t.Context(), key, "takeover")(time.Now())
+	if d := time.Since(start); d < BeginWait || d > BeginWait+time.Second {
+		t.Fatalf("a step waited %s for a push that does not end, want BeginWait (%s)", d, BeginWait)
 	}
 }

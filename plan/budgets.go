@@ -13,7 +13,10 @@ import (
 //
 //  1. Nothing while the budgets were not read this pass (fsm.Snapshot.BudgetsKnown): a list that
 //     failed, or an object of one of the cluster's names that is someone else's, which nothing
-//     of the cluster's may touch until it is cleared up.
+//     of the cluster's may touch until it is cleared up. Nothing either while the spec cannot be
+//     acted on (fsm.Snapshot.SpecProblem): its shard and replica counts may be the ones the
+//     operator refused (a budget asking for 2 copies of 2-pod shards blocks every drain), so the
+//     budgets stay as they are.
 //  2. Every shard index below spec.shards has its budget, asking for minAvailable =
 //     replicasPerShard + its joining pods: its live pods whose ValkeyNode is not Active, and the
 //     pods this pass creates for it (Input.Planned), counted before they exist. A budget that
@@ -24,7 +27,7 @@ var budgets = Planner{Name: "budgets", Plan: planBudgets}
 
 func planBudgets(in Input) Step {
 	s := in.Snapshot
-	if !s.BudgetsKnown {
+	if !s.BudgetsKnown || s.SpecProblem != "" {
 		return Step{}
 	}
 	joining := map[int]int{}

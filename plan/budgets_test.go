@@ -45,6 +45,11 @@ func TestBudgets(t *testing.T) {
 				s.Budgets[2] = fsm.Budget{MinAvailable: -1}
 			}),
 			want: []Action{SetBudget{Shard: 1}, SetBudget{Shard: 2}}},
+		{name: "a refused spec: the budgets stay as they are (a count the operator refused would block every drain)",
+			s: newSnapshot(fsm.Invalid, 3, 1, formed, withBudgets(whole), func(s *fsm.Snapshot) {
+				s.SpecProblem = "maxclients too low"
+				s.ReplicasPerShard = 2
+			})},
 		{name: "a removed shard's budget stays while it has pods",
 			s:    newSnapshot(fsm.Active, 4, 1, formed, withBudgets(map[int]int{0: 1, 1: 1, 2: 1, 3: 1, 4: 1}), func(s *fsm.Snapshot) { s.Shards = 3 }),
 			want: []Action{DeleteBudget{Shard: 4}}},

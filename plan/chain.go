@@ -174,8 +174,9 @@ func After() Chain { return Chain{joins, settled, annotations} }
 // disrupt, and plan nothing on a cluster with nothing to change: a steady pass has no action.
 //
 // Invalid runs no chain: nothing is ever created or deleted to make progress on a spec the
-// operator refused. Its bookkeeping planners each decide for themselves (the budgets follow the
-// pods there are; nothing is rendered or annotated from a refused spec). A pass that plans no
+// operator refused. Its bookkeeping planners each decide for themselves: the joins its nodes
+// report are recorded; the budgets and zone-move marks stay as they are, and nothing is rendered
+// or annotated, from a refused spec. A pass that plans no
 // step and awaits nothing on a cluster that is not formed yet waits for the nodes to agree.
 func Pass(st fsm.State, s fsm.Snapshot) Plan {
 	in := Input{State: st, Snapshot: s}

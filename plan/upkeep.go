@@ -48,14 +48,19 @@ var joins = Planner{Name: "joins", Plan: func(in Input) Step {
 
 // settled settles the zone moves that are done. Its rules, in order:
 //
-//  1. Only in a shard with no more live nodes than wanted: the copy a moved one replaced is
+//  1. Nothing while the spec cannot be acted on (fsm.Snapshot.SpecProblem): its replica count
+//     may be one the operator refused, and a mark cleared against it is not set again.
+//  2. Only in a shard with no more live nodes than wanted: the copy a moved one replaced is
 //     retired (or gone), so a later surplus (a scale-down) is not taken for the same move.
-//  2. Only a node that has joined (Active) loses its moved-from mark: a copy pinned to a zone
+//  3. Only a node that has joined (Active) loses its moved-from mark: a copy pinned to a zone
 //     that cannot take it is retired (RetireNoRoom) only while marked, even once the copy it was
 //     to replace died; unmarked, it would sit Pending for good and its shard stay a copy short.
 var settled = Planner{Name: "settled moves", Plan: func(in Input) Step {
 	s := in.Snapshot
 	var st Step
+	if s.SpecProblem != "" {
+		return st
+	}
 	for _, pods := range s.ShardPods() {
 		if len(pods) > s.ReplicasPerShard+1 {
 			continue

@@ -46,6 +46,7 @@ func TestMovesPlanner(t *testing.T) {
 	}{
 		{"joined, shard at its count", newSnapshot(fsm.Active, 1, 1, formed, moving(v1.LifecycleActive)), []Action{SettleMove{Pod: "p0-1"}}},
 		{"not joined yet", newSnapshot(fsm.Active, 1, 1, formed, moving(v1.LifecycleJoining)), nil},
+		{"a refused spec", newSnapshot(fsm.Invalid, 1, 1, formed, moving(v1.LifecycleActive), func(s *fsm.Snapshot) { s.SpecProblem = "no such ValkeyConfig" }), nil},
 		{"the copy it replaces still there", newSnapshot(fsm.Active, 1, 2, formed, moving(v1.LifecycleActive), func(s *fsm.Snapshot) { s.ReplicasPerShard = 1 }), nil},
 	} {
 		if got := settled.Plan(Input{Snapshot: tc.s}); !reflect.DeepEqual(got.Actions, tc.want) {
@@ -68,8 +69,9 @@ func TestAnnotationsPlanner(t *testing.T) {
 
 // The bookkeeping goes around the chain's steps: the budgets and the ACL Secret before (a pod
 // this pass creates counts in its budget and mounts the Secret), the records after. A steady
-// cluster plans nothing; Invalid keeps its budgets and records the joins its nodes report (the
-// controller asks no node while the spec is refused), and renders and annotates nothing.
+// cluster plans nothing; Invalid records the joins its nodes report (the controller asks no node
+// while the spec is refused), and leaves its budgets as they are (the refused spec's counts are
+// no guide) and renders and annotates nothing.
 func TestPassOrdersBookkeeping(t *testing.T) {
 	whole := map[int]int{0: 1, 1: 1}
 	steady := newSnapshot(fsm.Active, 2, 1, formed, withBudgets(whole))
@@ -89,7 +91,7 @@ func TestPassOrdersBookkeeping(t *testing.T) {
 		t.Fatalf("planned %v (err %v), want %v", p.Actions, p.Err, want)
 	}
 	p = Pass(fsm.Invalid, func() fsm.Snapshot { s.SpecProblem = "bad"; return s }())
-	if want := []Action{SetBudget{Shard: 0, Joining: 1}, MarkActive{Pod: "p0-1"}}; !reflect.DeepEqual(p.Actions, want) {
+	if want := []Action{MarkActive{Pod: "p0-1"}}; !reflect.DeepEqual(p.Actions, want) {
 		t.Fatalf("Invalid: planned %v, want %v", p.Actions, want)
 	}
 }

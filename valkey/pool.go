@@ -166,9 +166,9 @@ const (
 	// clears the mark, and the pass after waits for it in full again.
 	silentGrace  = 200 * time.Millisecond
 	silentFactor = 4
-	// redialWithin bounds the second try of an observation whose pooled connection the node
+	// RedialWithin bounds the second try of an observation whose pooled connection the node
 	// had closed (observeOne): a dial and the queries of a node that is up.
-	redialWithin = 300 * time.Millisecond
+	RedialWithin = 300 * time.Millisecond
 )
 
 // attempt is one node's observation, which may outlive the pass that started it.
@@ -337,11 +337,11 @@ func (p *Pool) observeOne(ctx context.Context, cluster, addr string, creds Crede
 		// to a client idle for longer than its `timeout` setting, and a node whose container
 		// restarted closed all of them. Nothing pings the connection in between (IdleCheck is
 		// above the look period), so only this query finds out; the failed query made the client
-		// drop that connection, and one more try dials afresh, for at most redialWithin: a node
+		// drop that connection, and one more try dials afresh, for at most RedialWithin: a node
 		// that is up answers it at once, and a node whose process died (refused, or its pod's
 		// address gone) must not hold the pass any longer than its first answer did. A cut one
 		// times out, which is not retried.
-		rctx, cancel := context.WithTimeout(ctx, redialWithin)
+		rctx, cancel := context.WithTimeout(ctx, RedialWithin)
 		v = observeWith(rctx, c, NodeView{Addr: addr})
 		cancel()
 	}

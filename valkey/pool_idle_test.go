@@ -39,7 +39,7 @@ func TestObserveAfterTheNodeClosedAnIdleConnection(t *testing.T) {
 	if v := p.Observe(t.Context(), "ns/vc", []string{addr}, Credentials{}); v[0].Reachable {
 		t.Fatal("a node that went away was found reachable")
 	}
-	if d := time.Since(start); d > redialWithin+100*time.Millisecond {
+	if d := time.Since(start); d > RedialWithin+100*time.Millisecond {
 		t.Fatalf("the observation of a node that went away took %s", d)
 	}
 }
