@@ -54,7 +54,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		if failed != nil && !independent {
 			continue
 		}
-		if a.Disruptive() {
+		if holdsPushes(a) {
 			// The ACL and TLS controllers keep off the cluster's nodes from now until a pass
 			// has observed the step's effect (fanout.Guard).
 			end := r.Guard.Begin(ctx, clusterKey(vc), a.String())
@@ -236,6 +236,17 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		}
 	}
 	return errors.Join(deferred, failed)
+}
+
+// holdsPushes reports whether a keeps the ACL and TLS controllers off the cluster's nodes while
+// it runs and until its effect is observed (fanout.Guard): every disruptive step but the slot
+// moves. Those are a reshard's steps, one every pass for minutes, and need the pushes: an atomic
+// move waits for the replication user's slot import grant, which the ACL controller loads while
+// the reshard is pending (controllers/reshard.go), and a push changes no slot's state.
+func holdsPushes(a plan.Action) bool {
+	_, moves := a.(plan.MoveSlots)
+	_, closes := a.(plan.CloseSlots)
+	return a.Disruptive() && !moves && !closes
 }
 
 // tickLog remembers when each cluster last logged its heartbeat, so `active tick` keeps a

@@ -213,3 +213,18 @@ func TestHeldTLSTickStillReloads(t *testing.T) {
 		})
 	}
 }
+
+// TestSlotMovesHoldNoPushes: a reshard's steps leave the pushes alone (an atomic move needs the
+// slot import grant the ACL controller loads meanwhile); every other disruptive step holds them.
+func TestSlotMovesHoldNoPushes(t *testing.T) {
+	for _, a := range []plan.Action{plan.MoveSlots{}, plan.CloseSlots{}, plan.Meet{}, plan.CreatePod{}, plan.SetBudget{}} {
+		if holdsPushes(a) {
+			t.Errorf("%T holds the pushes", a)
+		}
+	}
+	for _, a := range []plan.Action{plan.Failover{}, plan.FailoverForce{}, plan.Takeover{}, plan.Forget{}, plan.DeletePod{}} {
+		if !holdsPushes(a) {
+			t.Errorf("%T does not hold the pushes", a)
+		}
+	}
+}

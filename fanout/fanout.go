@@ -4,7 +4,7 @@
 //
 // Both controllers push something every node must hold (an ACL file, a certificate) and do it
 // apart from the cluster controller's passes. One fan-out keeps their rules the same, and the
-// guard keeps their pushes out of a failover, a takeover, a forget or a slot move: an ACL LOAD
+// guard keeps their pushes out of a failover, a takeover, a forget or a retirement: an ACL LOAD
 // or a CONFIG SET on the node being promoted is one more thing that can fail in the middle of
 // the step that can least afford it, and a push that lands halfway through a takeover is
 // reported against the wrong primary.

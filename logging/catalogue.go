@@ -126,8 +126,9 @@ const (
 	// within a minute of its start; it is checked again soon instead of a WARN.
 	MsgACLNodeStarting = "node not accepting connections yet, loading its ACL soon"
 	// MsgPushHeld (DEBUG, TargetACL or TargetTLS): cluster_name, step. The cluster controller is
-	// carrying out a disruptive step on the cluster (a failover, a takeover, a forget, a slot
-	// move): its nodes are given their ACL file or certificate once the step has been observed.
+	// carrying out a disruptive step on the cluster (a failover, a takeover, a forget, a
+	// retirement): its nodes are given their ACL file or certificate once the step has been
+	// observed, or once the push has waited 10 s.
 	MsgPushHeld = "disruptive step in flight, pushing to nodes soon"
 	// MsgTLSReloaded (INFO, TargetTLS): cluster_name, pod. The node served another certificate
 	// than the Secret's tls.crt, was pointed at its certificate files again (CONFIG SET), and a
