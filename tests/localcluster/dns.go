@@ -25,8 +25,8 @@ import (
 // here there is no kube-proxy, so CoreDNS (the real program, built by hack/build-coredns.sh with
 // its kubernetes plugin) runs as one more local process of the control plane, listening on the
 // slot's gateway address, port 53: pods reach it through their default route, the host's test
-// process reaches it as a local address, and three local clusters side by side each bind their
-// own gateway. The kubelet points ClusterFirst pods' resolv.conf at it (kubelet/dns.go).
+// process reaches it as a local address, and the local clusters side by side (Slots) each bind
+// their own gateway. The kubelet points ClusterFirst pods' resolv.conf at it (kubelet/dns.go).
 //
 // It serves the cluster.local zone from the API server's Services and EndpointSlices, so a pod
 // with hostname and subdomain behind a headless Service is {hostname}.{service}.{ns}.svc.cluster.local,
