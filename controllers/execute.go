@@ -327,6 +327,7 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 		setExpiryCondition(st, vc, obs.tls, now)
 	}
 	setZoneSpreadCondition(st, vc.Generation, resources.SpreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
+	capTexts(st)
 	if equalStatus(&vc.Status, st) {
 		return h, nil
 	}
