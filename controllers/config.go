@@ -79,6 +79,9 @@ func resolveConfig(ctx context.Context, c client.Reader, name string) (*resource
 			}
 		}
 		maps.Copy(r.Valkey, s.Valkey)
+		if c := chain[i].Annotations[v1.AnnotationConfirmLiveSettings]; c != "" {
+			r.Confirmations = append(r.Confirmations, c)
+		}
 	}
 	// Admission refuses these; a config stored before a rule existed still must not reach
 	// valkey.conf, where its line would come after the operator's and win.
