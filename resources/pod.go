@@ -250,4 +250,3 @@ func DataSizeLimit(spec *v1.ValkeyNodeSpec) *resource.Quantity {
 	}
 	return resource.NewQuantity(copies*dataset+dataSlack, resource.BinarySI)
 }
-
