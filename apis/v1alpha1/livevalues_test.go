@@ -36,7 +36,7 @@ var liveValues = []liveValue{
 	{key: "maxmemory", value: "1b"}, {key: "maxmemory", value: "0"}, {key: "maxmemory", value: "0100"},
 	{key: "maxmemory", value: "9999999999gb"},
 	{key: "maxmemory", value: "-1"}, {key: "maxmemory", value: "1.5mb"}, {key: "maxmemory", value: "1tb"},
-	{key: "maxmemory", value: "50%"}, {key: "maxmemory", value: "1e6"}, {key: "maxmemory", value: "1mb "},
+	{key: "maxmemory", value: "50%"}, {key: "maxmemory", value: "1e6"}, {key: "maxmemory", value: "1mb ", stricter: "a value is written without spaces around it"},
 	{key: "maxmemory", value: "mb", stricter: "memtoull reads no digits as 0: a unit alone is a typo, not 'no limit'"},
 	{key: "maxmemory", value: "", stricter: "an empty value reads as 0, no limit"},
 	{key: "maxmemory", value: "99999999999gb", stricter: "memtoull does not check its multiplication: this runs as 15140462030378500096 bytes"},
@@ -47,7 +47,7 @@ var liveValues = []liveValue{
 	{key: "maxmemory-policy", value: "allkeys-random"}, {key: "maxmemory-policy", value: "noeviction"},
 	{key: "maxmemory-policy", value: "volatile-lru"},
 	{key: "maxmemory-policy", value: "sometimes"}, {key: "maxmemory-policy", value: "allkeys-lrm"},
-	{key: "maxmemory-policy", value: "allkeys-lru "},
+	{key: "maxmemory-policy", value: "allkeys-lru ", stricter: "a value is written without spaces around it"},
 	{key: "maxmemory-samples", value: "1"}, {key: "maxmemory-samples", value: "64"}, {key: "maxmemory-samples", value: "10"},
 	{key: "maxmemory-samples", value: "0"}, {key: "maxmemory-samples", value: "65"}, {key: "maxmemory-samples", value: "05"},
 	{key: "maxmemory-samples", value: "-1"},
@@ -72,7 +72,8 @@ var liveValues = []liveValue{
 }
 
 // TestLiveValuesAdmittedAsValkeyTakesThem sends each value of liveValues to a real kube-apiserver
-// (a ValkeyConfig, dry run) and to real valkey-server 8.0.1 and 9.1.2 (CONFIG SET), and checks
+// (a ValkeyConfig, dry run) and to real valkey-server 8.0.1 and 9.1.2 (CONFIG SET, as the
+// operator sends it: unquoted), and checks
 // that admission refuses exactly what Valkey refuses, with the setting's message, but for the
 // values marked otherwise: a value Valkey would refuse at CONFIG SET made every pass of every
 // cluster on the config fail (issue 35). CheckDirective, the same rules in Go, says the same.
@@ -89,7 +90,8 @@ func TestLiveValuesAdmittedAsValkeyTakesThem(t *testing.T) {
 		t.Run(fmt.Sprintf("%s=%q", v.key, v.value), func(t *testing.T) {
 			takes := map[string]bool{}
 			for version, run := range cli {
-				out, err := run("CONFIG", "SET", v.key, v.value)
+				// What the operator sends: the value without valkey.conf's quotes.
+				out, err := run("CONFIG", "SET", v.key, liveconf.Unquote(v.value))
 				if err != nil {
 					t.Fatalf("valkey-cli on %s: %v", version, err)
 				}
@@ -144,10 +146,10 @@ func TestBoundedDirectivesAtAdmission(t *testing.T) {
 			t.Fatalf("%s has no rule", d)
 		}
 		for _, v := range []string{"no", "NO"} {
-			cases = append(cases, admissionCase{name: d + "=" + v, manifest: config(fmt.Sprintf("  valkey:\n    %s: %s\n", d, v))})
+			cases = append(cases, admissionCase{name: d + "=" + v, manifest: config(fmt.Sprintf("  valkey:\n    %s: %q\n", d, v))})
 		}
-		for _, v := range []string{"yes", "local", "LOCAL", `'"yes"'`} {
-			cases = append(cases, admissionCase{name: d + "=" + v, manifest: config(fmt.Sprintf("  valkey:\n    %s: %s\n", d, v)), wantErr: msg})
+		for _, v := range []string{"yes", "local", "LOCAL", `"yes"`} {
+			cases = append(cases, admissionCase{name: d + "=" + v, manifest: config(fmt.Sprintf("  valkey:\n    %s: %q\n", d, v)), wantErr: msg})
 		}
 	}
 	cases = append(cases, admissionCase{name: "loadmodule", manifest: config("  valkey:\n    loadmodule: /usr/lib/valkey/rejson.so\n"),
