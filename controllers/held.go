@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
-	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/resources"
@@ -48,9 +46,7 @@ const ReasonAwaitingConfirmation = "AwaitingConfirmation"
 // nothing is held.
 func (r *ValkeyClusterReconciler) holdEvictions(log *zap.Logger, vc *v1.ValkeyCluster, rc *resources.ResolvedConfig, obs *observation) *resources.ResolvedConfig {
 	var running []map[string]string
-	pods := obs.snapshot.LivePods()
-	slices.SortFunc(pods, func(a, b fsm.Pod) int { return strings.Compare(a.Name, b.Name) })
-	for _, p := range pods {
+	for _, p := range obs.snapshot.LivePods() { // by pod name
 		if p.Lifecycle == string(v1.LifecycleActive) && p.Settings != nil {
 			running = append(running, p.Settings)
 		}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/logging"
 )
 
@@ -74,6 +75,15 @@ func TestEvictingLiveChangesHeldUntilConfirmed(t *testing.T) {
 	if n, cmds := said(); n != 0 || len(setConfig(cmds)) != 0 {
 		t.Fatalf("a standing hold said again (%d) or set something (%v)", n, setConfig(cmds))
 	}
+	// A restarted operator (a reconciler with no memory) holds the same, and says it once more.
+	fresh := &ValkeyClusterReconciler{Client: s.c, APIReader: s.c, DefaultZoneSpread: v1.ZoneSpreadBestEffort}
+	fresh.conns.Dial = s.fleet.Dial
+	t.Cleanup(func() { fresh.conns.Forget("ns/vc") })
+	s.r = fresh
+	if n, cmds := said(); n != 1 || len(setConfig(cmds)) != 0 {
+		t.Fatalf("after a restart: said %d times, set %v; want said once and nothing set", n, setConfig(cmds))
+	}
+	held("maxmemory from 0 (Valkey's default) to 100mb")
 
 	// Confirmed on the ValkeyConfig (in bytes): applied, the condition gone.
 	editConfig(func(c *v1.ValkeyConfig) {
@@ -114,4 +124,33 @@ func TestEvictingLiveChangesHeldUntilConfirmed(t *testing.T) {
 		t.Fatalf("sent %v after the removal was confirmed", setConfig(cmds))
 	}
 	held("")
+}
+
+// The condition's message names each change, what the nodes keep and the one confirmation that
+// applies them all.
+func TestHeldMessage(t *testing.T) {
+	msg := heldMessage([]liveconf.Held{
+		{Key: "maxmemory", Running: "100mb", Want: "4mb", Reason: liveconf.HoldLower},
+		{Key: "maxmemory-policy", Running: "allkeys-lru", Reason: liveconf.HoldPolicy},
+	}, []string{"team", "shared"})
+	for _, want := range []string{
+		"maxmemory from 100mb to 4mb (a lower limit evicts keys at once)",
+		"maxmemory-policy from allkeys-lru to noeviction (Valkey's default) (another eviction policy)",
+		"the nodes keep maxmemory 100mb, maxmemory-policy allkeys-lru",
+		"ValkeyConfig team (every cluster on it)",
+		"valkey.gomomento.com/confirm-live-settings=maxmemory=4mb,maxmemory-policy=noeviction",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q lacks %q", msg, want)
+		}
+	}
+	removed := heldMessage([]liveconf.Held{{Key: "maxmemory", Running: "4mb", Reason: liveconf.HoldRemoved}}, []string{"shared"})
+	for _, want := range []string{"maxmemory 4mb removed (Valkey's default, 0, is no limit", "=maxmemory=0; or set maxmemory in the ValkeyConfig"} {
+		if !strings.Contains(removed, want) {
+			t.Errorf("%q lacks %q", removed, want)
+		}
+	}
+	if heldMessage(nil, nil) != "" {
+		t.Error("a message with nothing held")
+	}
 }

@@ -23,7 +23,8 @@ const heldKeys = 20000
 
 // TestEvictingChangesHeld: two teams' 1×1 clusters on one ValkeyConfig, each with heldKeys keys.
 //   - maxmemory cut from 100mb to 4mb: both clusters hold it (LiveSettingsHeld, said once): every
-//     node of both still runs 100mb and every key reads back, passes later;
+//     node of both still runs 100mb and every key reads back, passes later and after the operator
+//     was killed and started again;
 //   - confirmed on the first cluster alone: its nodes run 4mb and it evicts (the cut is real);
 //     the second still runs 100mb on every node with every key, passes later;
 //   - confirmed on the ValkeyConfig: the second runs 4mb too;
@@ -74,6 +75,14 @@ func TestEvictingChangesHeld(t *testing.T) {
 		if n := harness.CountLines(t, logging.MsgSettingsHeld, vc.Namespace, ""); n != 1 {
 			t.Errorf("%s: %q said %d times, want once", vc.Namespace, logging.MsgSettingsHeld, n)
 		}
+	}
+
+	// An operator killed and started again decides the same: nothing of the hold is in its memory.
+	harness.RestartOperator(t)
+	lookAgain(t, a, b)
+	for _, vc := range vcs {
+		checkRunning(t, vc, "maxmemory", mb100)
+		waitHeld(t, vc, "maxmemory from 100mb to 4mb")
 	}
 
 	// Confirmed on the first cluster: it alone takes the cut.
