@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,6 +76,10 @@ func TestEvictingChangesHeld(t *testing.T) {
 		if n := harness.CountLines(t, logging.MsgSettingsHeld, vc.Namespace, ""); n != 1 {
 			t.Errorf("%s: %q said %d times, want once", vc.Namespace, logging.MsgSettingsHeld, n)
 		}
+	}
+
+	for _, vc := range vcs {
+		checkHeldEvent(t, vc, "maxmemory from 100mb to 4mb")
 	}
 
 	// An operator killed and started again decides the same: nothing of the hold is in its memory.
@@ -188,6 +193,24 @@ func waitNotHeld(t *testing.T, vc *v1.ValkeyCluster) {
 			return fmt.Sprintf("LiveSettingsHeld %+v", c)
 		}
 		return ""
+	})
+}
+
+// checkHeldEvent checks that vc has a Normal Event LiveSettingsHeld saying want.
+func checkHeldEvent(t *testing.T, vc *v1.ValkeyCluster, want string) {
+	t.Helper()
+	harness.WaitFor(t, vc.Namespace+": a LiveSettingsHeld Event", harness.LiveTimeout, func() string {
+		var evs eventsv1.EventList
+		if err := harness.K8s.List(context.Background(), &evs, client.InNamespace(vc.Namespace)); err != nil {
+			return err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "ValkeyCluster" && e.Regarding.Name == vc.Name && e.Reason == "LiveSettingsHeld" &&
+				e.Type == corev1.EventTypeNormal && strings.Contains(e.Note, want) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("%d Events, none LiveSettingsHeld saying %q", len(evs.Items), want)
 	})
 }
 
