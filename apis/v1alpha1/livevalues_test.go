@@ -153,7 +153,7 @@ func TestBoundedDirectivesAtAdmission(t *testing.T) {
 		}
 	}
 	cases = append(cases, admissionCase{name: "loadmodule", manifest: config("  valkey:\n    loadmodule: /usr/lib/valkey/rejson.so\n"),
-		wantErr: v1alpha1.OwnedDirectiveMessage("loadmodule")})
+		wantErr: "valkey directive loadmodule cannot be set (a module is native code"})
 	runAdmissionCases(t, cases)
 }
 
