@@ -79,12 +79,15 @@ func resolveConfig(ctx context.Context, c client.Reader, name string) (*resource
 			}
 		}
 		maps.Copy(r.Valkey, s.Valkey)
+		if c := chain[i].Annotations[v1.AnnotationConfirmLiveSettings]; c != "" {
+			r.Confirmations = append(r.Confirmations, c)
+		}
 	}
 	// Admission refuses these; a config stored before a rule existed still must not reach
 	// valkey.conf, where its line would come after the operator's and win.
 	for _, k := range slices.Sorted(maps.Keys(r.Valkey)) {
-		if v1.IsOwnedDirective(k) {
-			return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %s sets %q, which the operator owns", chainString(chain), k)}
+		if why := v1.RefusedDirective(k, r.Valkey[k]); why != "" {
+			return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %s sets %q, %s", chainString(chain), k, why)}
 		}
 	}
 	if imageRef == "" {

@@ -327,6 +327,8 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 		setExpiryCondition(st, vc, obs.tls, now)
 	}
 	setZoneSpreadCondition(st, vc.Generation, resources.SpreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
+	setHeldCondition(st, vc.Generation, obs.heldKnown, obs.held)
+	capTexts(st)
 	if equalStatus(&vc.Status, st) {
 		return h, nil
 	}
@@ -362,7 +364,8 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 		WatchesMetadata(&corev1.Secret{}, owned).
 		// Not on status: the disruption controller rewrites a budget's status at every pod change.
 		Watches(&policyv1.PodDisruptionBudget{}, owned, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Annotations too: a confirmation of held live settings (held.go) is one.
+		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1.ValkeyImage{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyRole{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(t.Reconciler(logging.Target(log, logging.TargetCluster), r))

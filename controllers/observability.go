@@ -37,6 +37,9 @@ const (
 	EventCertExpiring     = "CertificateExpiring"
 	// EventSettingsRefused: Valkey refused a live setting (once per node and refusal).
 	EventSettingsRefused = "LiveSettingsRefused"
+	// EventSettingsHeld: a change of live settings that evicts keys waits for a confirmation
+	// (Normal, once per cluster and change).
+	EventSettingsHeld = "LiveSettingsHeld"
 	// EventSettingsUnreadable: a node's live settings could not be read (once per tick).
 	EventSettingsUnreadable = "LiveSettingsUnreadable"
 	// EventForeignObject: an object under one of a node's names is not the operator's, and is

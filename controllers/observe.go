@@ -45,6 +45,10 @@ type observation struct {
 	// aclSecret is the ACL Secret this pass renders (what a plan.WriteACLSecret writes), nil
 	// while the spec cannot be acted on.
 	aclSecret *corev1.Secret
+	// held is the LiveSettingsHeld message of the live settings changes held until confirmed ("":
+	// none); heldKnown is false when the pass could not tell (holdEvictions did not run).
+	held      string
+	heldKnown bool
 }
 
 // clusterKey is the observed cluster's "namespace/name", "" when vc is not set.

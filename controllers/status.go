@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
 )
 
@@ -212,6 +213,18 @@ func lostMessage(pl plan.Plan, now time.Time) string {
 		return fmt.Sprintf("shard %s lost every copy of its data and was served again, empty, at %s", parts[0], at)
 	default:
 		return fmt.Sprintf("shards %s lost every copy of their data and were served again, empty, at %s", strings.Join(parts, ", "), at)
+	}
+}
+
+// capTexts caps status.message and every condition's message (logging.Cap): they quote nodes'
+// replies and errors (a refused live value, unreadable settings, a pod's exit), which are text of
+// the node's choosing, and a condition message over the API server's limit would fail every
+// status write of the cluster. The pass's one status write calls it last, after every condition
+// is set. Pure.
+func capTexts(st *v1.ValkeyClusterStatus) {
+	st.Message = logging.Cap(st.Message)
+	for i := range st.Conditions {
+		st.Conditions[i].Message = logging.Cap(st.Conditions[i].Message)
 	}
 }
 

@@ -85,6 +85,8 @@ type ValkeyClusterReconciler struct {
 	// live remembers the live settings set and not yet seen applied, and their refusals
 	// (settings.go).
 	live liveAttempts
+	// holds remembers the held live settings changes already said (held.go).
+	holds heldChanges
 	// versions is the version of each cluster its last pass ended with (versions.go).
 	versions clusterVersions
 	// looks keeps each Ready cluster's last quiet pass, and changes says when a watch last
@@ -219,6 +221,15 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
 	obs.snapshot.AtomicMoves = rc != nil && version.Parse(rc.Image.Version).AtomicSlotMigration()
+	if desired != nil {
+		// A live settings change that evicts keys waits for a confirmation: the pass builds from
+		// the values the nodes run for it (held.go). The spec hash leaves live settings out, so
+		// hash is the same either way.
+		if kept := r.holdEvictions(log, &vc, rc, obs); kept != rc {
+			rc = kept
+			desired = &resources.BuildValkeyNode(&vc, rc, "", 0, "").Spec
+		}
+	}
 	if desired != nil {
 		obs.snapshot.Settings = desired.ValkeySettings
 		obs.snapshot.StartHash = resources.StartSpecHash(desired)
@@ -448,6 +459,7 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.creates.forget(key)
 	r.served.forget(key)
 	r.live.forget(key)
+	r.holds.forget(key)
 	r.versions.forget(key)
 	r.Guard.Forget(key)
 	if ns, name, ok := strings.Cut(key, "/"); ok {

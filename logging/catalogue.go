@@ -228,6 +228,13 @@ const (
 	// with back-off, and status.message says it (reason LiveSettingsRefused) until it is fixed;
 	// the node is never replaced for it.
 	MsgApplyingSettingsLive = "applying settings live"
+	// MsgSettingsHeld (INFO, TargetCluster): cluster_name, settings (the names of the settings
+	// held, comma-separated), want (the confirmation that applies them, as the annotation
+	// valkey.gomomento.com/confirm-live-settings takes it). Ours: a ValkeyConfig change of live
+	// settings that evicts keys (a lower maxmemory, another maxmemory-policy, a removed maxmemory)
+	// is not applied until confirmed; the nodes keep what they run. Once per cluster and change;
+	// the LiveSettingsHeld condition and a LiveSettingsHeld Event say the same.
+	MsgSettingsHeld = "live settings held until confirmed"
 	// MsgSettingDrifted (WARN, TargetCluster): cluster_name, pod, setting, value (what the node
 	// ran), want (what it runs again). Ours: a live setting of a node differs from the one
 	// applied and recorded (someone ran CONFIG SET by hand); it is put back. One line per
@@ -346,6 +353,7 @@ var Catalogue = []Entry{
 	{MsgDeletingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
 	{MsgPatchingPodAnnotations, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldKeys}},
 	{MsgApplyingSettingsLive, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSettings}},
+	{MsgSettingsHeld, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldSettings, FieldWant}},
 	{MsgSettingDrifted, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSetting, FieldValue, FieldWant}},
 	{MsgSettingsUnreadable, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldError}},
 	{MsgNodeConfigMapForeign, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldConfigMap}},

@@ -391,3 +391,41 @@ func desiredSpecHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
 func desiredStartHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
 	return StartSpecHash(&BuildValkeyNode(vc, rc, "", 0, "").Spec)
 }
+
+// The data emptyDir's sizeLimit: copies of the dataset (bounded by the memory limit, else
+// maxmemory) that a node may hold on disk at once, by persistence, plus slack; none when nothing
+// bounds the dataset. It is derived from the node's record, so the spec hash, and with it every
+// running node, is the same as before the limit existed (the golden pod's spec-hash did not move).
+func TestDataSizeLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		memory   string
+		settings map[string]string
+		want     string
+	}{
+		{"memory limit, no persistence", "2Gi", map[string]string{"save": `""`, "appendonly": "no", "maxmemory": "1500mb"}, "4160Mi"},
+		{"RDB snapshots", "1Gi", map[string]string{"save": "3600 1", "appendonly": "no"}, "3136Mi"},
+		{"AOF", "1Gi", map[string]string{"save": `""`, "appendonly": "yes"}, "5184Mi"},
+		{"AOF and snapshots", "1Gi", map[string]string{"save": "3600 1", "appendonly": "YES"}, "6208Mi"},
+		{"no memory limit: maxmemory", "", map[string]string{"maxmemory": "100mb"}, "264Mi"},
+		{"unparsable memory: maxmemory", "lots", map[string]string{"maxmemory": "1gb"}, "2112Mi"},
+		{"nothing bounds the dataset", "", map[string]string{"maxmemory": "0"}, ""},
+		{"nothing at all", "", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DataSizeLimit(&v1.ValkeyNodeSpec{Memory: tc.memory, ValkeySettings: tc.settings})
+			switch {
+			case tc.want == "" && got != nil:
+				t.Fatalf("sizeLimit %s, want none", got)
+			case tc.want == "":
+			case got == nil || got.Cmp(resource.MustParse(tc.want)) != 0:
+				t.Fatalf("sizeLimit %v, want %s", got, tc.want)
+			}
+		})
+	}
+	vc, rc := newTestCluster(), newResolved()
+	vn := newTestNode(vc, rc)
+	if got := BuildPod(vc, rc, vn, "h", v1.ZoneSpreadBestEffort).Spec.Volumes[2]; got.Name != "data" || got.EmptyDir.SizeLimit.Cmp(*DataSizeLimit(&vn.Spec)) != 0 {
+		t.Fatalf("the pod's data volume %+v", got)
+	}
+}

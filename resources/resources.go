@@ -115,4 +115,7 @@ type ResolvedConfig struct {
 	// cluster's configRef towards the root) that sets acl at all, replacing, never merging with,
 	// its bases'. An explicit empty list there clears the inherited bindings.
 	ACL []v1.ACLBinding
+	// Confirmations are the chain's valkey.gomomento.com/confirm-live-settings annotations, one
+	// text per config that has one (liveconf.ParseConfirmations).
+	Confirmations []string
 }

@@ -82,8 +82,9 @@ spec:
 	user(t, c, `kubectl -n my-app patch valkeycluster my-cluster --type merge -p '{"spec":{"shards":1}}'`)
 	waitShards(t, k8s, 1)
 	// A setting applied live: every node's ConfigMap and ValkeyNode record it (update configmaps).
-	user(t, c, `kubectl patch valkeyconfig standard --type merge -p '{"spec":{"valkey":{"maxmemory":"64mb"}}}'`)
-	waitFor(t, "every ValkeyNode of the sample to record maxmemory 64mb", func() (bool, string) {
+	// Raised: a lower maxmemory evicts, and waits for a confirmation.
+	user(t, c, `kubectl patch valkeyconfig standard --type merge -p '{"spec":{"valkey":{"maxmemory":"220mb"}}}'`)
+	waitFor(t, "every ValkeyNode of the sample to record maxmemory 220mb", func() (bool, string) {
 		var nodes v1.ValkeyNodeList
 		if err := k8s.List(context.Background(), &nodes, client.InNamespace(sampleKey.Namespace)); err != nil {
 			return false, err.Error()
@@ -93,7 +94,7 @@ spec:
 		for _, n := range nodes.Items {
 			v := n.Spec.ValkeySettings["maxmemory"]
 			got = append(got, n.Name+": "+v)
-			done = done && v == "64mb"
+			done = done && v == "220mb"
 		}
 		return done, strings.Join(got, ", ")
 	})

@@ -110,7 +110,9 @@ func TestPodsFailingOnStartAreNotReplacedWithoutEnd(t *testing.T) {
 	ns := "crashing"
 	harness.SetupNamespace(t, ns)
 	cfg := harness.NewConfig("crashing-config", "crashing-image")
-	cfg.Spec.Valkey["maxmemory"] = "banana"
+	// A value admission takes (loglevel is no live setting, whose values it checks) and
+	// valkey-server refuses at start.
+	cfg.Spec.Valkey["loglevel"] = "banana"
 	harness.Create(t, harness.NewImage("crashing-image"), cfg)
 	vc := harness.NewCluster(ns, "vc", "crashing-config", harness.WithShards(1), harness.WithReplicas(0))
 	harness.Create(t, vc)
@@ -130,7 +132,7 @@ func TestPodsFailingOnStartAreNotReplacedWithoutEnd(t *testing.T) {
 	if err := harness.K8s.Get(context.Background(), client.ObjectKey{Name: "crashing-config"}, &fixed); err != nil {
 		t.Fatal(err)
 	}
-	fixed.Spec.Valkey["maxmemory"] = "100mb"
+	fixed.Spec.Valkey["loglevel"] = "notice"
 	if err := harness.K8s.Update(context.Background(), &fixed); err != nil {
 		t.Fatal(err)
 	}
