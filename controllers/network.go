@@ -59,6 +59,11 @@ const DefaultOperatorNamespace = "valkey-operator"
 func (r *ValkeyClusterReconciler) observeNetworkPolicy(ctx context.Context, vc *v1.ValkeyCluster, obs *observation) error {
 	wanted := r.networkPolicyWanted(vc)
 	obs.snapshot.NetworkPolicy = fsm.NetworkPolicy{Wanted: wanted}
+	if wanted && v1.CheckNetworkClients(vc.Spec.Network) != nil {
+		// The API server would refuse the policy as built: the one there stays as it is, and the
+		// cluster is Invalid, saying why (load).
+		return nil
+	}
 	key := types.NamespacedName{Namespace: vc.Namespace, Name: v1.NetworkPolicyName(vc.Name)}
 	var np networkingv1.NetworkPolicy
 	err := r.Get(ctx, key, &np)

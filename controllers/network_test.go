@@ -105,6 +105,12 @@ func TestNetworkPolicyActions(t *testing.T) {
 	if from := get().Spec.Ingress[2].From; len(from) != 1 || from[0].IPBlock == nil || from[0].IPBlock.CIDR != "10.0.0.0/8" {
 		t.Errorf("client rule from %v, want the spec's ipBlock", from)
 	}
+	// A client entry the API server would refuse: nothing is written (the cluster is Invalid).
+	vc.Spec.Network.Clients[0].IPBlock.CIDR = "banana"
+	if got := pass(); len(got) != 0 {
+		t.Errorf("a refused ipBlock: %v", got)
+	}
+	vc.Spec.Network.Clients[0].IPBlock.CIDR = "10.0.0.0/8"
 	vc.Spec.Network.Policy = v1.NetworkPolicyDisabled
 	if got := pass(); !slices.Equal(got, []string{"delete my-cluster-network"}) {
 		t.Errorf("turned off: %v", got)

@@ -368,6 +368,9 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 	if err := v1.CheckPodAnnotations(vc.Spec.PodAnnotations); err != nil {
 		return nil, nil, err.Error(), nil
 	}
+	if err := v1.CheckNetworkClients(vc.Spec.Network); err != nil {
+		return nil, nil, err.Error(), nil
+	}
 	rc, err := resolveConfig(ctx, r.Client, vc.Spec.ConfigRef)
 	var sp *SpecProblem
 	if errors.As(err, &sp) {
