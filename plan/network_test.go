@@ -42,12 +42,10 @@ func TestNetworkPolicyBeforePods(t *testing.T) {
 	p := Pass(fsm.Bootstrapping, s)
 	create, policy := -1, -1
 	for i, a := range p.Actions {
-		switch a.(type) {
-		case CreatePod:
-			if create < 0 {
-				create = i
-			}
-		case SetNetworkPolicy:
+		if _, ok := a.(CreatePod); ok && create < 0 {
+			create = i
+		}
+		if _, ok := a.(SetNetworkPolicy); ok {
 			policy = i
 		}
 	}
