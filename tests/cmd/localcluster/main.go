@@ -57,11 +57,7 @@ func run(ctx context.Context, mode string) error {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "starting the local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet)...")
-	// The demo enforces NetworkPolicies, as a platform's network plugin would: three small
-	// processes, and the benchmarks' figures unchanged within noise with them
-	// (docs/dev/benchmarks.md). LOCALCLUSTER_NETWORK_POLICIES=0 leaves them out.
-	netpol := mode == "demo" && os.Getenv("LOCALCLUSTER_NETWORK_POLICIES") != "0"
-	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, NetworkPolicies: netpol, OnBusy: func() {
+	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, OnBusy: func() {
 		fmt.Fprintf(os.Stderr, "all %d local-cluster slots are in use (tests or other demos on this machine); waiting for one...\n", localcluster.Slots)
 	}})
 	if err != nil {
@@ -74,11 +70,7 @@ func run(ctx context.Context, mode string) error {
 		}
 	}()
 	fmt.Printf("local cluster is up; its kubeconfig is:\n  %s\n", c.Kubeconfig)
-	fmt.Printf("its cluster DNS (%s, as pods see it) answers on %s\n", localcluster.ClusterDomain, c.DNSAddr())
-	if c.NetworkPolicies {
-		fmt.Println("NetworkPolicies are enforced (kube-network-policies on every node; LOCALCLUSTER_NETWORK_POLICIES=0 turns it off)")
-	}
-	fmt.Println()
+	fmt.Printf("its cluster DNS (%s, as pods see it) answers on %s\n\n", localcluster.ClusterDomain, c.DNSAddr())
 	fmt.Printf("try:\n  export KUBECONFIG=%s PATH=%s:$PATH\n  kubectl get nodes -L topology.kubernetes.io/zone\n\n", c.Kubeconfig, localcluster.DefaultBinDir())
 	if mode == "demo" {
 		if err := demo(ctx, c); err != nil {
