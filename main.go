@@ -44,6 +44,10 @@ const (
 	// startup. The Deployment wires it from key defaultZoneSpread of ConfigMap
 	// valkey-operator-config, marked optional (reference/operator-configuration.md).
 	zoneSpreadEnv = "DEFAULT_ZONE_SPREAD"
+	// networkPolicyEnv is the operator-wide default of spec.network.policy, read once at
+	// startup. The Deployment wires it from key defaultNetworkPolicy of ConfigMap
+	// valkey-operator-config, marked optional.
+	networkPolicyEnv = "DEFAULT_NETWORK_POLICY"
 	// leaderElectionID names the Lease that keeps one replica active at a time.
 	leaderElectionID = "valkey-operator.valkey.gomomento.com"
 )
@@ -76,6 +80,12 @@ func run() int {
 	spread, err := parseZoneSpread(os.Getenv(zoneSpreadEnv))
 	if err != nil {
 		logging.InvalidConfig(log, zoneSpreadEnv, string(spread), err)
+		return 1
+	}
+
+	netpol, err := parseNetworkPolicy(os.Getenv(networkPolicyEnv))
+	if err != nil {
+		logging.InvalidConfig(log, networkPolicyEnv, string(netpol), err)
 		return 1
 	}
 
@@ -135,7 +145,7 @@ func run() int {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
-	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: apiReader, DefaultZoneSpread: spread, TLSSecretSeen: tlsr.SecretSeen,
+	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: apiReader, DefaultZoneSpread: spread, DefaultNetworkPolicy: netpol, OperatorNamespace: namespace, TLSSecretSeen: tlsr.SecretSeen,
 		Metrics: reg, Events: recorder, Guard: guard}
 	if err := r.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
@@ -201,4 +211,18 @@ func parseZoneSpread(value string) (v1.ZoneSpread, error) {
 	}
 	return v1.ZoneSpread(value), fmt.Errorf("%s (key defaultZoneSpread of ConfigMap valkey-operator-config) must be %q or %q; fix the ConfigMap and restart the operator",
 		zoneSpreadEnv, v1.ZoneSpreadBestEffort, v1.ZoneSpreadRequired)
+}
+
+// parseNetworkPolicy reads the value of DEFAULT_NETWORK_POLICY: unset or empty (no ConfigMap, or
+// no key in it) means Enabled; Enabled and Disabled, spelled exactly as in spec.network.policy,
+// are themselves; anything else is an error (the returned value is what was read).
+func parseNetworkPolicy(value string) (v1.NetworkPolicyMode, error) {
+	if value == "" {
+		return v1.NetworkPolicyEnabled, nil
+	}
+	if m := v1.NetworkPolicyMode(value); m.IsValid() {
+		return m, nil
+	}
+	return v1.NetworkPolicyMode(value), fmt.Errorf("%s (key defaultNetworkPolicy of ConfigMap valkey-operator-config) must be %q or %q; fix the ConfigMap and restart the operator",
+		networkPolicyEnv, v1.NetworkPolicyEnabled, v1.NetworkPolicyDisabled)
 }

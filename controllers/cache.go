@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -16,7 +17,7 @@ import (
 
 // CacheOptions keeps the manager's caches to what is the operator's: of the core kinds it
 // creates (pods, per-node ConfigMaps, the cluster's Secrets and Service, the shards'
-// PodDisruptionBudgets), only the objects that carry the cluster label, which it puts on every
+// PodDisruptionBudgets, the cluster's NetworkPolicy), only the objects that carry the cluster label, which it puts on every
 // one of them, without their managed fields. Without it the operator would cache every Secret,
 // ConfigMap and Pod of the whole Kubernetes cluster: memory growing with other teams' objects,
 // and every team's credentials in one heap. The label alone proves nothing (anyone who can write
@@ -37,6 +38,7 @@ func CacheOptions() cache.Options {
 		&corev1.Secret{}:                {Label: sel},
 		&corev1.Service{}:               {Label: sel},
 		&policyv1.PodDisruptionBudget{}: {Label: sel},
+		&networkingv1.NetworkPolicy{}:   {Label: sel},
 		// Every node of the Kubernetes cluster, but only what zones.go reads of it.
 		&corev1.Node{}: {Transform: stripNode},
 	}}

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -207,6 +208,10 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			err = r.setBudget(ctx, log, vc, obs, a)
 		case plan.DeleteBudget:
 			err = r.deleteBudget(ctx, log, obs, a)
+		case plan.SetNetworkPolicy:
+			err = r.setNetworkPolicy(ctx, log, vc, obs, a)
+		case plan.DeleteNetworkPolicy:
+			err = r.deleteNetworkPolicy(ctx, log, obs)
 		case plan.WriteACLSecret:
 			if obs.aclSecret == nil {
 				err = errors.New("broken invariant: no ACL Secret rendered")
@@ -364,6 +369,7 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 		WatchesMetadata(&corev1.Secret{}, owned).
 		// Not on status: the disruption controller rewrites a budget's status at every pod change.
 		Watches(&policyv1.PodDisruptionBudget{}, owned, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&networkingv1.NetworkPolicy{}, owned).
 		// Annotations too: a confirmation of held live settings (held.go) is one.
 		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1.ValkeyImage{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,11 @@ type observation struct {
 	// known this pass (observeBudgets), returned with the pass's outcome.
 	budgets   map[int]*policyv1.PodDisruptionBudget
 	budgetErr error
+	// networkPolicy is the cluster's NetworkPolicy, when it controls one (what a
+	// plan.SetNetworkPolicy patches and a plan.DeleteNetworkPolicy deletes); networkErr is why
+	// it is not known this pass (observeNetworkPolicy), returned with the pass's outcome.
+	networkPolicy *networkingv1.NetworkPolicy
+	networkErr    error
 	// aclSecret is the ACL Secret this pass renders (what a plan.WriteACLSecret writes), nil
 	// while the spec cannot be acted on.
 	aclSecret *corev1.Secret
@@ -170,6 +176,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		applyZones(&o.snapshot, zones, o.pods)
 	}
 	o.budgetErr = r.observeBudgets(ctx, vc, o)
+	o.networkErr = r.observeNetworkPolicy(ctx, vc, o)
 	return o, nil
 }
 

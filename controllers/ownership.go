@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,6 +90,8 @@ func newObject(kind string) client.Object {
 		return &corev1.ConfigMap{}
 	case "Pod":
 		return &corev1.Pod{}
+	case kindNetworkPolicy:
+		return &networkingv1.NetworkPolicy{}
 	default:
 		return nil
 	}
@@ -117,6 +120,11 @@ func (r *ValkeyClusterReconciler) checkOwned(ctx context.Context, vc *v1.ValkeyC
 // its control: still there and still not controlled, it is the pass's problem.
 func (r *ValkeyClusterReconciler) recheckForeign(ctx context.Context, vc *v1.ValkeyCluster) error {
 	for _, ref := range r.foreign.list(clusterKey(vc)) {
+		if ref.kind == kindNetworkPolicy && !r.networkPolicyWanted(vc) {
+			// Turned off: the name is no longer one the cluster needs.
+			r.foreign.drop(clusterKey(vc), ref)
+			continue
+		}
 		obj := newObject(ref.kind)
 		if obj == nil {
 			// PodDisruptionBudgets: observeBudgets reads them every pass.

@@ -65,6 +65,13 @@ type ValkeyClusterReconciler struct {
 	APIReader client.Reader
 	// DefaultZoneSpread is DEFAULT_ZONE_SPREAD (the operator ConfigMap's defaultZoneSpread).
 	DefaultZoneSpread v1.ZoneSpread
+	// DefaultNetworkPolicy is DEFAULT_NETWORK_POLICY (the operator ConfigMap's
+	// defaultNetworkPolicy): whether a cluster whose spec.network.policy is unset keeps its
+	// NetworkPolicy ("" means Enabled).
+	DefaultNetworkPolicy v1.NetworkPolicyMode
+	// OperatorNamespace is the namespace of the operator's pods (POD_NAMESPACE), which every
+	// cluster's NetworkPolicy lets reach the client port; "" means DefaultOperatorNamespace.
+	OperatorNamespace string
 	// PassBudget bounds one pass; zero means DefaultPassBudget.
 	PassBudget time.Duration
 
@@ -120,7 +127,9 @@ type ValkeyClusterReconciler struct {
 // namespace only: a Role, not the ClusterRole; the chart binds it in the release namespace), and gets
 // a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
 // namespace informer). It keeps one PodDisruptionBudget per shard (list / watch; create, patch
-// its spec to the built one, delete a removed shard's), and patches pods only to bring
+// its spec to the built one, delete a removed shard's), one NetworkPolicy per cluster (get, by
+// name, when the cache has none; list / watch; create, patch its spec and labels to the built
+// ones, delete it when turned off), and patches pods only to bring
 // spec.podAnnotations onto them (metadata.annotations, by merge patch). It records Events
 // (events.k8s.io: create, and patch for a series), and checks each scrape of its metrics endpoint
 // with a TokenReview and a SubjectAccessReview.
@@ -136,6 +145,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -290,7 +300,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	// the pass is safe to run, and the error is returned with the pass's outcome. So is a failure
 	// to read the disruption budgets (obs.budgetErr): they are harmless bookkeeping and hold
 	// nothing back. Every write of the pass, bookkeeping included, is one of its actions.
-	execErr := errors.Join(obs.budgetErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
+	execErr := errors.Join(obs.budgetErr, obs.networkErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
 	r.logHeartbeat(log, &vc, state, obs, pass)
 	r.recordPass(&vc, state, obs, h, obs.snapshot.Now)
 	if execErr != nil {
@@ -367,6 +377,9 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 	// Admission refuses these; a cluster stored before a rule existed still must not put them
 	// on a pod (an annotation that loosens its confinement, or more than a pod can carry).
 	if err := v1.CheckPodAnnotations(vc.Spec.PodAnnotations); err != nil {
+		return nil, nil, err.Error(), nil
+	}
+	if err := v1.CheckNetworkClients(vc.Spec.Network); err != nil {
 		return nil, nil, err.Error(), nil
 	}
 	rc, err := resolveConfig(ctx, r.Client, vc.Spec.ConfigRef)

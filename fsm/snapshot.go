@@ -81,6 +81,8 @@ type Snapshot struct {
 	// written.
 	Budgets      map[int]Budget
 	BudgetsKnown bool
+	// NetworkPolicy is the cluster's NetworkPolicy, as observed and as wanted.
+	NetworkPolicy NetworkPolicy
 	// ACLSecretStale is true when the stored ACL Secret is missing or holds other data than the
 	// one this pass renders (the controller compares them; false while the spec cannot be acted
 	// on).
@@ -186,6 +188,21 @@ type Budget struct {
 	MinAvailable int
 	// AsBuilt is true when the rest of its spec (selector, unhealthy-pod eviction policy,
 	// maxUnavailable) is what the operator builds.
+	AsBuilt bool
+}
+
+// NetworkPolicy is the cluster's NetworkPolicy (resources.BuildNetworkPolicy): whether the
+// cluster wants one, and the one it controls, as observed.
+type NetworkPolicy struct {
+	// Known is true when it was looked for this pass: false while an object of its name is
+	// someone else's (nothing of that name is touched) or the look failed.
+	Known bool
+	// Wanted is true when the cluster keeps a policy: spec.network.policy, or the operator's
+	// default where the spec says nothing, is Enabled.
+	Wanted bool
+	// Exists is true when the cluster controls a policy of its name.
+	Exists bool
+	// AsBuilt is true when that policy's spec and labels are the ones the operator builds.
 	AsBuilt bool
 }
 

@@ -216,6 +216,15 @@ const (
 	// MsgDeletingDisruptionBudget (INFO, TargetCluster): cluster_name, shard. The budget of a
 	// shard index at or above spec.shards, once that shard has no live pod.
 	MsgDeletingDisruptionBudget = "deleting PodDisruptionBudget of removed shard"
+	// MsgCreatingNetworkPolicy (INFO, TargetCluster): cluster_name. The cluster's NetworkPolicy
+	// {cluster}-network was created: only its own pods reach its cluster bus.
+	MsgCreatingNetworkPolicy = "creating NetworkPolicy"
+	// MsgUpdatingNetworkPolicy (INFO, TargetCluster): cluster_name. spec.network changed, or a
+	// hand edit of the policy is undone.
+	MsgUpdatingNetworkPolicy = "updating NetworkPolicy"
+	// MsgDeletingNetworkPolicy (INFO, TargetCluster): cluster_name. spec.network.policy (or the
+	// operator's default) turned the policy off.
+	MsgDeletingNetworkPolicy = "deleting NetworkPolicy"
 	// MsgPatchingPodAnnotations (INFO, TargetCluster): cluster_name, pod, keys (the annotation
 	// keys added or changed, comma-separated). spec.podAnnotations brought onto a live pod in
 	// place.
@@ -351,6 +360,9 @@ var Catalogue = []Entry{
 	{MsgCreatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldMinAvailable}},
 	{MsgUpdatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldMinAvailable}},
 	{MsgDeletingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
+	{MsgCreatingNetworkPolicy, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
+	{MsgUpdatingNetworkPolicy, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
+	{MsgDeletingNetworkPolicy, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
 	{MsgPatchingPodAnnotations, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldKeys}},
 	{MsgApplyingSettingsLive, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSettings}},
 	{MsgSettingsHeld, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldSettings, FieldWant}},

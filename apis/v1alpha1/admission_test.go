@@ -322,6 +322,15 @@ spec:
         - roleRef: read-only
           keys: []
 `)},
+		{name: "cluster with network clients", manifest: cluster(`  network:
+    policy: Enabled
+    clients:
+      - podSelector: {matchLabels: {valkey-client: "true"}}
+      - namespaceSelector: {matchLabels: {team: payments}}
+        podSelector: {matchLabels: {app: checkout}}
+      - ipBlock: {cidr: 10.20.0.0/16, except: [10.20.1.0/24]}
+`)},
+		{name: "cluster with its policy off", manifest: cluster("  network:\n    policy: Disabled\n")},
 		{name: "cluster with pod annotations", manifest: cluster(`  podAnnotations:
     prometheus.io/scrape: "true"
     prometheus.io/port: "6379"
@@ -554,6 +563,14 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 			wantErr: "placement.nodeSelector key prefixes (before the '/') must be at most 253 characters, as Kubernetes requires of label keys: no pod could carry the key; not " + strings.Repeat("a", 254) + "/pool"},
 		{name: "nodeSelector value too long for a label", manifest: cluster("  placement:\n    nodeSelector:\n      node-pool: " + strings.Repeat("a", 64) + "\n"),
 			wantErr: "Too long: may not be more than 63 bytes"},
+
+		// spec.network.
+		{name: "network policy mode", manifest: cluster("  network:\n    policy: \"off\"\n"),
+			wantErr: `Unsupported value: "off"`},
+		{name: "empty client entry", manifest: cluster("  network:\n    clients:\n      - {}\n"),
+			wantErr: "network.clients entries must set podSelector, namespaceSelector or ipBlock"},
+		{name: "ipBlock with a selector", manifest: cluster("  network:\n    clients:\n      - ipBlock: {cidr: 10.0.0.0/8}\n        podSelector: {}\n"),
+			wantErr: "network.clients entries set ipBlock alone, as a NetworkPolicy requires"},
 
 		// Pod annotations.
 		{name: "reserved annotation", manifest: cluster("  podAnnotations:\n    valkey.gomomento.com/spec-hash: forged\n    prometheus.io/scrape: \"true\"\n"),

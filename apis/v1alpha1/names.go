@@ -84,6 +84,10 @@ func ShardDisruptionBudgetName(cluster string, shard int) string {
 	return cluster + "-shard-" + strconv.Itoa(shard)
 }
 
+// NetworkPolicyName is the name of the NetworkPolicy that keeps everyone but the pods of the
+// ValkeyCluster named cluster off its cluster bus: {cluster}-network.
+func NetworkPolicyName(cluster string) string { return cluster + "-network" }
+
 // IsReservedKey reports whether a label or annotation key is under KeyPrefix, the operator's
 // own prefix.
 func IsReservedKey(key string) bool {

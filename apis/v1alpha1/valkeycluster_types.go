@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -118,6 +119,13 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.startsWith('seccomp.security.alpha.kubernetes.io/') && !k.startsWith('container.seccomp.security.alpha.kubernetes.io/'))`,messageExpression=`"podAnnotations key " + self.filter(k, k.startsWith('seccomp.security.alpha.kubernetes.io/') || k.startsWith('container.seccomp.security.alpha.kubernetes.io/'))[0] + " would set the seccomp profile of the cluster's pods, which the operator sets itself (RuntimeDefault); an annotation may not override it: remove the key"`
 	// +kubebuilder:validation:XValidation:rule=`self.map(k, k.size() + bytes(self[k]).size()).sum() <= 131072`,message="podAnnotations may hold at most 131072 bytes, keys and values together: Kubernetes refuses a pod whose annotations exceed 262144 bytes, and the rest is kept for the operator's own annotations and those that other controllers add; keep large data in a ConfigMap and annotate its name"
 	PodAnnotations map[string]AnnotationValue `json:"podAnnotations,omitempty"`
+
+	// network says who may reach the cluster's nodes. By default the operator keeps a
+	// NetworkPolicy {cluster}-network that lets only the cluster's own pods reach the cluster
+	// bus (16379), which has no authentication: a stranger that reaches it can join the cluster
+	// and take its slots (docs/user/network-policy.md).
+	// +optional
+	Network *Network `json:"network,omitempty"`
 }
 
 // NodeCount returns the number of Valkey nodes the spec asks for: shards × (1 + replicas).
@@ -167,6 +175,48 @@ type Placement struct {
 	// (defaultZoneSpread in ConfigMap valkey-operator-config, itself bestEffort by default).
 	// +optional
 	ZoneSpread ZoneSpread `json:"zoneSpread,omitempty"`
+}
+
+// Network is who may reach a cluster's nodes: the NetworkPolicy the operator keeps for it.
+type Network struct {
+	// policy turns the operator's NetworkPolicy {cluster}-network on (Enabled) or off
+	// (Disabled: the operator deletes the one it made, and segmentation is the platform's, as
+	// with the original operator). Omitted, the operator's default applies
+	// (defaultNetworkPolicy in ConfigMap valkey-operator-config, itself Enabled by default).
+	// +optional
+	Policy NetworkPolicyMode `json:"policy,omitempty"`
+
+	// clients are the peers that may reach the client port (6379), as in a NetworkPolicy's
+	// ingress "from": pods by podSelector (in the cluster's namespace, or in the namespaces a
+	// namespaceSelector beside it selects), whole namespaces by namespaceSelector, or addresses
+	// by ipBlock. Omitted or empty, the client port is open to every source, as it is without a
+	// policy. The cluster's own pods (replication) and the operator may always reach it. At most
+	// 32 entries; each sets podSelector and/or namespaceSelector, or ipBlock alone. An entry a
+	// NetworkPolicy cannot hold (a selector label that is no label, a cidr that is no CIDR)
+	// makes the cluster Invalid, naming it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(p, has(p.podSelector) || has(p.namespaceSelector) || has(p.ipBlock))",message="network.clients entries must set podSelector, namespaceSelector or ipBlock: an empty entry selects nothing in a NetworkPolicy; use {namespaceSelector: {}} for every pod of every namespace"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.ipBlock) || (!has(p.podSelector) && !has(p.namespaceSelector)))",message="network.clients entries set ipBlock alone, as a NetworkPolicy requires: put the selectors in an entry of their own"
+	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
+}
+
+// NetworkPolicyMode turns the operator's NetworkPolicy of a cluster on or off.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type NetworkPolicyMode string
+
+// The NetworkPolicy modes.
+const (
+	// NetworkPolicyEnabled: the operator keeps the cluster's NetworkPolicy.
+	NetworkPolicyEnabled NetworkPolicyMode = "Enabled"
+	// NetworkPolicyDisabled: the operator keeps none (and deletes the one it made).
+	NetworkPolicyDisabled NetworkPolicyMode = "Disabled"
+)
+
+// IsValid reports whether m is Enabled or Disabled. The empty value, "use the operator's
+// default", is not valid as a resolved mode.
+func (m NetworkPolicyMode) IsValid() bool {
+	return m == NetworkPolicyEnabled || m == NetworkPolicyDisabled
 }
 
 // AnnotationValue is the value of one pod annotation. It is an alias of string, so

@@ -183,7 +183,9 @@ type grant struct{ group, resource, verbs string }
 // tokenreviews and subjectaccessreviews: create, to let a scrape of its metrics in. Nodes: list
 // and watch only, for their zones (the spread of a cluster over zones). No deletion of Pods, Services, ConfigMaps or Secrets, nor of its users' kinds (owner references and the garbage collector remove them; the kinds it deletes
 // are its own ValkeyNode, whose pod and ConfigMap go with it, and the PodDisruptionBudget of a
-// removed shard), no Deployments or StatefulSets. Pods: patch, for spec.podAnnotations only.
+// removed shard, and the cluster's NetworkPolicy once turned off), no Deployments or
+// StatefulSets. Pods: patch, for spec.podAnnotations only. NetworkPolicies: get by name when the
+// cache has none (one without the cluster label is still found), patch back to as built.
 // Namespaces: get only, to leave alone the clusters of a namespace being deleted.
 var wantGrants = []grant{
 	{"", "configmaps", "create,get,list,update,watch"},
@@ -195,6 +197,7 @@ var wantGrants = []grant{
 	{"authentication.k8s.io", "tokenreviews", "create"},
 	{"authorization.k8s.io", "subjectaccessreviews", "create"},
 	{"events.k8s.io", "events", "create,patch"},
+	{"networking.k8s.io", "networkpolicies", "create,delete,get,list,patch,watch"},
 	{"policy", "poddisruptionbudgets", "create,delete,list,patch,watch"},
 	{"valkey.gomomento.com", "valkeyclusters", "get,list,watch"},
 	{"valkey.gomomento.com", "valkeyclusters/status", "patch"},

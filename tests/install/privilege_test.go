@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -57,8 +59,9 @@ var defaultGrants = []string{
 // exerciseDay2 makes the operator use its day-2 grants on the sample: a ValkeyRole and an ACL
 // binding (the ACL Secret is updated), a pod annotation (pods are patched), a second shard
 // (ValkeyNodes, ConfigMaps, pods and a PodDisruptionBudget created, slots moved), then back to one
-// (a PodDisruptionBudget and ValkeyNodes deleted), and a setting applied live (ConfigMaps and
-// ValkeyNodes updated).
+// (a PodDisruptionBudget and ValkeyNodes deleted), a setting applied live (ConfigMaps and
+// ValkeyNodes updated), the client port narrowed (the NetworkPolicy patched) and the policy
+// turned off (deleted).
 func exerciseDay2(t *testing.T, c *localcluster.Cluster, k8s client.Client) {
 	t.Helper()
 	role := `apiVersion: valkey.gomomento.com/v1alpha1
@@ -97,6 +100,21 @@ spec:
 			done = done && v == "220mb"
 		}
 		return done, strings.Join(got, ", ")
+	})
+	// The NetworkPolicy: patched for spec.network.clients, deleted once turned off.
+	user(t, c, `kubectl -n my-app patch valkeycluster my-cluster --type merge -p '{"spec":{"network":{"clients":[{"podSelector":{"matchLabels":{"valkey-client":"true"}}}]}}}'`)
+	waitFor(t, "the NetworkPolicy to admit only the listed clients", func() (bool, string) {
+		var np networkingv1.NetworkPolicy
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: sampleKey.Namespace, Name: v1.NetworkPolicyName(sampleKey.Name)}, &np); err != nil {
+			return false, err.Error()
+		}
+		rules := np.Spec.Ingress
+		return len(rules) == 3 && len(rules[2].From) == 1, fmt.Sprintf("%d rules", len(rules))
+	})
+	user(t, c, `kubectl -n my-app patch valkeycluster my-cluster --type merge -p '{"spec":{"network":{"policy":"Disabled"}}}'`)
+	waitFor(t, "the NetworkPolicy deleted", func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: sampleKey.Namespace, Name: v1.NetworkPolicyName(sampleKey.Name)}, &networkingv1.NetworkPolicy{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
 

@@ -15,9 +15,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/tests/harness"
 )
 
@@ -352,22 +355,37 @@ func TestDocsNetworkPolicySelectsTheOperator(t *testing.T) {
 		if !podSelector.Matches(labels.Set(d.Spec.Template.Labels)) {
 			t.Errorf("%s: the operator's pod labels %v do not match the docs' podSelector %s", source, d.Spec.Template.Labels, podSelector)
 		}
+		// And the rule of every cluster's own NetworkPolicy that lets the operator in.
+		vc := &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "team"}}
+		from := resources.BuildNetworkPolicy(vc, d.Namespace).Spec.Ingress[1].From[0]
+		ns, _ := metav1.LabelSelectorAsSelector(from.NamespaceSelector)
+		pods, _ := metav1.LabelSelectorAsSelector(from.PodSelector)
+		if !ns.Matches(labels.Set{"kubernetes.io/metadata.name": d.Namespace}) || !pods.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("%s: a cluster's NetworkPolicy does not let the operator's pods (%v in %s) in: %+v", source, d.Spec.Template.Labels, d.Namespace, from)
+		}
 	}
 }
 
 // DEFAULT_ZONE_SPREAD comes from the ConfigMap's defaultZoneSpread, optional, so that a
-// missing ConfigMap or key falls back to bestEffort (reference/operator-configuration.md).
+// missing ConfigMap or key falls back to bestEffort (reference/operator-configuration.md);
+// DEFAULT_NETWORK_POLICY from defaultNetworkPolicy the same way (missing: Enabled).
 func TestZoneSpreadWiredFromTheConfigMap(t *testing.T) {
 	for source, objs := range map[string]map[string][]byte{"manifests/operator.yaml": manifestObjects(t), "the chart": renderChart(t)} {
 		d := decode[appsv1.Deployment](t, objs["Deployment/valkey-operator"])
-		var ref *corev1.ConfigMapKeySelector
-		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-			if e.Name == "DEFAULT_ZONE_SPREAD" && e.ValueFrom != nil {
-				ref = e.ValueFrom.ConfigMapKeyRef
+		cm := decode[corev1.ConfigMap](t, objs["ConfigMap/valkey-operator-config"])
+		for env, key := range map[string]string{"DEFAULT_ZONE_SPREAD": "defaultZoneSpread", "DEFAULT_NETWORK_POLICY": "defaultNetworkPolicy"} {
+			var ref *corev1.ConfigMapKeySelector
+			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+				if e.Name == env && e.ValueFrom != nil {
+					ref = e.ValueFrom.ConfigMapKeyRef
+				}
 			}
-		}
-		if ref == nil || ref.Name != "valkey-operator-config" || ref.Key != "defaultZoneSpread" || ref.Optional == nil || !*ref.Optional {
-			t.Errorf("%s: DEFAULT_ZONE_SPREAD from %+v, want the optional key defaultZoneSpread of ConfigMap valkey-operator-config", source, ref)
+			if ref == nil || ref.Name != "valkey-operator-config" || ref.Key != key || ref.Optional == nil || !*ref.Optional {
+				t.Errorf("%s: %s from %+v, want the optional key %s of ConfigMap valkey-operator-config", source, env, ref, key)
+			}
+			if _, ok := cm.Data[key]; !ok {
+				t.Errorf("%s: ConfigMap valkey-operator-config has no %s", source, key)
+			}
 		}
 	}
 }
