@@ -114,7 +114,8 @@ type ValkeyClusterReconciler struct {
 // (status only, by merge patch); of a ValkeyNode it writes only spec.lifecycle (and the
 // join-type label), and it deletes ValkeyNodes, never what owner references delete (their pods
 // and ConfigMaps, the cluster's Service and Secrets). It creates per-node ConfigMaps once,
-// updates only the Secrets it renders, competes for one Lease (get / create / update, in its own
+// updates only the Secrets it renders, patches a Service an older operator created to the
+// original's port names and selector, competes for one Lease (get / create / update, in its own
 // namespace only: a Role, not the ClusterRole; the chart binds it in the release namespace), and gets
 // a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
 // namespace informer). It keeps one PodDisruptionBudget per shard (list / watch; create, patch
@@ -127,7 +128,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=valkey-operator
@@ -428,6 +429,15 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 		}
 	case err != nil:
 		return sys, creds, migrate, fmt.Errorf("get service: %w", err)
+	case resources.ServiceBehind(vc, &svc):
+		// Created by an operator before the original's port names and selector: brought up to
+		// date in place (the pods carry both labels, so its endpoints stay the same).
+		log.Info(logging.MsgUpdatingService)
+		before := svc.DeepCopy()
+		resources.UpdateService(vc, &svc)
+		if err := r.Patch(ctx, &svc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return sys, creds, migrate, fmt.Errorf("update service: %w", err)
+		}
 	}
 	return sys, creds, migrate, nil
 }

@@ -57,8 +57,8 @@ func BuildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 				Image:   rc.Image.Image(),
 				Command: []string{"valkey-server", configMountPath + "/" + ConfigFileName},
 				Ports: []corev1.ContainerPort{
-					{Name: "valkey", ContainerPort: ClientPort},
-					{Name: "valkey-bus", ContainerPort: BusPort},
+					{Name: ClientPortName, ContainerPort: ClientPort},
+					{Name: BusPortName, ContainerPort: BusPort},
 				},
 				LivenessProbe: livenessProbe(vc),
 				Lifecycle:     preStop(vc, rc.Image),

@@ -57,12 +57,21 @@ func CredentialSecretName(vc *v1.ValkeyCluster) string { return v1.OperatorAuthS
 // ServiceName is the name of the cluster's headless Service.
 func ServiceName(vc *v1.ValkeyCluster) string { return vc.Name }
 
+// The original's documented pod labels (reference/labels-annotations.md), on every object the
+// operator creates for a cluster: LabelName=LabelNameValue on all of them, LabelInstance the
+// cluster's name. The Service selects on them.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelNameValue = "valkey"
+	LabelInstance  = "app.kubernetes.io/instance"
+)
+
 // clusterLabels are on every object the operator creates for vc.
 func clusterLabels(vc *v1.ValkeyCluster) map[string]string {
 	return map[string]string{
 		v1.LabelCluster:                vc.Name,
-		"app.kubernetes.io/name":       "valkey",
-		"app.kubernetes.io/instance":   vc.Name,
+		LabelName:                      LabelNameValue,
+		LabelInstance:                  vc.Name,
 		"app.kubernetes.io/managed-by": "valkey-operator",
 	}
 }
