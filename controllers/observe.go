@@ -93,7 +93,11 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		o.snapshot.FormedAt = f.Time
 	}
 	lastIDs := map[string]string{}
-	for _, ns := range vc.Status.Nodes {
+	for _, name := range vc.Status.Nodes {
+		// Names only: the first status an operator before nodeDetails wrote, read as names.
+		lastIDs[name] = ""
+	}
+	for _, ns := range vc.Status.NodeDetails {
 		lastIDs[ns.Pod] = ns.NodeID
 	}
 	var addrs []string

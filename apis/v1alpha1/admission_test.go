@@ -735,7 +735,8 @@ func TestTypedClusterAndStatusRoundTrip(t *testing.T) {
 		ObservedGeneration: vc.Generation,
 		Shards:             2,
 		ReadyNodes:         3,
-		Nodes: []v1alpha1.NodeStatus{
+		Nodes:              v1alpha1.NodeNames{"typed-8c04d", "typed-1f2e3", "typed-77aa0", "typed-0b0b0"},
+		NodeDetails: []v1alpha1.NodeStatus{
 			{Pod: "typed-8c04d", Shard: 0, Role: v1alpha1.NodeRolePrimary, NodeID: strings.Repeat("a", 40), Ready: true, IP: "10.244.0.5"},
 			{Pod: "typed-1f2e3", Shard: 0, Role: v1alpha1.NodeRoleReplica, Ready: true},
 			{Pod: "typed-77aa0", Shard: 1, Ready: true},
@@ -753,8 +754,9 @@ func TestTypedClusterAndStatusRoundTrip(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(vc), got); err != nil {
 		t.Fatalf("get: %v", err)
 	}
-	if got.Status.State != v1alpha1.StateForming || len(got.Status.Nodes) != 4 || got.Status.ReadyNodes != 3 ||
-		got.Status.Nodes[0].NodeID != vc.Status.Nodes[0].NodeID || len(got.Status.Conditions) != 1 {
+	if got.Status.State != v1alpha1.StateForming || len(got.Status.NodeDetails) != 4 || got.Status.ReadyNodes != 3 ||
+		!slices.Equal(got.Status.Nodes, vc.Status.Nodes) ||
+		got.Status.NodeDetails[0].NodeID != vc.Status.NodeDetails[0].NodeID || len(got.Status.Conditions) != 1 {
 		t.Errorf("status read back as %+v, want what was written: %+v", got.Status, vc.Status)
 	}
 

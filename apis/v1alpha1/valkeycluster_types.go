@@ -282,11 +282,16 @@ type ValkeyClusterStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=2147483647
 	ReadyNodes int32 `json:"readyNodes"`
-	// nodes are the cluster's pods with their shard, role and node id, by pod name.
+	// nodes are the names of the cluster's pods, as in the original's schema (an array of
+	// strings, which the original reserves and leaves empty). nodeDetails says more of each.
+	// +optional
+	Nodes NodeNames `json:"nodes,omitempty"`
+	// nodeDetails are the cluster's pods with their shard, role, node id and readiness, by pod
+	// name.
 	// +optional
 	// +listType=map
 	// +listMapKey=pod
-	Nodes []NodeStatus `json:"nodes,omitempty"`
+	NodeDetails []NodeStatus `json:"nodeDetails,omitempty"`
 	// conditions, each with its observedGeneration: Ready (every desired node exists and runs
 	// the current pod spec, every replica is synced and every slot is served), Progressing (the
 	// operator is working toward Ready), Degraded (a cluster formed once that is not Ready, or

@@ -269,9 +269,9 @@ func TestImpostorPodIsNoNode(t *testing.T) {
 		t.Errorf("the operator connected to the impostor:\n%s", logs)
 	}
 	cur := harness.CurrentCluster(t, vc)
-	for _, n := range cur.Status.Nodes {
+	for _, n := range cur.Status.NodeDetails {
 		if n.Pod == impostor.Name {
-			t.Errorf("the impostor is in status.nodes: %+v", n)
+			t.Errorf("the impostor is in status.nodeDetails: %+v", n)
 		}
 	}
 	harness.WaitReady(t, vc, 1, 0, map[string]bool{impostor.Name: true}, harness.FormTimeout) // the test's own Valkey check lists pods by label
