@@ -312,7 +312,7 @@ func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (
 	if err != nil || !ok {
 		return valkey.Credentials{}, false, err
 	}
-	pw := string(s.Data[resources.OperatorPasswordKey])
+	pw := resources.OperatorPassword(s.Data)
 	return valkey.Credentials{Username: acl.OperatorUser, Password: pw}, pw != "", nil
 }
 

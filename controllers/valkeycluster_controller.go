@@ -521,7 +521,7 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 		}
 	}
 	r.foreign.drop(clusterKey(vc), objectRef{"Secret", s.Name})
-	pw := string(s.Data[resources.OperatorPasswordKey])
+	pw := resources.OperatorPassword(s.Data)
 	if pw == "" {
 		return acl.SystemUsers{}, fmt.Errorf("credential secret %s has no key %q", s.Name, resources.OperatorPasswordKey)
 	}
@@ -535,18 +535,9 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", resources.ReplPasswordKey, err)
 		}
 	}
-	migrate := string(s.Data[resources.MigratePasswordKey])
-	if migrate == "" {
-		// The Secret predates the migration user: no node uses its password yet, so a new one
-		// is safe; the ACL controller gives it to every node.
-		if migrate, err = resources.NewPassword(); err != nil {
-			return acl.SystemUsers{}, err
-		}
-		s.Data[resources.MigratePasswordKey] = []byte(migrate)
-		if err := r.Update(ctx, &s); err != nil {
-			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", resources.MigratePasswordKey, err)
-		}
-	}
+	// The migration user's password: a Secret from before it existed derives one as new
+	// clusters do, which no node uses yet; the ACL controller gives it to every node.
+	migrate := resources.MigratePassword(s.Data)
 	return acl.SystemUsers{OperatorPassword: pw, ReplPassword: repl, MigratePassword: migrate}, nil
 }
 

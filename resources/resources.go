@@ -30,12 +30,17 @@ const (
 	// AuthFileName is auth.conf's key in the same Secret: masteruser / masterauth.
 	AuthFileName = "auth.conf"
 
-	// OperatorPasswordKey is the key of the operator's password in its credential Secret.
-	OperatorPasswordKey = "password"
+	// OperatorPasswordKey is the key of the operator's password in its credential Secret, as
+	// in the original's (security/index.md).
+	OperatorPasswordKey = "operator-password"
 	// ReplPasswordKey is the key of the replication user's password in the same Secret.
 	ReplPasswordKey = "repl-password"
-	// MigratePasswordKey is the key of the migration user's password in the same Secret.
-	MigratePasswordKey = "migrate-password"
+	// LegacyOperatorPasswordKey is where operators before the original's key names kept the
+	// operator's password; a Secret they made keeps it there (the nodes hold its hash).
+	LegacyOperatorPasswordKey = "password"
+	// LegacyMigratePasswordKey is where those operators kept the migration user's password; a
+	// Secret without it derives the password from the operator's (MigratePassword).
+	LegacyMigratePasswordKey = "migrate-password"
 
 	// valkeyUID runs valkey-server (the uid of the valkey user in the official images).
 	valkeyUID = 999

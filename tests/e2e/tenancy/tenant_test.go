@@ -103,7 +103,7 @@ func TestForeignObjectsAreNeitherChangedNorTrusted(t *testing.T) {
 	if err := harness.K8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "planted-operator-auth"}, &cred); err != nil {
 		t.Fatal(err)
 	}
-	if !metav1.IsControlledBy(&cred, clusters["planted"]) || string(cred.Data["password"]) == "chosen-by-someone" {
+	if !metav1.IsControlledBy(&cred, clusters["planted"]) || string(cred.Data["operator-password"]) == "chosen-by-someone" || string(cred.Data["password"]) == "chosen-by-someone" {
 		t.Error("the operator's credential is not its own")
 	}
 	for _, l := range harness.ParseLog(t, harness.Op.Logs()) {
