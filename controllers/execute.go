@@ -323,6 +323,7 @@ func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyClu
 func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.ValkeyCluster, state fsm.State, problem string, obs *observation, pl plan.Plan) (health, error) {
 	now := time.Now()
 	st, h := buildStatus(&vc.Status, vc.Generation, state, problem, obs.snapshot, pl, now)
+	setTargetSpec(st, vc, state)
 	if obs.tls != nil {
 		setExpiryCondition(st, vc, obs.tls, now)
 	}

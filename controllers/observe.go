@@ -76,11 +76,15 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	}
 	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}, addrs: podAddrs(list.Items), vc: vc}
 	creds = withTLS(vc, creds, creds.TLS, o.addrs)
+	topology := &vc.Spec
+	if t := bootstrapTarget(vc); t != nil {
+		topology = t // edits of the topology wait until the cluster is formed (targetspec.go)
+	}
 	o.snapshot = fsm.Snapshot{
 		State:            vc.Status.State,
 		SpecProblem:      problem,
-		Shards:           int(vc.Spec.Shards),
-		ReplicasPerShard: int(vc.Spec.ReplicasPerShard),
+		Shards:           int(topology.Shards),
+		ReplicasPerShard: int(topology.ReplicasPerShard),
 		SpecHash:         specHash,
 		Hostnames:        vc.Spec.TLS != nil,
 		Failover:         failoverIntent(vc.Status.Failover),

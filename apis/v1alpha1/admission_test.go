@@ -788,7 +788,7 @@ func TestAdmissionStatusBounds(t *testing.T) {
 		wantErr string
 	}{
 		{name: "the widest status the operator writes", status: fmt.Sprintf(
-			`{"observedGeneration":%d,"shards":16384,"readyNodes":2147483647,"nodes":[{"pod":"a","shard":-1,"ready":false},{"pod":"b","shard":2147483647,"ready":true}],"failover":{"shard":16383,"pod":"b","primaryNodeId":"x","startedAt":"2026-01-01T00:00:00Z"}}`,
+			`{"observedGeneration":%d,"shards":16384,"readyNodes":2147483647,"nodes":["a","b"],"nodeDetails":[{"pod":"a","shard":-1,"ready":false},{"pod":"b","shard":2147483647,"ready":true}],"failover":{"shard":16383,"pod":"b","primaryNodeId":"x","startedAt":"2026-01-01T00:00:00Z"}}`,
 			v1alpha1.MaxExactJSONInteger)},
 		{name: "a generation past 2^53", status: `{"observedGeneration":9007199254740992}`,
 			wantErr: "status.observedGeneration: Invalid value: 9007199254740992: observedGeneration in body should be less than or equal to 9007199254740991"},
@@ -796,8 +796,8 @@ func TestAdmissionStatusBounds(t *testing.T) {
 			wantErr: "status.shards: Invalid value: 16385: shards in body should be less than or equal to 16384"},
 		{name: "ready nodes past int32", status: `{"readyNodes":2147483648}`,
 			wantErr: "readyNodes in body should be less than or equal to 2147483647"},
-		{name: "a node's shard past int32", status: `{"nodes":[{"pod":"a","shard":2147483648,"ready":true}]}`,
-			wantErr: "nodes[0].shard in body should be less than or equal to 2147483647"},
+		{name: "a node's shard past int32", status: `{"nodeDetails":[{"pod":"a","shard":2147483648,"ready":true}]}`,
+			wantErr: "nodeDetails[0].shard in body should be less than or equal to 2147483647"},
 		{name: "a failover of a shard past the slots", status: `{"failover":{"shard":16384,"pod":"b","primaryNodeId":"x","startedAt":"2026-01-01T00:00:00Z"}}`,
 			wantErr: "status.failover.shard: Invalid value: 16384: failover.shard in body should be less than or equal to 16383"},
 	} {

@@ -312,6 +312,14 @@ type ValkeyClusterStatus struct {
 	// it Active or Upgrading.
 	// +optional
 	FormedAt *metav1.Time `json:"formedAt,omitempty"`
+	// targetSpec is the topology a cluster not yet formed bootstraps toward, as in the
+	// original: configRef, shards and replicasPerShard, copied from spec when bootstrap starts
+	// (Bootstrapping) and cleared when the cluster is first Active. An edit of spec.shards or
+	// spec.replicasPerShard meanwhile waits, and is carried out once the cluster is Active.
+	// Every other field is read live from spec and not copied here (spec.acl's password hashes
+	// stay out of status).
+	// +optional
+	TargetSpec *ValkeyClusterSpec `json:"targetSpec,omitempty"`
 	// failover is the failover the operator issued and waits for, written before it is issued
 	// so that neither the next pass nor a restarted operator issues a second one for the same
 	// shard; cleared once no node follows the lost primary any more.

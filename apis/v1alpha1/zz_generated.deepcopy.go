@@ -258,6 +258,10 @@ func (in *ValkeyClusterStatus) DeepCopyInto(out *ValkeyClusterStatus) {
 		in, out := &in.FormedAt, &out.FormedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.TargetSpec != nil {
+		in, out := &in.TargetSpec, &out.TargetSpec
+		*out = (*in).DeepCopy()
+	}
 	if in.Failover != nil {
 		in, out := &in.Failover, &out.Failover
 		*out = new(FailoverStatus)
