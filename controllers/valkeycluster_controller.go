@@ -87,6 +87,8 @@ type ValkeyClusterReconciler struct {
 	live liveAttempts
 	// versions is the version of each cluster its last pass ended with (versions.go).
 	versions clusterVersions
+	// names is what each node knows of the categories and commands roles name (rolenames.go).
+	names knownNames
 	// looks keeps each Ready cluster's last quiet pass, and changes says when a watch last
 	// enqueued a cluster (look.go; nil, as in unit tests, makes every pass a full one).
 	looks   quietLooks
@@ -219,6 +221,13 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	creds, migrate = withTLS(&vc, creds, creds.TLS, obs.addrs), withTLS(&vc, migrate, migrate.TLS, obs.addrs)
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
+	if problem == "" {
+		// A category or command a node does not know (rolenames.go): Invalid, before the ACL
+		// Secret is rendered with it.
+		if problem = r.roleNamesProblem(ctx, &vc, users, obs, creds); problem != "" {
+			obs.snapshot.SpecProblem = problem
+		}
+	}
 	obs.snapshot.AtomicMoves = rc != nil && version.Parse(rc.Image.Version).AtomicSlotMigration()
 	if desired != nil {
 		obs.snapshot.Settings = desired.ValkeySettings
@@ -459,6 +468,7 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.served.forget(key)
 	r.live.forget(key)
 	r.versions.forget(key)
+	r.names.forget(key)
 	r.Guard.Forget(key)
 	if ns, name, ok := strings.Cut(key, "/"); ok {
 		r.Metrics.Forget(ns, name)
