@@ -331,7 +331,12 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	if equalStatus(&vc.Status, st) {
 		return h, nil
 	}
-	patch := client.MergeFrom(vc.DeepCopy())
+	base := vc.DeepCopy()
+	// status.nodes is always in the patch: a status an older operator wrote holds objects there,
+	// which decode to the same names (v1.NodeNames) and would leave the stored objects in place,
+	// where an API server without validation ratcheting (before 1.30) refuses the whole write.
+	base.Status.Nodes = v1.NodeNames{""}
+	patch := client.MergeFrom(base)
 	vc.Status = *st
 	if err := r.Status().Patch(ctx, vc, patch); err != nil {
 		return h, fmt.Errorf("patch status: %w", err)

@@ -339,11 +339,15 @@ func TestTLSReloadThroughTheSeam(t *testing.T) {
 		reloads          bool // the node serves the new certificate after CONFIG SET
 		want             []string
 		reloaded, behind bool
+		mount            string // the pod's mount of the TLS Secret
 	}{
-		{name: "old certificate, reloaded", serving: oldCert, reloads: true, reloaded: true,
-			want: []string{"10.0.0.1:6379 CONFIG SET tls-ca-cert-file /etc/valkey-tls/ca.crt tls-cert-file /etc/valkey-tls/tls.crt tls-key-file /etc/valkey-tls/tls.key"}},
-		{name: "already serving the Secret's", serving: newCert},
-		{name: "old certificate, still old after the reload", serving: oldCert, behind: true,
+		{name: "old certificate, reloaded", serving: oldCert, reloads: true, reloaded: true, mount: "/etc/valkey/tls",
+			want: []string{"10.0.0.1:6379 CONFIG SET tls-ca-cert-file /etc/valkey/tls/ca.crt tls-cert-file /etc/valkey/tls/tls.crt tls-key-file /etc/valkey/tls/tls.key"}},
+		{name: "already serving the Secret's", serving: newCert, mount: "/etc/valkey/tls"},
+		{name: "old certificate, still old after the reload", serving: oldCert, behind: true, mount: "/etc/valkey/tls",
+			want: []string{"10.0.0.1:6379 CONFIG SET tls-ca-cert-file /etc/valkey/tls/ca.crt tls-cert-file /etc/valkey/tls/tls.crt tls-key-file /etc/valkey/tls/tls.key"}},
+		// A pod an older operator made keeps its paths until it is replaced.
+		{name: "an older pod reloaded at its own paths", serving: oldCert, reloads: true, reloaded: true, mount: "/etc/valkey-tls",
 			want: []string{"10.0.0.1:6379 CONFIG SET tls-ca-cert-file /etc/valkey-tls/ca.crt tls-cert-file /etc/valkey-tls/tls.crt tls-key-file /etc/valkey-tls/tls.key"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -360,7 +364,9 @@ func TestTLSReloadThroughTheSeam(t *testing.T) {
 			r := &TLSReconciler{}
 			r.conns.Dial = fleet.Dial
 			defer r.conns.Forget("ns/vc")
-			got := r.reloadNode(t.Context(), "ns/vc", "p0", n.Addr(), creds, want, false)
+			pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "valkey",
+				VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/valkey"}, {Name: "tls", MountPath: tc.mount}}}}}}
+			got := r.reloadNode(t.Context(), "ns/vc", "p0", n.Addr(), resources.TLSFileParams(pod), creds, want, false)
 			if got.err != nil {
 				t.Fatal(got.err)
 			}

@@ -7,9 +7,11 @@
 package resources
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 )
 
 // Ports and paths inside a Valkey pod.
@@ -19,9 +21,17 @@ const (
 	// BusPort is the cluster bus port.
 	BusPort = 16379
 
-	configMountPath = "/etc/valkey"
-	secretMountPath = "/etc/valkey-secret"
-	dataMountPath   = "/data"
+	// The original's paths (reference/forced-settings.md, reference/api/valkeynode.md): the
+	// data directory and nodes.conf under /var/lib/valkey, the ACL file under /etc/valkey/acl,
+	// the TLS files under /etc/valkey/tls. valkey.conf, whose path the original does not give,
+	// is beside them in /etc/valkey/conf: each volume has its own directory, because a mount
+	// nested inside a ConfigMap or Secret volume needs its mount point created in a read-only
+	// volume. Pods an older operator made keep their paths (/etc/valkey, /etc/valkey-secret,
+	// /etc/valkey-tls, /data) until they are replaced for another reason: the paths are not part
+	// of the spec hash (NodeSpecHash).
+	configMountPath = "/etc/valkey/conf"
+	secretMountPath = "/etc/valkey/acl"
+	dataMountPath   = "/var/lib/valkey"
 
 	// ConfigFileName is valkey.conf's key in a node's ConfigMap (and its file in the pod).
 	ConfigFileName = "valkey.conf"
@@ -111,9 +121,31 @@ func nodeObjectMeta(vc *v1.ValkeyCluster, vn *v1.ValkeyNode, name string) metav1
 
 // A TLS cluster's nodes mount its Secret at TLSMountPath, and valkey.conf points Valkey at the
 // three files there (tlsmaterial's CertKey, KeyKey, CAKey). The path is beside the ACL Secret's
-// (secretMountPath), not under configMountPath: a mount nested inside a ConfigMap volume needs
-// its mount point created in a read-only volume.
-const TLSMountPath = "/etc/valkey-tls"
+// (secretMountPath) and the config's, not under either: a mount nested inside a ConfigMap or
+// Secret volume needs its mount point created in a read-only volume.
+const TLSMountPath = "/etc/valkey/tls"
+
+// TLSFileParams are the CONFIG SET parameters that point pod's node at its mounted certificate
+// files, which makes it re-read them: under the pod's own mount of the TLS Secret (a pod an older
+// operator made mounts it at /etc/valkey-tls), TLSMountPath when the pod has none.
+func TLSFileParams(pod *corev1.Pod) map[string]string {
+	dir := TLSMountPath
+	for _, c := range pod.Spec.Containers {
+		for _, m := range c.VolumeMounts {
+			if m.Name == tlsVolume {
+				dir = m.MountPath
+			}
+		}
+	}
+	return map[string]string{
+		"tls-cert-file":    dir + "/" + tlsmaterial.CertKey,
+		"tls-key-file":     dir + "/" + tlsmaterial.KeyKey,
+		"tls-ca-cert-file": dir + "/" + tlsmaterial.CAKey,
+	}
+}
+
+// tlsVolume names the TLS Secret's volume in a pod.
+const tlsVolume = "tls"
 
 // ResolvedConfig is a ValkeyConfig with its baseRef chain merged and its image resolved.
 type ResolvedConfig struct {
