@@ -112,14 +112,14 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
 				if err = c.Failover(ctx, valkey.FailoverTakeover); err == nil {
-					log.Info(logging.MsgNoQuorumTakeover, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+					log.Info(failoverMessage(a), logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
 				}
 			}
 		case plan.FailoverForce:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
 				if err = c.Failover(ctx, valkey.FailoverForce); err == nil {
-					log.Info(logging.MsgPrimaryGonePromoting, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+					log.Info(failoverMessage(a), logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
 				}
 			}
 		case plan.Failover:
@@ -140,17 +140,11 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					}
 				}
 				if err == nil && !unrecorded {
-					msg := logging.MsgPrimaryLeavingHandover
 					fields := []zap.Field{logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard)}
-					switch {
-					case a.Roll:
-						msg = logging.MsgFailoverForUpgrade
-					case a.Realign:
-						msg = logging.MsgRealigningShard
-					case a.Spread:
-						msg, fields = logging.MsgSpreadingPrimaries, append(fields, zap.String(logging.FieldZone, a.Zone))
+					if a.Spread {
+						fields = append(fields, zap.String(logging.FieldZone, a.Zone))
 					}
-					log.Info(msg, fields...)
+					log.Info(failoverMessage(a), fields...)
 				}
 			}
 		case plan.Forget:

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -444,4 +445,49 @@ func TestExecuteBookkeepingAroundTheSteps(t *testing.T) {
 			t.Fatalf("p1 %s, want Active", lc)
 		}
 	})
+}
+
+// TestFailoverEventSaysWhatTheLogSays: every kind of failover the operator issues records an
+// Event with the words of its log line (failoverMessage, one source for both), its shard and the
+// replica promoted; each kind its own words (a spread once recorded a deletion's).
+func TestFailoverEventSaysWhatTheLogSays(t *testing.T) {
+	kinds := []plan.Action{
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2},
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Roll: true},
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Realign: true},
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Spread: true, Zone: "zone-a"},
+		plan.FailoverForce{Pod: "p1", PrimaryID: "n0", Shard: 2},
+		plan.Takeover{Pod: "p1", PrimaryID: "n0", Shard: 2},
+	}
+	seen := map[string]bool{}
+	for _, a := range kinds {
+		t.Run(a.String(), func(t *testing.T) {
+			f := newExecFixture(t, 3)
+			rec := events.NewFakeRecorder(10)
+			f.r.Events = rec
+			if err := f.run(t, a); err != nil {
+				t.Fatal(err)
+			}
+			lines := f.logs.FilterLevelExact(zap.InfoLevel).All()
+			if len(lines) != 1 {
+				t.Fatalf("%d INFO lines, want 1: %+v", len(lines), lines)
+			}
+			msg := lines[0].Message
+			if msg != failoverMessage(a) || seen[msg] {
+				t.Fatalf("logged %q (seen before: %t)", msg, seen[msg])
+			}
+			seen[msg] = true
+			select {
+			case ev := <-rec.Events:
+				if !strings.Contains(ev, "shard 2: "+msg+" (pod p1") {
+					t.Errorf("Event %q does not say what the log says: %q", ev, msg)
+				}
+				if sp, ok := a.(plan.Failover); ok && sp.Spread && !strings.Contains(ev, "zone-a") {
+					t.Errorf("the spread's Event does not name the zone it leaves: %q", ev)
+				}
+			default:
+				t.Fatal("no Event recorded")
+			}
+		})
+	}
 }
