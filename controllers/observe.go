@@ -238,6 +238,7 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.ReplOffset, _ = v.ReplicationOffset()
 	n.SyncInProgress = v.Replication["master_sync_in_progress"] == "1"
 	n.Version = v.Version
+	n.VolatileItemKeys = v.VolatileItemKeys()
 	n.Config = v.Config
 	// Only a refusal (NOPERM, an unknown command) is the node's to report: a CONFIG GET that
 	// timed out on a busy node that answered the rest leaves its settings unchecked for this pass

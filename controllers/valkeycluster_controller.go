@@ -226,6 +226,8 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		// Secret is rendered with it.
 		if problem = r.roleNamesProblem(ctx, &vc, users, obs, creds); problem != "" {
 			obs.snapshot.SpecProblem = problem
+		} else if problem = downgradeProblem(rc.Image.Version, obs.snapshot); problem != "" {
+			obs.snapshot.SpecProblem = problem // downgrade.go
 		}
 	}
 	obs.snapshot.AtomicMoves = rc != nil && version.Parse(rc.Image.Version).AtomicSlotMigration()

@@ -235,6 +235,9 @@ type Node struct {
 	Migrating, Importing map[int]string
 	// Version is the node's valkey_version (INFO server); "" when unknown.
 	Version string
+	// VolatileItemKeys counts the node's keys with expiring hash fields (Valkey 9, INFO
+	// keyspace), which a Valkey 8 node cannot take (controllers/downgrade.go).
+	VolatileItemKeys int64
 	// Config is the node's live settings (CONFIG GET of liveconf.Keys), nil when unknown.
 	Config map[string]string
 	// ConfigErr is why Config could not be read (the node answered everything else: an ACL
