@@ -153,22 +153,24 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 }
 
 // failoverMessage is the log message of a failover the operator issues (the catalogue's line for
-// its kind): the one source of its words, which its Event repeats (failoverNote).
+// its kind): the one source of its words, which its Event repeats (failoverNote). "" for an action
+// that is not a failover.
 func failoverMessage(a plan.Action) string {
-	switch a := a.(type) {
-	case plan.Failover:
+	if f, ok := a.(plan.Failover); ok {
 		switch {
-		case a.Roll:
+		case f.Roll:
 			return logging.MsgFailoverForUpgrade
-		case a.Realign:
+		case f.Realign:
 			return logging.MsgRealigningShard
-		case a.Spread:
+		case f.Spread:
 			return logging.MsgSpreadingPrimaries
 		}
 		return logging.MsgPrimaryLeavingHandover
-	case plan.FailoverForce:
+	}
+	if _, ok := a.(plan.FailoverForce); ok {
 		return logging.MsgPrimaryGonePromoting
-	case plan.Takeover:
+	}
+	if _, ok := a.(plan.Takeover); ok {
 		return logging.MsgNoQuorumTakeover
 	}
 	return ""
@@ -179,16 +181,17 @@ func failoverMessage(a plan.Action) string {
 func failoverNote(a plan.Action) string {
 	var shard int
 	var pod, zone string
-	switch a := a.(type) {
-	case plan.Failover:
-		shard, pod = a.Shard, a.Pod
-		if a.Spread {
-			zone = a.Zone
+	if f, ok := a.(plan.Failover); ok {
+		shard, pod = f.Shard, f.Pod
+		if f.Spread {
+			zone = f.Zone
 		}
-	case plan.FailoverForce:
-		shard, pod = a.Shard, a.Pod
-	case plan.Takeover:
-		shard, pod = a.Shard, a.Pod
+	}
+	if f, ok := a.(plan.FailoverForce); ok {
+		shard, pod = f.Shard, f.Pod
+	}
+	if f, ok := a.(plan.Takeover); ok {
+		shard, pod = f.Shard, f.Pod
 	}
 	note := fmt.Sprintf("shard %d: %s (pod %s", shard, failoverMessage(a), pod)
 	if zone != "" {
