@@ -76,7 +76,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	}
 	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}, addrs: podAddrs(list.Items), vc: vc}
 	creds = withTLS(vc, creds, creds.TLS, o.addrs)
-	topology := &vc.Spec
+	topology := topologyOf(&vc.Spec)
 	if t := bootstrapTarget(vc); t != nil {
 		topology = t // edits of the topology wait until the cluster is formed (targetspec.go)
 	}

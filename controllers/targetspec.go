@@ -23,7 +23,7 @@ import (
 
 // bootstrapTarget is the target a pass of vc works toward (rule 1), nil when the cluster
 // follows its live spec.
-func bootstrapTarget(vc *v1.ValkeyCluster) *v1.ValkeyClusterSpec {
+func bootstrapTarget(vc *v1.ValkeyCluster) *v1.TargetSpec {
 	if vc.Status.FormedAt != nil {
 		return nil
 	}
@@ -40,8 +40,8 @@ func bootstrapTarget(vc *v1.ValkeyCluster) *v1.ValkeyClusterSpec {
 }
 
 // topologyOf is the part of spec that targetSpec holds (rule 4).
-func topologyOf(spec *v1.ValkeyClusterSpec) *v1.ValkeyClusterSpec {
-	return &v1.ValkeyClusterSpec{ConfigRef: spec.ConfigRef, Shards: spec.Shards, ReplicasPerShard: spec.ReplicasPerShard}
+func topologyOf(spec *v1.ValkeyClusterSpec) *v1.TargetSpec {
+	return &v1.TargetSpec{ConfigRef: spec.ConfigRef, Shards: spec.Shards, ReplicasPerShard: spec.ReplicasPerShard}
 }
 
 // setTargetSpec writes the pass's target into st, the status it writes with state: the target

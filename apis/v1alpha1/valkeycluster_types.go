@@ -319,12 +319,30 @@ type ValkeyClusterStatus struct {
 	// Every other field is read live from spec and not copied here (spec.acl's password hashes
 	// stay out of status).
 	// +optional
-	TargetSpec *ValkeyClusterSpec `json:"targetSpec,omitempty"`
+	TargetSpec *TargetSpec `json:"targetSpec,omitempty"`
 	// failover is the failover the operator issued and waits for, written before it is issued
 	// so that neither the next pass nor a restarted operator issues a second one for the same
 	// shard; cleared once no node follows the lost primary any more.
 	// +optional
 	Failover *FailoverStatus `json:"failover,omitempty"`
+}
+
+// TargetSpec is status.targetSpec: the part of ValkeyClusterSpec a bootstrap takes from its
+// snapshot, under the spec's own field names, so that a client of the original's schema (where
+// targetSpec has the spec's shape) decodes it. It is its own type, not ValkeyClusterSpec, so the
+// spec's admission rules are not evaluated again on every status write.
+type TargetSpec struct {
+	// configRef is spec.configRef when bootstrap started.
+	// +kubebuilder:validation:MaxLength=253
+	ConfigRef string `json:"configRef"`
+	// shards is the number of shards the bootstrap forms.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Shards int32 `json:"shards"`
+	// replicasPerShard is the replicas of each primary the bootstrap forms.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=999
+	ReplicasPerShard int32 `json:"replicasPerShard"`
 }
 
 // FailoverStatus is one failover the operator issued: on which replica, for which lost primary,

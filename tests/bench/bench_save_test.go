@@ -24,8 +24,8 @@ import (
 // 60 s under writes. A 1×1 cluster is filled with 256 MB (4096 values of 64 KiB), the harness
 // writer runs, and a probe times one SET at a time on the primary: 20 s without a snapshot, then
 // 20 s with a BGSAVE started every 5 s. Reported per phase: the SET latency p50, p99 and max
-// (ms), and for the snapshots the fork's pause (latest_fork_usec, the longest seen) and the
-// memory copied on write (rdb_last_cow_size). Reported, never asserted.
+// (ms), and for the snapshots the fork's pause (INFO stats latest_fork_usec, the longest seen)
+// and the memory copied on write (INFO persistence rdb_last_cow_size). Reported, never asserted.
 // Report: go test -run '^$' -bench SaveOnEmptyDir -benchtime 1x ./tests/bench/
 func BenchmarkSaveOnEmptyDir(b *testing.B) {
 	for range b.N {
@@ -60,6 +60,9 @@ func BenchmarkSaveOnEmptyDir(b *testing.B) {
 			}
 		}
 		harness.WaitReady(b, vc, 1, 1, nil, harness.FormTimeout) // the replica caught up
+		if info, err := c.Do(ctx, c.B().Info().Section("memory").Build()).ToString(); err == nil {
+			b.Logf("%s: used_memory %d MB after the fill", ns, infoField(info, "used_memory")>>20)
+		}
 		w, opts := harness.StartClusterWriter(b, vc)
 
 		probe := func(d time.Duration, snapshot bool) (lat []time.Duration, forkUsec, cow int64, saves int) {
@@ -77,7 +80,7 @@ func BenchmarkSaveOnEmptyDir(b *testing.B) {
 				}
 				lat = append(lat, time.Since(start))
 				if snapshot && i%100 == 0 {
-					if info, err := c.Do(ctx, c.B().Info().Section("persistence").Build()).ToString(); err == nil {
+					if info, err := c.Do(ctx, c.B().Info().Section("persistence", "stats").Build()).ToString(); err == nil {
 						f := infoField(info, "latest_fork_usec")
 						forkUsec = max(forkUsec, f)
 						cow = max(cow, infoField(info, "rdb_last_cow_size"))
