@@ -184,14 +184,15 @@ type grant struct{ group, resource, verbs string }
 // and watch only, for their zones (the spread of a cluster over zones). No deletion of Pods, Services, ConfigMaps or Secrets, nor of its users' kinds (owner references and the garbage collector remove them; the kinds it deletes
 // are its own ValkeyNode, whose pod and ConfigMap go with it, and the PodDisruptionBudget of a
 // removed shard), no Deployments or StatefulSets. Pods: patch, for spec.podAnnotations only.
-// Namespaces: get only, to leave alone the clusters of a namespace being deleted.
+// Namespaces: get only, to leave alone the clusters of a namespace being deleted. Services: patch,
+// for a Service an earlier version made, brought to the original's ports and selector.
 var wantGrants = []grant{
 	{"", "configmaps", "create,get,list,update,watch"},
 	{"", "namespaces", "get"},
 	{"", "nodes", "list,watch"},
 	{"", "pods", "create,get,list,patch,watch"},
 	{"", "secrets", "create,get,list,update,watch"},
-	{"", "services", "create,get,list,watch"},
+	{"", "services", "create,get,list,patch,watch"},
 	{"authentication.k8s.io", "tokenreviews", "create"},
 	{"authorization.k8s.io", "subjectaccessreviews", "create"},
 	{"events.k8s.io", "events", "create,patch"},
