@@ -198,7 +198,7 @@ func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file
 	if err != nil || !ok {
 		return "", creds, false, err
 	}
-	pw := string(cred.Data[resources.OperatorPasswordKey])
+	pw := resources.OperatorPassword(cred.Data)
 	file = string(secret.Data[resources.ACLFileName])
 	if pw == "" || file == "" {
 		return "", creds, false, nil

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/resources"
 )
@@ -139,9 +138,6 @@ func resolveRoles(ctx context.Context, c client.Reader, bindings []v1.ACLBinding
 					return nil, &SpecProblem{Reason: fmt.Sprintf(msgRoleNotFound, p.RoleRef, b.Username)}
 				}
 				return nil, fmt.Errorf("get ValkeyRole %s: %w", p.RoleRef, err)
-			}
-			if problem := acl.CheckCommands(p.RoleRef, role.Spec); problem != "" {
-				return nil, &SpecProblem{Reason: problem}
 			}
 			roles[p.RoleRef] = role.Spec
 		}

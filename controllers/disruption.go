@@ -40,6 +40,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -111,6 +112,8 @@ func budgetView(vc *v1.ValkeyCluster, shard int, b *policyv1.PodDisruptionBudget
 // created meanwhile is checked to be the cluster's (checkBudget) and left to the next pass.
 func (r *ValkeyClusterReconciler) setBudget(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, obs *observation, a plan.SetBudget) error {
 	want := resources.BuildDisruptionBudget(vc, a.Shard, int32(a.Joining))
+	// The replicas the pass works toward: a bootstrap's target, not an edit waiting for it.
+	want.Spec.MinAvailable = ptr.To(intstr.FromInt32(int32(obs.snapshot.ReplicasPerShard + a.Joining)))
 	if a.Create {
 		err := r.Create(ctx, want)
 		switch {

@@ -113,14 +113,14 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
 				if err = c.Failover(ctx, valkey.FailoverTakeover); err == nil {
-					log.Info(logging.MsgNoQuorumTakeover, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+					log.Info(failoverMessage(a), logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
 				}
 			}
 		case plan.FailoverForce:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
 				if err = c.Failover(ctx, valkey.FailoverForce); err == nil {
-					log.Info(logging.MsgPrimaryGonePromoting, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+					log.Info(failoverMessage(a), logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
 				}
 			}
 		case plan.Failover:
@@ -141,17 +141,11 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					}
 				}
 				if err == nil && !unrecorded {
-					msg := logging.MsgPrimaryLeavingHandover
 					fields := []zap.Field{logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard)}
-					switch {
-					case a.Roll:
-						msg = logging.MsgFailoverForUpgrade
-					case a.Realign:
-						msg = logging.MsgRealigningShard
-					case a.Spread:
-						msg, fields = logging.MsgSpreadingPrimaries, append(fields, zap.String(logging.FieldZone, a.Zone))
+					if a.Spread {
+						fields = append(fields, zap.String(logging.FieldZone, a.Zone))
 					}
-					log.Info(msg, fields...)
+					log.Info(failoverMessage(a), fields...)
 				}
 			}
 		case plan.Forget:
@@ -328,6 +322,7 @@ func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyClu
 func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.ValkeyCluster, state fsm.State, problem string, obs *observation, pl plan.Plan) (health, error) {
 	now := time.Now()
 	st, h := buildStatus(&vc.Status, vc.Generation, state, problem, obs.snapshot, pl, now)
+	setTargetSpec(st, vc, state)
 	if obs.tls != nil {
 		setExpiryCondition(st, vc, obs.tls, now)
 	}
@@ -337,7 +332,12 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	if equalStatus(&vc.Status, st) {
 		return h, nil
 	}
-	patch := client.MergeFrom(vc.DeepCopy())
+	base := vc.DeepCopy()
+	// status.nodes is always in the patch: a status an older operator wrote holds objects there,
+	// which decode to the same names (v1.NodeNames) and would leave the stored objects in place,
+	// where an API server without validation ratcheting (before 1.30) refuses the whole write.
+	base.Status.Nodes = v1.NodeNames{""}
+	patch := client.MergeFrom(base)
 	vc.Status = *st
 	if err := r.Status().Patch(ctx, vc, patch); err != nil {
 		return h, fmt.Errorf("patch status: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/slot"
@@ -132,20 +133,13 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 	switch a := a.(type) {
 	case plan.Failover:
 		r.Metrics.Failover(ns, name, metrics.KindGraceful)
-		why := "its pod is being deleted"
-		switch {
-		case a.Roll:
-			why = "rolling upgrade"
-		case a.Realign:
-			why = "the shard's slots were served by a node of another shard"
-		}
-		recordEvent(r.Events, vc, false, EventFailover, "Failover", "shard %d: graceful failover to %s (%s)", a.Shard, a.Pod, why)
+		recordEvent(r.Events, vc, false, EventFailover, "Failover", "%s", failoverNote(a))
 	case plan.FailoverForce:
 		r.Metrics.Failover(ns, name, metrics.KindForced)
-		recordEvent(r.Events, vc, true, EventFailover, "Failover", "shard %d: primary pod gone, forced failover to synced replica %s", a.Shard, a.Pod)
+		recordEvent(r.Events, vc, true, EventFailover, "Failover", "%s", failoverNote(a))
 	case plan.Takeover:
 		r.Metrics.Failover(ns, name, metrics.KindTakeover)
-		recordEvent(r.Events, vc, true, EventTakeover, "Takeover", "shard %d: no quorum, replica %s took over", a.Shard, a.Pod)
+		recordEvent(r.Events, vc, true, EventTakeover, "Takeover", "%s", failoverNote(a))
 	case plan.AddSlots:
 		if a.Lost {
 			r.Metrics.ShardLost(ns, name, a.Shard)
@@ -160,4 +154,52 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 		plan.SettleMove, plan.AnnotatePod:
 		// Nothing to count or say: slot moves are counted as they land (mover.Tally).
 	}
+}
+
+// failoverMessage is the log message of a failover the operator issues (the catalogue's line for
+// its kind): the one source of its words, which its Event repeats (failoverNote). "" for an action
+// that is not a failover.
+func failoverMessage(a plan.Action) string {
+	if f, ok := a.(plan.Failover); ok {
+		switch {
+		case f.Roll:
+			return logging.MsgFailoverForUpgrade
+		case f.Realign:
+			return logging.MsgRealigningShard
+		case f.Spread:
+			return logging.MsgSpreadingPrimaries
+		}
+		return logging.MsgPrimaryLeavingHandover
+	}
+	if _, ok := a.(plan.FailoverForce); ok {
+		return logging.MsgPrimaryGonePromoting
+	}
+	if _, ok := a.(plan.Takeover); ok {
+		return logging.MsgNoQuorumTakeover
+	}
+	return ""
+}
+
+// failoverNote is the Event of a failover: its shard, its log message and the fields of its log
+// line (the replica promoted, the zone a spread leaves).
+func failoverNote(a plan.Action) string {
+	var shard int
+	var pod, zone string
+	if f, ok := a.(plan.Failover); ok {
+		shard, pod = f.Shard, f.Pod
+		if f.Spread {
+			zone = f.Zone
+		}
+	}
+	if f, ok := a.(plan.FailoverForce); ok {
+		shard, pod = f.Shard, f.Pod
+	}
+	if f, ok := a.(plan.Takeover); ok {
+		shard, pod = f.Shard, f.Pod
+	}
+	note := fmt.Sprintf("shard %d: %s (pod %s", shard, failoverMessage(a), pod)
+	if zone != "" {
+		note += ", leaving zone " + zone
+	}
+	return note + ")"
 }

@@ -86,11 +86,15 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	}
 	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}, addrs: podAddrs(list.Items), vc: vc}
 	creds = withTLS(vc, creds, creds.TLS, o.addrs)
+	topology := topologyOf(&vc.Spec)
+	if t := bootstrapTarget(vc); t != nil {
+		topology = t // edits of the topology wait until the cluster is formed (targetspec.go)
+	}
 	o.snapshot = fsm.Snapshot{
 		State:            vc.Status.State,
 		SpecProblem:      problem,
-		Shards:           int(vc.Spec.Shards),
-		ReplicasPerShard: int(vc.Spec.ReplicasPerShard),
+		Shards:           int(topology.Shards),
+		ReplicasPerShard: int(topology.ReplicasPerShard),
 		SpecHash:         specHash,
 		Hostnames:        vc.Spec.TLS != nil,
 		Failover:         failoverIntent(vc.Status.Failover),
@@ -103,7 +107,11 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		o.snapshot.FormedAt = f.Time
 	}
 	lastIDs := map[string]string{}
-	for _, ns := range vc.Status.Nodes {
+	for _, name := range vc.Status.Nodes {
+		// Names only: the first status an operator before nodeDetails wrote, read as names.
+		lastIDs[name] = ""
+	}
+	for _, ns := range vc.Status.NodeDetails {
 		lastIDs[ns.Pod] = ns.NodeID
 	}
 	var addrs []string
@@ -241,6 +249,7 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.ReplOffset, _ = v.ReplicationOffset()
 	n.SyncInProgress = v.Replication["master_sync_in_progress"] == "1"
 	n.Version = v.Version
+	n.VolatileItemKeys = v.VolatileItemKeys()
 	n.Config = v.Config
 	// Only a refusal (NOPERM, an unknown command) is the node's to report: a CONFIG GET that
 	// timed out on a busy node that answered the rest leaves its settings unchecked for this pass

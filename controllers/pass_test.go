@@ -1,9 +1,14 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
-
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +119,7 @@ func TestCredentialNotRegeneratedUnderPods(t *testing.T) {
 	}
 	warns := logs.FilterMessage(logging.MsgCredentialMissing).All()
 	if len(warns) != 1 || warns[0].Level != zap.WarnLevel ||
-		warns[0].ContextMap()[logging.FieldSecret] != "vc-operator-auth" || warns[0].ContextMap()[logging.FieldKey] != "password" {
+		warns[0].ContextMap()[logging.FieldSecret] != "vc-operator-auth" || warns[0].ContextMap()[logging.FieldKey] != resources.OperatorPasswordKey {
 		t.Fatalf("log lines: %+v", logs.All())
 	}
 	vc := vcFor(t, c)
@@ -139,8 +144,47 @@ func TestCredentialGeneratedForNewCluster(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "vc-operator-auth"}, &s); err != nil || len(s.Data[resources.OperatorPasswordKey]) == 0 {
 		t.Fatalf("no credential generated for a new cluster: %v", err)
 	}
+	// The original's keys and lengths (security/index.md), nothing more.
+	if len(s.Data) != 2 {
+		t.Errorf("credential keys %v, want operator-password and repl-password", slices.Collect(maps.Keys(s.Data)))
+	}
+	for _, k := range []string{"operator-password", "repl-password"} {
+		if v := string(s.Data[k]); !regexp.MustCompile(`^[0-9a-f]{128}$`).MatchString(v) {
+			t.Errorf("%s is %d characters, want 128 hex", k, len(v))
+		}
+	}
 	if n := podCount(t, c); n != 1 {
 		t.Fatalf("%d pods created, want 1", n)
+	}
+}
+
+// A credential Secret an older operator made (keys password, repl-password, migrate-password,
+// 64 hex) is used as it is: not rewritten, its passwords the ones the nodes' ACL holds.
+func TestOlderCredentialKeptAsIs(t *testing.T) {
+	f := newPassFixture().withPod("vc-aaaaa", "10.0.0.1")
+	older := map[string][]byte{"password": []byte(strings.Repeat("a", 64)), "repl-password": []byte(strings.Repeat("b", 64)), "migrate-password": []byte(strings.Repeat("c", 64))}
+	f.objects = append(f.objects, &corev1.Secret{ObjectMeta: resources.ObjectMeta(f.vc, resources.CredentialSecretName(f.vc)), Data: older})
+	r, c := f.build(t)
+	if _, logs, err := reconcileOnce(t, r); err != nil || logs.FilterMessage(logging.MsgCredentialMissing).Len() != 0 {
+		t.Fatalf("%v, %+v", err, logs.All())
+	}
+	var s corev1.Secret
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "vc-operator-auth"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.EqualFunc(s.Data, older, bytes.Equal) {
+		t.Errorf("the older Secret was rewritten: keys %v", slices.Collect(maps.Keys(s.Data)))
+	}
+	var aclSecret corev1.Secret
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "vc-acl"}, &aclSecret); err != nil {
+		t.Fatal(err)
+	}
+	file := string(aclSecret.Data[resources.ACLFileName])
+	for user, pw := range map[string]string{"_momento_operator": "password", "_momento_repl": "repl-password", "_momento_migrate": "migrate-password"} {
+		sum := sha256.Sum256(older[pw])
+		if !strings.Contains(file, "user "+user+" ") || !strings.Contains(file, "#"+hex.EncodeToString(sum[:])) {
+			t.Errorf("the ACL file does not give %s the hash of %s", user, pw)
+		}
 	}
 }
 

@@ -33,7 +33,7 @@ import (
 var observeCommands = []string{
 	"CLUSTER NODES",
 	"CLUSTER INFO",
-	"INFO server replication memory clients stats",
+	"INFO server replication memory clients stats keyspace",
 	"CONFIG GET hz latency-monitor-threshold lazyfree-lazy-eviction lazyfree-lazy-expire maxclients maxmemory maxmemory-policy maxmemory-samples slowlog-log-slower-than slowlog-max-len timeout",
 }
 

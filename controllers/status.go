@@ -132,7 +132,7 @@ func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, probl
 	// The intent of a failover is written before it is issued, so a restarted operator does
 	// not issue a second one.
 	st.Failover = failoverStatus(plan.NextFailover(s, pl))
-	st.Nodes = nil
+	st.Nodes, st.NodeDetails = nil, nil
 	st.ReadyNodes = 0
 	shards := map[int]bool{}
 	for _, p := range s.LivePods() {
@@ -152,7 +152,8 @@ func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, probl
 		if ns.Ready {
 			st.ReadyNodes++
 		}
-		st.Nodes = append(st.Nodes, ns)
+		st.Nodes = append(st.Nodes, ns.Pod)
+		st.NodeDetails = append(st.NodeDetails, ns)
 	}
 	st.Shards = int32(len(shards))
 

@@ -203,7 +203,7 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		addrs[i] = t.Addr
 	}
 	results := fanout.Each(ctx, targets, func(ctx context.Context, t fanout.Target) nodeTLS {
-		return r.reloadNode(ctx, req.String(), t.Pod.Name, t.Addr, creds, tm.Fingerprint(), tick)
+		return r.reloadNode(ctx, req.String(), t.Pod.Name, t.Addr, resources.TLSFileParams(t.Pod), creds, tm.Fingerprint(), tick)
 	})
 	r.conns.Retain(req.String(), addrs)
 
@@ -226,7 +226,7 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 }
 
 // reloadNode makes one node serve the certificate whose fingerprint is want (rules 2 and 3).
-func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr string, creds valkey.Credentials, want string, always bool) nodeTLS {
+func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr string, files map[string]string, creds valkey.Credentials, want string, always bool) nodeTLS {
 	n := nodeTLS{pod: pod}
 	before, err := servedFingerprint(ctx, r.conns.Dial, addr, creds.ServerName(addr))
 	if err != nil {
@@ -241,11 +241,11 @@ func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr strin
 		n.err = err
 		return n
 	}
-	n.err = c.ConfigSet(ctx, tlsFileParams())
+	n.err = c.ConfigSet(ctx, files)
 	if n.err != nil && valkey.ClosedByNode(n.err) && ctx.Err() == nil {
 		// The pooled connection was closed by the node while idle (see ACLReconciler.loadNode).
 		rctx, cancel := context.WithTimeout(ctx, valkey.RedialWithin)
-		n.err = c.ConfigSet(rctx, tlsFileParams())
+		n.err = c.ConfigSet(rctx, files)
 		cancel()
 	}
 	if n.err != nil {
@@ -259,15 +259,6 @@ func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr strin
 	n.behind = after != want
 	n.reloaded = !n.behind && before != want
 	return n
-}
-
-// tlsFileParams points a node at its mounted certificate files, which makes it re-read them.
-func tlsFileParams() map[string]string {
-	return map[string]string{
-		"tls-cert-file":    resources.TLSMountPath + "/" + tlsmaterial.CertKey,
-		"tls-key-file":     resources.TLSMountPath + "/" + tlsmaterial.KeyKey,
-		"tls-ca-cert-file": resources.TLSMountPath + "/" + tlsmaterial.CAKey,
-	}
 }
 
 // servedFingerprint is the fingerprint of the certificate the node at addr serves to a new
@@ -312,7 +303,7 @@ func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (
 	if err != nil || !ok {
 		return valkey.Credentials{}, false, err
 	}
-	pw := string(s.Data[resources.OperatorPasswordKey])
+	pw := resources.OperatorPassword(s.Data)
 	return valkey.Credentials{Username: acl.OperatorUser, Password: pw}, pw != "", nil
 }
 

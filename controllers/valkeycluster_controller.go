@@ -96,6 +96,8 @@ type ValkeyClusterReconciler struct {
 	holds heldChanges
 	// versions is the version of each cluster its last pass ended with (versions.go).
 	versions clusterVersions
+	// names is what each node knows of the categories and commands roles name (rolenames.go).
+	names knownNames
 	// looks keeps each Ready cluster's last quiet pass, and changes says when a watch last
 	// enqueued a cluster (look.go; nil, as in unit tests, makes every pass a full one).
 	looks   quietLooks
@@ -123,7 +125,8 @@ type ValkeyClusterReconciler struct {
 // (status only, by merge patch); of a ValkeyNode it writes only spec.lifecycle (and the
 // join-type label), and it deletes ValkeyNodes, never what owner references delete (their pods
 // and ConfigMaps, the cluster's Service and Secrets). It creates per-node ConfigMaps once,
-// updates only the Secrets it renders, competes for one Lease (get / create / update, in its own
+// updates only the Secrets it renders, patches a Service an older operator created to the
+// original's port names and selector, competes for one Lease (get / create / update, in its own
 // namespace only: a Role, not the ClusterRole; the chart binds it in the release namespace), and gets
 // a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
 // namespace informer). It keeps one PodDisruptionBudget per shard (list / watch; create, patch
@@ -138,7 +141,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=valkey-operator
@@ -230,6 +233,15 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	creds, migrate = withTLS(&vc, creds, creds.TLS, obs.addrs), withTLS(&vc, migrate, migrate.TLS, obs.addrs)
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
+	if problem == "" {
+		// A category or command a node does not know (rolenames.go): Invalid, before the ACL
+		// Secret is rendered with it.
+		if problem = r.roleNamesProblem(ctx, &vc, users, obs, creds); problem != "" {
+			obs.snapshot.SpecProblem = problem
+		} else if problem = downgradeProblem(rc.Image.Version, obs.snapshot); problem != "" {
+			obs.snapshot.SpecProblem = problem // downgrade.go
+		}
+	}
 	obs.snapshot.AtomicMoves = rc != nil && version.Parse(rc.Image.Version).AtomicSlotMigration()
 	if desired != nil {
 		// A live settings change that evicts keys waits for a confirmation: the pass builds from
@@ -452,6 +464,15 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 		}
 	case err != nil:
 		return sys, creds, migrate, fmt.Errorf("get service: %w", err)
+	case resources.ServiceBehind(vc, &svc):
+		// Created by an operator before the original's port names and selector: brought up to
+		// date in place (the pods carry both labels, so its endpoints stay the same).
+		log.Info(logging.MsgUpdatingService)
+		before := svc.DeepCopy()
+		resources.UpdateService(vc, &svc)
+		if err := r.Patch(ctx, &svc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return sys, creds, migrate, fmt.Errorf("update service: %w", err)
+		}
 	}
 	return sys, creds, migrate, nil
 }
@@ -474,6 +495,7 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.live.forget(key)
 	r.holds.forget(key)
 	r.versions.forget(key)
+	r.names.forget(key)
 	r.Guard.Forget(key)
 	if ns, name, ok := strings.Cut(key, "/"); ok {
 		r.Metrics.Forget(ns, name)
@@ -536,7 +558,7 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 		}
 	}
 	r.foreign.drop(clusterKey(vc), objectRef{"Secret", s.Name})
-	pw := string(s.Data[resources.OperatorPasswordKey])
+	pw := resources.OperatorPassword(s.Data)
 	if pw == "" {
 		return acl.SystemUsers{}, fmt.Errorf("credential secret %s has no key %q", s.Name, resources.OperatorPasswordKey)
 	}
@@ -550,18 +572,9 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", resources.ReplPasswordKey, err)
 		}
 	}
-	migrate := string(s.Data[resources.MigratePasswordKey])
-	if migrate == "" {
-		// The Secret predates the migration user: no node uses its password yet, so a new one
-		// is safe; the ACL controller gives it to every node.
-		if migrate, err = resources.NewPassword(); err != nil {
-			return acl.SystemUsers{}, err
-		}
-		s.Data[resources.MigratePasswordKey] = []byte(migrate)
-		if err := r.Update(ctx, &s); err != nil {
-			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", resources.MigratePasswordKey, err)
-		}
-	}
+	// The migration user's password: a Secret from before it existed derives one as new
+	// clusters do, which no node uses yet; the ACL controller gives it to every node.
+	migrate := resources.MigratePassword(s.Data)
 	return acl.SystemUsers{OperatorPassword: pw, ReplPassword: repl, MigratePassword: migrate}, nil
 }
 

@@ -67,7 +67,7 @@ func nodeRef(vn *v1.ValkeyNode) metav1.OwnerReference {
 // cluster's ValkeyNodes is not the cluster's, whatever its labels: it is never asked anything.
 func TestObserveJoinsNodesAndPods(t *testing.T) {
 	vc := newTestCluster()
-	vc.Status.Nodes = []v1.NodeStatus{{Pod: "my-cluster-ccccc"}}
+	vc.Status.NodeDetails = []v1.NodeStatus{{Pod: "my-cluster-ccccc"}}
 	joining := testNode(vc, "my-cluster-aaaaa", 0, v1.LifecycleJoining)
 	lost := testNode(vc, "my-cluster-bbbbb", 1, v1.LifecycleActive)
 	gone := testNode(vc, "my-cluster-ccccc", 0, v1.LifecycleActive) // never stored

@@ -159,7 +159,7 @@ type Pod struct {
 	Exited bool
 	// Node is the Valkey view of the node in this pod; nil when it was not queried (no IP).
 	Node *Node
-	// LastNodeID is the node id the previous status recorded for this pod (status.nodes), ""
+	// LastNodeID is the node id the previous status recorded for this pod (status.nodeDetails), ""
 	// when none. A pod whose node does not answer now still owns that id: unknown is not absent.
 	LastNodeID string
 	// Lifecycle is the spec.lifecycle of the pod's ValkeyNode (Joining, Active, Leaving). A
@@ -252,6 +252,9 @@ type Node struct {
 	Migrating, Importing map[int]string
 	// Version is the node's valkey_version (INFO server); "" when unknown.
 	Version string
+	// VolatileItemKeys counts the node's keys with expiring hash fields (Valkey 9, INFO
+	// keyspace), which a Valkey 8 node cannot take (controllers/downgrade.go).
+	VolatileItemKeys int64
 	// Config is the node's live settings (CONFIG GET of liveconf.Keys), nil when unknown.
 	Config map[string]string
 	// ConfigErr is why Config could not be read (the node answered everything else: an ACL
@@ -601,7 +604,7 @@ func (s Snapshot) SettingsUnread() []Pod {
 // NodeReady reports whether p's node holds its place in the cluster, as far as the last
 // observation tells: its pod runs, its node answered, and it is a primary serving slots or a
 // replica whose link to its primary is up. Pods have no readiness probe (liveness only), so this,
-// not the pod's Ready condition, is what status.nodes[].ready and readyNodes report.
+// not the pod's Ready condition, is what status.nodeDetails[].ready and readyNodes report.
 func NodeReady(p Pod) bool {
 	n := p.Node
 	if p.Deleting || p.Phase != PodRunning || n == nil || !n.Reachable || n.ID == "" {

@@ -229,6 +229,10 @@ const (
 	// keys added or changed, comma-separated). spec.podAnnotations brought onto a live pod in
 	// place.
 	MsgPatchingPodAnnotations = "patching pod annotations"
+	// MsgUpdatingService (INFO, TargetCluster): cluster_name. Ours: a Service an older operator
+	// created (ports client / bus, selector valkey.gomomento.com/cluster) brought in place to the
+	// original's port names and selector; no pod is touched.
+	MsgUpdatingService = "updating headless Service ports and selector"
 	// MsgApplyingSettingsLive (INFO, TargetCluster): cluster_name, pod, settings (the names of
 	// the settings set, comma-separated). Ours: a ValkeyConfig change of settings Valkey takes
 	// at run time (package liveconf) is applied with CONFIG SET on every node, no pod replaced.
@@ -364,6 +368,7 @@ var Catalogue = []Entry{
 	{MsgUpdatingNetworkPolicy, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
 	{MsgDeletingNetworkPolicy, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
 	{MsgPatchingPodAnnotations, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldKeys}},
+	{MsgUpdatingService, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
 	{MsgApplyingSettingsLive, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSettings}},
 	{MsgSettingsHeld, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldSettings, FieldWant}},
 	{MsgSettingDrifted, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSetting, FieldValue, FieldWant}},

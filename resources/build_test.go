@@ -319,6 +319,45 @@ func TestSpecHash(t *testing.T) {
 	}
 }
 
+// The operator upgrade that moved the node's files to the original's paths (/var/lib/valkey,
+// /etc/valkey/acl, /etc/valkey/tls) replaces no pod: a node recorded by the operator before it
+// (testdata/valkeynode-before-paths.yaml, the golden file of commit c1ef0e5, /data and
+// /etc/valkey-secret) hashes as a node built now, plain and with TLS; any other change still
+// outdates it.
+func TestSpecHashIgnoresOlderPaths(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "valkeynode-before-paths.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var older v1.ValkeyNode
+	if err := yaml.Unmarshal(data, &older); err != nil {
+		t.Fatal(err)
+	}
+	vc, rc := newTestCluster(), newResolved()
+	now := newTestNode(vc, rc)
+	if older.Spec.ValkeySettings["dir"] == now.Spec.ValkeySettings["dir"] || now.Spec.ValkeySettings["dir"] != "/var/lib/valkey" {
+		t.Fatalf("dir %q before, %q now", older.Spec.ValkeySettings["dir"], now.Spec.ValkeySettings["dir"])
+	}
+	if NodeSpecHash(&older.Spec) != desiredSpecHash(vc, rc) {
+		t.Error("a node an older operator recorded, with its paths, is outdated: the upgrade would roll every pod")
+	}
+	tlsOlder := older.DeepCopy()
+	tlsOlder.Spec.TLSSecret = "vc-tls"
+	for k, f := range map[string]string{"tls-cert-file": "tls.crt", "tls-key-file": "tls.key", "tls-ca-cert-file": "ca.crt"} {
+		tlsOlder.Spec.ValkeySettings[k] = "/etc/valkey-tls/" + f
+	}
+	tlsNow := newTestNode(vc, rc)
+	tlsNow.Spec.TLSSecret = "vc-tls"
+	maps.Copy(tlsNow.Spec.ValkeySettings, map[string]string{"tls-cert-file": TLSMountPath + "/tls.crt", "tls-key-file": TLSMountPath + "/tls.key", "tls-ca-cert-file": TLSMountPath + "/ca.crt"})
+	if NodeSpecHash(&tlsOlder.Spec) != NodeSpecHash(&tlsNow.Spec) {
+		t.Error("a TLS node with the older paths is outdated")
+	}
+	older.Spec.ValkeySettings["databases"] = "4"
+	if NodeSpecHash(&older.Spec) == desiredSpecHash(vc, rc) {
+		t.Error("a setting changed on an older node did not outdate it")
+	}
+}
+
 // A TLS cluster's nodes mount the Secret tls.secretRef names: pointing it at another Secret
 // replaces them (a pod's volumes cannot change), while the same Secret rotated in place does
 // not touch the spec.

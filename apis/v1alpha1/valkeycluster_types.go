@@ -332,11 +332,16 @@ type ValkeyClusterStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=2147483647
 	ReadyNodes int32 `json:"readyNodes"`
-	// nodes are the cluster's pods with their shard, role and node id, by pod name.
+	// nodes are the names of the cluster's pods, as in the original's schema (an array of
+	// strings, which the original reserves and leaves empty). nodeDetails says more of each.
+	// +optional
+	Nodes NodeNames `json:"nodes,omitempty"`
+	// nodeDetails are the cluster's pods with their shard, role, node id and readiness, by pod
+	// name.
 	// +optional
 	// +listType=map
 	// +listMapKey=pod
-	Nodes []NodeStatus `json:"nodes,omitempty"`
+	NodeDetails []NodeStatus `json:"nodeDetails,omitempty"`
 	// conditions, each with its observedGeneration: Ready (every desired node exists and runs
 	// the current pod spec, every replica is synced and every slot is served), Progressing (the
 	// operator is working toward Ready), Degraded (a cluster formed once that is not Ready, or
@@ -357,11 +362,37 @@ type ValkeyClusterStatus struct {
 	// it Active or Upgrading.
 	// +optional
 	FormedAt *metav1.Time `json:"formedAt,omitempty"`
+	// targetSpec is the topology a cluster not yet formed bootstraps toward, as in the
+	// original: configRef, shards and replicasPerShard, copied from spec when bootstrap starts
+	// (Bootstrapping) and cleared when the cluster is first Active. An edit of spec.shards or
+	// spec.replicasPerShard meanwhile waits, and is carried out once the cluster is Active.
+	// Every other field is read live from spec and not copied here (spec.acl's password hashes
+	// stay out of status).
+	// +optional
+	TargetSpec *TargetSpec `json:"targetSpec,omitempty"`
 	// failover is the failover the operator issued and waits for, written before it is issued
 	// so that neither the next pass nor a restarted operator issues a second one for the same
 	// shard; cleared once no node follows the lost primary any more.
 	// +optional
 	Failover *FailoverStatus `json:"failover,omitempty"`
+}
+
+// TargetSpec is status.targetSpec: the part of ValkeyClusterSpec a bootstrap takes from its
+// snapshot, under the spec's own field names, so that a client of the original's schema (where
+// targetSpec has the spec's shape) decodes it. It is its own type, not ValkeyClusterSpec, so the
+// spec's admission rules are not evaluated again on every status write.
+type TargetSpec struct {
+	// configRef is spec.configRef when bootstrap started.
+	// +kubebuilder:validation:MaxLength=253
+	ConfigRef string `json:"configRef"`
+	// shards is the number of shards the bootstrap forms.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Shards int32 `json:"shards"`
+	// replicasPerShard is the replicas of each primary the bootstrap forms.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=999
+	ReplicasPerShard int32 `json:"replicasPerShard"`
 }
 
 // FailoverStatus is one failover the operator issued: on which replica, for which lost primary,

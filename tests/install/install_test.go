@@ -186,14 +186,15 @@ type grant struct{ group, resource, verbs string }
 // removed shard, and the cluster's NetworkPolicy once turned off), no Deployments or
 // StatefulSets. Pods: patch, for spec.podAnnotations only. NetworkPolicies: get by name when the
 // cache has none (one without the cluster label is still found), patch back to as built.
-// Namespaces: get only, to leave alone the clusters of a namespace being deleted.
+// Namespaces: get only, to leave alone the clusters of a namespace being deleted. Services: patch,
+// for a Service an earlier version made, brought to the original's ports and selector.
 var wantGrants = []grant{
 	{"", "configmaps", "create,get,list,update,watch"},
 	{"", "namespaces", "get"},
 	{"", "nodes", "list,watch"},
 	{"", "pods", "create,get,list,patch,watch"},
 	{"", "secrets", "create,get,list,update,watch"},
-	{"", "services", "create,get,list,watch"},
+	{"", "services", "create,get,list,patch,watch"},
 	{"authentication.k8s.io", "tokenreviews", "create"},
 	{"authorization.k8s.io", "subjectaccessreviews", "create"},
 	{"events.k8s.io", "events", "create,patch"},

@@ -42,6 +42,8 @@ var rareCalls = map[string]string{
 	// checkCollision (controllers/creates.go): the name of a node's ConfigMap or pod was taken.
 	"get configmaps": "a node's {node}-config ConfigMap already exists (createNode, checkCollision)",
 	"get pods":       "a node's pod already exists (createNode, checkCollision)",
+	// ensureObjects (controllers/valkeycluster_controller.go): a Service an older operator made.
+	"patch services": "a Service created by an operator before the original's port names and selector (ensureObjects)",
 	// client-go's events broadcaster: the same Event again within 6 minutes becomes a series.
 	"patch events.events.k8s.io": "an Event repeated within 6 minutes (client-go's events broadcaster patches its series)",
 }

@@ -215,7 +215,7 @@ func checkRefusedLiveValue(t *testing.T, vc *v1.ValkeyCluster, uids map[string]t
 	}
 }
 
-// primaryPods are the names of the pods whose node serves slots, sorted (status.nodes).
+// primaryPods are the names of the pods whose node serves slots, sorted (status.nodeDetails).
 func primaryPods(t *testing.T, vc *v1.ValkeyCluster) []string {
 	t.Helper()
 	var out []string

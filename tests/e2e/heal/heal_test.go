@@ -63,7 +63,7 @@ func TestSoleNodeShardIsServedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var shard int32 = -1
-	for _, n := range vc.Status.Nodes {
+	for _, n := range vc.Status.NodeDetails {
 		if n.Pod == victim {
 			shard = n.Shard
 		}
@@ -172,7 +172,7 @@ func TestLostShardIsServedAgain(t *testing.T) {
 	harness.VerifyValkey(t, vc, 3, 1)
 	var shard int32 = -1
 	var victims []string
-	for _, n := range vc.Status.Nodes {
+	for _, n := range vc.Status.NodeDetails {
 		if shard == -1 || n.Shard == shard {
 			shard = n.Shard
 			victims = append(victims, n.Pod)
@@ -332,7 +332,7 @@ func TestStatusWipedShardLost(t *testing.T) {
 	harness.Op.Kill(syscall.SIGKILL)
 	cur := harness.CurrentCluster(t, vc)
 	exclude := map[string]bool{}
-	for _, n := range cur.Status.Nodes {
+	for _, n := range cur.Status.NodeDetails {
 		if n.Shard == lost {
 			exclude[n.Pod] = true
 		}
