@@ -43,7 +43,7 @@ func PassMark(t *testing.T, vc *v1.ValkeyCluster) func(n int) {
 
 // clusterPasses reads valkey_cluster_reconcile_passes_total of vc from the operator's metrics
 // endpoint (0 before its first pass).
-func clusterPasses(t *testing.T, vc *v1.ValkeyCluster) float64 {
+func clusterPasses(t testing.TB, vc *v1.ValkeyCluster) float64 {
 	t.Helper()
 	readerTokenOnce.Do(func() { readerToken = MetricsToken(t) })
 	var body []byte
@@ -78,7 +78,7 @@ func clusterPasses(t *testing.T, vc *v1.ValkeyCluster) float64 {
 // half second until to, and returns the time between consecutive passes seen from from on, the
 // last one being from the last pass to to (a pass overdue counts). It samples on purpose, at its
 // own interval: the gaps are what it measures. An operator restarted meanwhile fails the test.
-func PassGaps(t *testing.T, vc *v1.ValkeyCluster, from, to time.Time) []time.Duration {
+func PassGaps(t testing.TB, vc *v1.ValkeyCluster, from, to time.Time) []time.Duration {
 	t.Helper()
 	addr := Op.MetricsAddr
 	count := clusterPasses(t, vc)
