@@ -86,6 +86,8 @@ type ACLReconciler struct {
 	// Guard, shared with the cluster controller, keeps the ACL off a cluster while a disruptive
 	// step of the cluster controller is in flight on it (nil: never held).
 	Guard *fanout.Guard
+	// PassBudget bounds one pass; zero means DefaultPassBudget.
+	PassBudget time.Duration
 }
 
 // nodeACL is what one node did in a pass.
@@ -99,10 +101,22 @@ type nodeACL struct {
 	changed   bool // and did not before it
 	// unreachable: no connection could be made (refused, or no answer within DialTimeout).
 	unreachable bool
+	// silent: the node did not answer in time (nodeRetries.heard).
+	silent bool
 }
 
-// Reconcile runs one ACL pass over the cluster named by req.
+// Reconcile runs one ACL pass over the cluster named by req, under the pass budget; its own
+// next pass is queued as a change is (pacing.go), not below changes after a restart.
 func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := withBudget(ctx, r.PassBudget, func(ctx context.Context) (ctrl.Result, error) { return r.pass(ctx, req) })
+	if res.RequeueAfter > 0 || err != nil {
+		res.Priority = ownPriority(0)
+	}
+	return res, err
+}
+
+// pass is one ACL pass.
+func (r *ACLReconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
 	var vc v1.ValkeyCluster
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
@@ -153,14 +167,21 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	for i, t := range targets {
 		addrs[i] = t.Addr
 	}
+	targets, skipped := r.notSilent(req.String(), targets, now)
+	behind = behind || skipped
 	results := fanout.Each(ctx, targets, func(ctx context.Context, t fanout.Target) nodeACL {
+		if ctx.Err() != nil { // the pass's budget is spent: a dial would not heed it
+			return nodeACL{pod: t.Pod.Name, err: ctx.Err()}
+		}
 		n := r.loadNode(ctx, clusterKey(&vc), t.Pod.Name, t.Addr, creds, file, want)
 		n.starting = n.unreachable && fanout.StartedWithin(t.Pod, aclStartupWindow, time.Now())
+		n.silent = n.err != nil && noAnswer(n.err) && ctx.Err() == nil
 		return n
 	})
 	r.conns.Retain(clusterKey(&vc), addrs)
 
 	for _, n := range results {
+		r.heard(req.String()+"/"+n.pod, n.silent, time.Now())
 		switch {
 		case n.err != nil && n.starting:
 			behind = true
@@ -299,7 +320,7 @@ func (r *ACLReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) erro
 	t := logging.NewTracker(v1.GroupVersion.WithKind("ValkeyCluster"), mgr.GetScheme())
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster-acl").
-		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: newBackoff()}).
 		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesMetadata(&corev1.Secret{}, t.Owned(&v1.ValkeyCluster{}, mgr.GetRESTMapper())).
 		Watches(&corev1.Pod{}, t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))).

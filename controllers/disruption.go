@@ -50,6 +50,10 @@ import (
 	"github.com/gomomento/valkey-operator/resources"
 )
 
+// budgetListSlack is how many budgets beyond the cluster's shards one page of the budgets' list
+// holds.
+const budgetListSlack = 16
+
 // observeBudgets reads the budgets vc controls into the snapshot (fsm.Snapshot.Budgets), by
 // shard index, for the budgets planner; obs.budgets keeps them for the executor. They are listed
 // from the API server, not the cache: a budget lowered by the previous pass and still cached at
@@ -62,26 +66,34 @@ func (r *ValkeyClusterReconciler) observeBudgets(ctx context.Context, vc *v1.Val
 	if len(r.foreign.list(clusterKey(vc))) > 0 {
 		return nil
 	}
-	var list policyv1.PodDisruptionBudgetList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
-		return fmt.Errorf("list PodDisruptionBudgets: %w", err)
-	}
+	// In pages, keeping only the cluster's own: a team may label any number of budgets with the
+	// cluster's label, and a pass holds one page of them at a time.
 	have := map[int]*policyv1.PodDisruptionBudget{}
-	for i := range list.Items {
-		b := &list.Items[i]
-		shard, err := strconv.Atoi(b.Labels[v1.LabelShard])
-		if !metav1.IsControlledBy(b, vc) {
-			if err == nil && b.Name == v1.ShardDisruptionBudgetName(vc.Name, shard) {
-				// One of the names the operator needs, not its own: never patched or deleted.
-				r.foreign.add(clusterKey(vc), objectRef{"PodDisruptionBudget", b.Name})
-				return notControlled("PodDisruptionBudget", b.Name, vc.Name)
+	for cont := ""; ; {
+		var list policyv1.PodDisruptionBudgetList
+		if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name},
+			client.Limit(int64(vc.Spec.Shards)+budgetListSlack), client.Continue(cont)); err != nil {
+			return fmt.Errorf("list PodDisruptionBudgets: %w", err)
+		}
+		for i := range list.Items {
+			b := &list.Items[i]
+			shard, err := strconv.Atoi(b.Labels[v1.LabelShard])
+			if !metav1.IsControlledBy(b, vc) {
+				if err == nil && b.Name == v1.ShardDisruptionBudgetName(vc.Name, shard) {
+					// One of the names the operator needs, not its own: never patched or deleted.
+					r.foreign.add(clusterKey(vc), objectRef{"PodDisruptionBudget", b.Name})
+					return notControlled("PodDisruptionBudget", b.Name, vc.Name)
+				}
+				continue // not one of ours
 			}
-			continue // not one of ours
+			if err != nil {
+				continue
+			}
+			have[shard] = b.DeepCopy() // not the page's: the page goes
 		}
-		if err != nil {
-			continue
+		if cont = list.Continue; cont == "" {
+			break
 		}
-		have[shard] = b
 	}
 	obs.budgets = have
 	obs.snapshot.Budgets = map[int]fsm.Budget{}

@@ -357,10 +357,12 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 	owned := t.Owned(&v1.ValkeyCluster{}, mgr.GetRESTMapper())
 	all := t.Related(handler.EnqueueRequestsFromMapFunc(r.allClusters))
 	byNode := t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))
+	r.backoff = newBackoff()
+	primary := t.Wrap(&firstLookHandler{}, func(client.Object) string { return logging.ReasonObjectUpdated })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster").
-		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
-		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: r.backoff}).
+		Watches(&v1.ValkeyCluster{}, primary, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1.ValkeyNode{}, owned).
 		Watches(&corev1.Pod{}, byNode).
 		Watches(&corev1.Service{}, owned).

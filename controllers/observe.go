@@ -12,7 +12,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
@@ -81,8 +80,8 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		return nil, err
 	}
 	var list corev1.PodList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+	if list.Items, err = listPods(ctx, r.APIReader, vc, podNames(vc, nodes)); err != nil {
+		return nil, err
 	}
 	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}, addrs: podAddrs(list.Items), vc: vc}
 	creds = withTLS(vc, creds, creds.TLS, o.addrs)

@@ -85,6 +85,9 @@ type TLSReconciler struct {
 	// step of the cluster controller is in flight on it (nil: never held).
 	Guard *fanout.Guard
 
+	// PassBudget bounds one pass; zero means DefaultPassBudget.
+	PassBudget time.Duration
+
 	// rotations carries a cluster whose TLS Secret changed (SecretSeen) to a pass of its own.
 	rotations chan event.GenericEvent
 	seenMu    sync.Mutex
@@ -142,10 +145,21 @@ type nodeTLS struct {
 	err      error
 	reloaded bool // it served another certificate, and serves the Secret's after the reload
 	behind   bool // it still serves another certificate after the reload
+	silent   bool // it did not answer in time (nodeRetries.heard)
 }
 
-// Reconcile runs one TLS pass over the cluster named by req.
+// Reconcile runs one TLS pass over the cluster named by req, under the pass budget; its own
+// next pass is queued as a change is (pacing.go), not below changes after a restart.
 func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := withBudget(ctx, r.PassBudget, func(ctx context.Context) (ctrl.Result, error) { return r.pass(ctx, req) })
+	if res.RequeueAfter > 0 || err != nil {
+		res.Priority = ownPriority(0)
+	}
+	return res, err
+}
+
+// pass is one TLS pass.
+func (r *TLSReconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
 	var vc v1.ValkeyCluster
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
@@ -202,12 +216,20 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	for i, t := range targets {
 		addrs[i] = t.Addr
 	}
+	targets, skipped := r.notSilent(req.String(), targets, now)
+	behind = behind || skipped
 	results := fanout.Each(ctx, targets, func(ctx context.Context, t fanout.Target) nodeTLS {
-		return r.reloadNode(ctx, req.String(), t.Pod.Name, t.Addr, resources.TLSFileParams(t.Pod), creds, tm.Fingerprint(), tick)
+		if ctx.Err() != nil { // the pass's budget is spent: a dial would not heed it
+			return nodeTLS{pod: t.Pod.Name, err: ctx.Err()}
+		}
+		n := r.reloadNode(ctx, req.String(), t.Pod.Name, t.Addr, resources.TLSFileParams(t.Pod), creds, tm.Fingerprint(), tick)
+		n.silent = n.err != nil && noAnswer(n.err) && ctx.Err() == nil
+		return n
 	})
 	r.conns.Retain(req.String(), addrs)
 
 	for _, n := range results {
+		r.heard(req.String()+"/"+n.pod, n.silent, time.Now())
 		switch {
 		case n.err != nil:
 			behind = true
@@ -327,7 +349,7 @@ func (r *TLSReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) erro
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster-tls").
-		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: newBackoff()}).
 		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.rotations, t.Related(itself))).
 		Watches(&corev1.Pod{}, t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))).

@@ -102,6 +102,8 @@ type ValkeyClusterReconciler struct {
 	// enqueued a cluster (look.go; nil, as in unit tests, makes every pass a full one).
 	looks   quietLooks
 	changes changeTracker
+	// backoff is the controller's rate limiter (pacing.go; nil in unit tests).
+	backoff *backoff
 	// Metrics, when set, is given every pass's observation and actions (package metrics);
 	// Events, when set, records Kubernetes Events on the cluster (observability.go).
 	Metrics *metrics.Registry

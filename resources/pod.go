@@ -92,10 +92,10 @@ func BuildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 	}
 	if vn.Spec.TLSSecret != "" {
 		c := &pod.Spec.Containers[0]
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: tlsVolume, MountPath: TLSMountPath, ReadOnly: true})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: TLSVolume, MountPath: TLSMountPath, ReadOnly: true})
 		// Mounted whole, not by subPath: a subPath mount never sees the Secret's updates, and
 		// certificate rotation is an update of the Secret in place.
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: TLSVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: vn.Spec.TLSSecret, DefaultMode: ptr.To[int32](0o440),
 			Items: []corev1.KeyToPath{{Key: tlsmaterial.CertKey, Path: tlsmaterial.CertKey}, {Key: tlsmaterial.KeyKey, Path: tlsmaterial.KeyKey}, {Key: tlsmaterial.CAKey, Path: tlsmaterial.CAKey}}}}})
 	}

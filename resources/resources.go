@@ -79,15 +79,17 @@ const (
 	LabelName      = "app.kubernetes.io/name"
 	LabelNameValue = "valkey"
 	LabelInstance  = "app.kubernetes.io/instance"
+	// LabelManagedBy says which tool manages the object (valkey-operator).
+	LabelManagedBy = "app.kubernetes.io/managed-by"
 )
 
 // clusterLabels are on every object the operator creates for vc.
 func clusterLabels(vc *v1.ValkeyCluster) map[string]string {
 	return map[string]string{
-		v1.LabelCluster:                vc.Name,
-		LabelName:                      LabelNameValue,
-		LabelInstance:                  vc.Name,
-		"app.kubernetes.io/managed-by": "valkey-operator",
+		v1.LabelCluster: vc.Name,
+		LabelName:       LabelNameValue,
+		LabelInstance:   vc.Name,
+		LabelManagedBy:  "valkey-operator",
 	}
 }
 
@@ -132,7 +134,7 @@ func TLSFileParams(pod *corev1.Pod) map[string]string {
 	dir := TLSMountPath
 	for _, c := range pod.Spec.Containers {
 		for _, m := range c.VolumeMounts {
-			if m.Name == tlsVolume {
+			if m.Name == TLSVolume {
 				dir = m.MountPath
 			}
 		}
@@ -144,8 +146,8 @@ func TLSFileParams(pod *corev1.Pod) map[string]string {
 	}
 }
 
-// tlsVolume names the TLS Secret's volume in a pod.
-const tlsVolume = "tls"
+// TLSVolume names the TLS Secret's volume in a pod.
+const TLSVolume = "tls"
 
 // ResolvedConfig is a ValkeyConfig with its baseRef chain merged and its image resolved.
 type ResolvedConfig struct {

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -49,7 +50,7 @@ func TestChartRendersTheManifests(t *testing.T) {
 	chart := renderChart(t)
 	manifest := manifestObjects(t)
 	for _, key := range []string{"ServiceAccount/valkey-operator", "ClusterRole/valkey-operator", "ClusterRoleBinding/valkey-operator",
-		"Role/valkey-operator", "RoleBinding/valkey-operator", "Service/valkey-operator-metrics", "ClusterRole/valkey-operator-metrics-reader", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator",
+		"Role/valkey-operator", "RoleBinding/valkey-operator", "Service/valkey-operator-metrics", "ClusterRole/valkey-operator-metrics-reader", "NetworkPolicy/valkey-operator-metrics", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator",
 		"ClusterRole/valkey-menu-reader", "ClusterRole/valkey-operator-view", "ClusterRole/valkey-operator-edit"} {
 		m, ok := manifest[key]
 		if !ok {
@@ -386,6 +387,77 @@ func TestZoneSpreadWiredFromTheConfigMap(t *testing.T) {
 			if _, ok := cm.Data[key]; !ok {
 				t.Errorf("%s: ConfigMap valkey-operator-config has no %s", source, key)
 			}
+		}
+	}
+}
+
+// TestMetricsNetworkPolicy: manifests and chart ship a NetworkPolicy on the operator's pods (the
+// docs' label, app: valkey-operator) that admits the metrics port only from the configured peers
+// (the platform's Prometheus) and the probes port from any peer, and nothing else: a made-up
+// token from any pod costs the operator a TokenReview. The ports it names are the Deployment's.
+// The chart's peers come from metrics.networkPolicy.from; metrics.networkPolicy.enabled=false or
+// metrics.enabled=false render none.
+func TestMetricsNetworkPolicy(t *testing.T) {
+	prometheus := []networkingv1.NetworkPolicyPeer{{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "prometheus"}},
+	}}
+	custom := []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "observability"}}}}
+	for source, tc := range map[string]struct {
+		objs map[string][]byte
+		from []networkingv1.NetworkPolicyPeer
+	}{
+		"manifests/operator.yaml": {manifestObjects(t), prometheus},
+		"the chart":               {renderChart(t), prometheus},
+		"the chart with metrics.networkPolicy.from": {renderChart(t, "--set-json", `metrics.networkPolicy.from=[{"namespaceSelector":{"matchLabels":{"team":"observability"}}}]`), custom},
+	} {
+		doc, ok := tc.objs["NetworkPolicy/valkey-operator-metrics"]
+		if !ok {
+			t.Errorf("%s: no NetworkPolicy valkey-operator-metrics", source)
+			continue
+		}
+		p := decode[networkingv1.NetworkPolicy](t, doc)
+		d := decode[appsv1.Deployment](t, tc.objs["Deployment/valkey-operator"])
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) || p.Namespace != d.Namespace {
+			t.Errorf("%s: the policy (%s in %s) does not select the operator's pods %v in %s", source, sel, p.Namespace, d.Spec.Template.Labels, d.Namespace)
+		}
+		if p.Spec.PodSelector.MatchLabels["app"] != "valkey-operator" {
+			t.Errorf("%s: the policy selects %v, not the docs' app: valkey-operator", source, p.Spec.PodSelector)
+		}
+		if !reflect.DeepEqual(p.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+			t.Errorf("%s: policy types %v, want Ingress", source, p.Spec.PolicyTypes)
+		}
+		ports := map[string]int32{}
+		for _, cp := range d.Spec.Template.Spec.Containers[0].Ports {
+			ports[cp.Name] = cp.ContainerPort
+		}
+		admitted := map[int32][]networkingv1.NetworkPolicyPeer{}
+		for _, rule := range p.Spec.Ingress {
+			if len(rule.Ports) == 0 {
+				t.Errorf("%s: a rule admits every port: %+v", source, rule)
+			}
+			for _, port := range rule.Ports {
+				n, ok := ports[port.Port.String()]
+				if !ok {
+					t.Errorf("%s: the policy names port %s, which the operator's container does not", source, port.Port.String())
+				}
+				admitted[n] = rule.From
+			}
+		}
+		if from, ok := admitted[8443]; !ok || !reflect.DeepEqual(from, tc.from) {
+			t.Errorf("%s: the metrics port admits %+v, want only %+v", source, from, tc.from)
+		}
+		if from, ok := admitted[8081]; !ok || len(from) != 0 {
+			t.Errorf("%s: the probes port admits %+v, want every peer (the kubelet's probes)", source, from)
+		}
+		if len(admitted) != 2 {
+			t.Errorf("%s: the policy admits ports %v, want the metrics and probes ports only", source, admitted)
+		}
+	}
+	for _, set := range []string{"metrics.networkPolicy.enabled=false", "metrics.enabled=false"} {
+		if _, ok := renderChart(t, "--set", set)["NetworkPolicy/valkey-operator-metrics"]; ok {
+			t.Errorf("%s still renders the NetworkPolicy", set)
 		}
 	}
 }
