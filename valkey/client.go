@@ -121,7 +121,13 @@ type Dialer func(ctx context.Context, addr string, tlsConf *tls.Config) (net.Con
 
 // NewClient is the package's NewClient over the connections d opens.
 func (d Dialer) NewClient(addr string, creds Credentials) (*Client, error) {
-	return newClient(d, addr, creds, nil)
+	return newClient(d, addr, creds, MaxReply, nil)
+}
+
+// NewLimitedClient is NewClient for a caller that knows its replies are smaller than MaxReply:
+// each one costing more than maxReply (reply.go) is refused and ends the connection.
+func (d Dialer) NewLimitedClient(addr string, creds Credentials, maxReply int64) (*Client, error) {
+	return newClient(d, addr, creds, maxReply, nil)
 }
 
 // NewPooledClient is NewClient for many concurrent commands that may block on the server: each
@@ -136,13 +142,13 @@ func NewPooledClient(addr string, creds Credentials, size int) (*Client, error) 
 
 // NewPooledClient is the package's NewPooledClient over the connections d opens.
 func (d Dialer) NewPooledClient(addr string, creds Credentials, size int) (*Client, error) {
-	return newClient(d, addr, creds, func(o *valkeygo.ClientOption) {
+	return newClient(d, addr, creds, MaxReply, func(o *valkeygo.ClientOption) {
 		o.DisableAutoPipelining = true
 		o.BlockingPoolSize = size
 	})
 }
 
-func newClient(dial Dialer, addr string, creds Credentials, tune func(*valkeygo.ClientOption)) (*Client, error) {
+func newClient(dial Dialer, addr string, creds Credentials, maxReply int64, tune func(*valkeygo.ClientOption)) (*Client, error) {
 	opt := valkeygo.ClientOption{
 		InitAddress:       []string{addr},
 		Username:          creds.Username,
@@ -169,10 +175,23 @@ func newClient(dial Dialer, addr string, creds Credentials, tune func(*valkeygo.
 		Dialer:              net.Dialer{Timeout: DialTimeout, KeepAlive: IdleCheck},
 		ConnWriteTimeout:    CommandTimeout,
 	}
-	if dial != nil {
-		opt.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, tlsConf *tls.Config) (net.Conn, error) {
-			return dial(ctx, addr, tlsConf)
+	// Every connection, dialled by the seam or over TCP as valkey-go would, has its replies
+	// checked before valkey-go reads them (reply.go).
+	opt.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, tlsConf *tls.Config) (net.Conn, error) {
+		var conn net.Conn
+		var err error
+		switch {
+		case dial != nil:
+			conn, err = dial(ctx, addr, tlsConf)
+		case tlsConf != nil:
+			conn, err = (&tls.Dialer{NetDialer: d, Config: tlsConf}).DialContext(ctx, "tcp", addr)
+		default:
+			conn, err = d.DialContext(ctx, "tcp", addr)
 		}
+		if err != nil {
+			return nil, err
+		}
+		return guardReplies(conn, maxReply), nil
 	}
 	if tune != nil {
 		tune(&opt)

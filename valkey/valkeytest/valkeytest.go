@@ -65,8 +65,16 @@ func (r mapReply) write(w *bufio.Writer) {
 	}
 }
 
+type raw string
+
+func (r raw) write(w *bufio.Writer) { _, _ = w.WriteString(string(r)) }
+
 // OK is +OK.
 func OK() Reply { return simple("OK") }
+
+// Raw is bytes sent as they are, RESP or not: a node that answers what no Valkey would (a
+// length below -1, a reply cut short), for tests of what the client refuses to read.
+func Raw(s string) Reply { return raw(s) }
 
 // Err is an error reply; msg starts with its code ("ERR ...", "NOREPLICAS ...").
 func Err(msg string) Reply { return errReply(msg) }
