@@ -157,6 +157,9 @@ func (r *ACLReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		n := r.loadNode(ctx, clusterKey(&vc), t.Pod.Name, t.Addr, creds, file, want)
 		n.starting = n.unreachable && fanout.StartedWithin(t.Pod, aclStartupWindow, time.Now())
 		return n
+	}, func(t fanout.Target, p *logging.PanicError) nodeACL {
+		logging.LogPanic(log, t.Pod.Name, p)
+		return nodeACL{pod: t.Pod.Name, err: p}
 	})
 	r.conns.Retain(clusterKey(&vc), addrs)
 

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/tlsmaterial"
@@ -148,6 +150,9 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		views := r.conns.Observe(ctx, clusterKey(vc), addrs, creds)
 		o.stats = map[string]valkey.NodeStats{}
 		for i, v := range views {
+			if pe := (*logging.PanicError)(nil); errors.As(v.Err, &pe) {
+				logging.LogPanic(logging.FromContext(ctx), o.snapshot.Pods[queried[i]].Name, pe)
+			}
 			o.snapshot.Pods[queried[i]].Node = nodeView(v)
 			if v.Reachable {
 				o.stats[o.snapshot.Pods[queried[i]].Name] = v.Stats()

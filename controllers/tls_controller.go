@@ -204,6 +204,9 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	results := fanout.Each(ctx, targets, func(ctx context.Context, t fanout.Target) nodeTLS {
 		return r.reloadNode(ctx, req.String(), t.Pod.Name, t.Addr, creds, tm.Fingerprint(), tick)
+	}, func(t fanout.Target, p *logging.PanicError) nodeTLS {
+		logging.LogPanic(log, t.Pod.Name, p)
+		return nodeTLS{pod: t.Pod.Name, err: p}
 	})
 	r.conns.Retain(req.String(), addrs)
 

@@ -69,6 +69,9 @@ const (
 	FieldConfigMap    = "configmap"
 	FieldZones        = "zones"
 	FieldCopies       = "copies"
+	FieldStack        = "stack"
+	FieldUsers        = "users"
+	FieldDeclared     = "declared"
 )
 
 // Values of FieldMethod: how a pair's slots moved.
@@ -285,6 +288,11 @@ const (
 	// MsgReconcilePanicked (ERROR, the controller's target): cluster_name, error. A broken
 	// invariant: the reconcile panicked and is retried.
 	MsgReconcilePanicked = "reconcile panicked"
+	// MsgNodeStepPanicked (ERROR, the controller's target): cluster_name, pod, error, stack.
+	// Ours, a broken invariant: a goroutine talking to one node (a push of the ACL or TLS
+	// controller, a slot move) panicked. That node's step fails with the panic as its error (and
+	// is tried again as any failed step is); the other nodes and the process go on.
+	MsgNodeStepPanicked = "node step panicked, failing that node's step"
 )
 
 // TransitioningTo is the transition message for a state: "transitioning to Active".
@@ -359,6 +367,7 @@ var Catalogue = []Entry{
 	{MsgReconcileErrorNoRetry, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgInvalidConfig, zapcore.ErrorLevel, TargetOperator, []string{FieldKey, FieldValue, FieldError}},
 	{MsgReconcilePanicked, zapcore.ErrorLevel, "", []string{FieldClusterName, FieldError}},
+	{MsgNodeStepPanicked, zapcore.ErrorLevel, "", []string{FieldClusterName, FieldPod, FieldError, FieldStack}},
 }
 
 // ClusterName is the cluster_name field carried by every reconcile-path event.

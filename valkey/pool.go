@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gomomento/valkey-operator/logging"
 )
 
 // Pool keeps one Client per node open across reconciles, keyed by cluster, address and
@@ -322,7 +324,7 @@ func (p *Pool) observeOne(ctx context.Context, cluster, addr string, creds Crede
 		// the operator starts is not recovered by controller-runtime, and one bad node
 		// would stop the operator for every cluster.
 		if r := recover(); r != nil {
-			v = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: unreadable reply: %v", addr, r)}
+			v = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: %w", addr, logging.Recovered(r))}
 			p.dropAddr(cluster, addr)
 		}
 	}()
