@@ -153,7 +153,7 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 			r.Metrics.PodFailed(ns, name)
 		}
 	case plan.CreatePod, plan.Meet, plan.Replicate, plan.Forget, plan.MoveSlots, plan.CloseSlots, plan.Detach, plan.SetConfig,
-		plan.SetBudget, plan.DeleteBudget, plan.WriteACLSecret, plan.MarkActive, plan.SettleMove, plan.AnnotatePod:
+		plan.SetBudget, plan.DeleteBudget, plan.WriteACLSecret, plan.MarkActive, plan.SettleMove, plan.AnnotatePod, plan.RecordPod:
 		// Nothing to count or say: slot moves are counted as they land (mover.Tally).
 	}
 }

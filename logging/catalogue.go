@@ -248,6 +248,13 @@ const (
 	// never changed. When live settings are recorded for the node (a change or a drift to put
 	// back), at most once per tick per node, with a Warning Event.
 	MsgNodeConfigMapForeign = "node ConfigMap not controlled by its ValkeyNode, not recording live settings in it"
+	// MsgNodePodForeign (WARN, TargetCluster): cluster_name, pod, reason (why it is not the
+	// node's: another UID than its ValkeyNode records, say). Ours: a pod holds a node's name that
+	// is not the pod the operator created for it (controllers/identity.go). It is never connected
+	// to and gets no credential; the node counts as down, and is replaced once the pod is gone.
+	// Once per tick per pod while it stands, with a Warning Event; the Ready and Degraded
+	// conditions (reason ForeignPod) and status.message say the same.
+	MsgNodePodForeign = "pod not created by the operator holds a node's name, not connecting to it"
 	// MsgZoneSpreadShort (WARN, TargetCluster): cluster_name, zones (the cluster's zones,
 	// comma-separated, "" when no node it may use has a zone label), copies (1 + replicasPerShard).
 	// Ours: under zoneSpread required, fewer zones than a shard has copies cannot keep a shard's
@@ -357,6 +364,7 @@ var Catalogue = []Entry{
 	{MsgSettingDrifted, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSetting, FieldValue, FieldWant}},
 	{MsgSettingsUnreadable, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldError}},
 	{MsgNodeConfigMapForeign, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldConfigMap}},
+	{MsgNodePodForeign, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldReason}},
 	{MsgZoneSpreadShort, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldZones, FieldCopies}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},

@@ -164,7 +164,7 @@ func Before() Chain { return Chain{budgets, aclSecret} }
 // the nodes already said (a join completed, a zone move settled) and bring spec.podAnnotations
 // onto the live pods. After the steps, so that a step that fails holds them back in nothing; the
 // executor runs them whatever the steps did.
-func After() Chain { return Chain{joins, settled, annotations} }
+func After() Chain { return Chain{records, joins, settled, annotations} }
 
 // Pass plans one reconcile pass for a cluster in state st: the chain's steps (Default), between
 // the bookkeeping planners' actions (Before, After). Those are not links of the chain: the chain
