@@ -42,6 +42,9 @@ const (
 	// EventForeignObject: an object under one of a node's names is not the operator's, and is
 	// left alone (once per tick).
 	EventForeignObject = "ForeignObject"
+	// EventACLOversized: a node held far more ACL users, or longer rules, than its cluster
+	// declares; not read, and put back (once per tick per node).
+	EventACLOversized = "ACLOversized"
 	// EventZoneSpreadDegraded: zoneSpread required over fewer zones than a shard has copies
 	// (once per tick).
 	EventZoneSpreadDegraded = "ZoneSpreadDegraded"

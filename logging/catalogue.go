@@ -122,6 +122,13 @@ const (
 	// ACL file and does after an ACL LOAD: a binding, role or config edit reached it, or a manual
 	// ACL SETUSER / DELUSER on it was reverted.
 	MsgACLApplied = "ACL applied"
+	// MsgACLNodeOversized (WARN, TargetACL): cluster_name, pod, users (how many the node holds,
+	// -1 when even their names were longer than the ACL controller reads), declared (how many
+	// the cluster's ACL file has). Ours: the node holds far more ACL users, or longer rules, than
+	// the file declares (someone set them by hand, through a default user left open): it is not
+	// read whole, and the cluster's ACL is put back on it. Once per tick per node, with a
+	// Warning Event.
+	MsgACLNodeOversized = "node holds far more ACL than its cluster declares, not reading it whole"
 	// MsgACLFileBehind (DEBUG, TargetACL): cluster_name, pod. After ACL LOAD the node still
 	// enforces an older file: its mounted Secret volume has not caught up yet. Loaded again soon.
 	MsgACLFileBehind = "ACL file not yet updated on node, reloading soon"
@@ -335,6 +342,7 @@ var Catalogue = []Entry{
 	{MsgTLSValidationFailed, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName, FieldReason}},
 	{MsgACLLoadFailed, zapcore.WarnLevel, TargetACL, []string{FieldClusterName, FieldPod, FieldError}},
 	{MsgACLApplied, zapcore.InfoLevel, TargetACL, []string{FieldClusterName, FieldPod}},
+	{MsgACLNodeOversized, zapcore.WarnLevel, TargetACL, []string{FieldClusterName, FieldPod, FieldUsers, FieldDeclared}},
 	{MsgACLFileBehind, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgACLNodeStarting, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgPushHeld, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldStep}},

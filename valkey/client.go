@@ -422,6 +422,12 @@ func (c *Client) ACLList(ctx context.Context) ([]string, error) {
 	return lines, c.wrap("acl list", err)
 }
 
+// ACLUsers sends ACL USERS: the names of the users the node holds, without their rules.
+func (c *Client) ACLUsers(ctx context.Context) ([]string, error) {
+	names, err := c.do(ctx, c.c.B().AclUsers().Build()).AsStrSlice()
+	return names, c.wrap("acl users", err)
+}
+
 // ACLSetUser sends ACL SETUSER name rules..., in one command: Valkey applies all of them or
 // none. The error names the user, never a rule (rules carry password hashes).
 func (c *Client) ACLSetUser(ctx context.Context, name string, rules []string) error {

@@ -38,6 +38,9 @@ type Pool struct {
 	dial func(addr string, creds Credentials) (*Client, error)
 	// Dial opens the connections of the pool's Clients (nil: TCP). Set before first use.
 	Dial Dialer
+	// MaxReply bounds what one reply to the pool's Clients may cost (reply.go; 0: MaxReply), for
+	// a caller whose replies are known to be smaller. Set before first use.
+	MaxReply int64
 }
 
 type pooled struct {
@@ -78,7 +81,11 @@ func (p *Pool) client(cluster, addr string, creds Credentials, gen uint64) (*Cli
 	dial := p.dial
 	p.mu.Unlock()
 	if dial == nil {
-		dial = p.Dial.NewClient
+		max := p.MaxReply
+		if max <= 0 {
+			max = MaxReply
+		}
+		dial = func(addr string, creds Credentials) (*Client, error) { return p.Dial.NewLimitedClient(addr, creds, max) }
 	}
 	// Dial outside the lock: other clusters' passes must not wait on this node.
 	c, err := dial(addr, creds)

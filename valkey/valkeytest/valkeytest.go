@@ -479,10 +479,10 @@ func readLine(r *bufio.Reader) (string, error) {
 // announcing ip: a primary that knows no other node, serves the slots CLUSTER ADDSLOTSRANGE
 // gives it, and reports them in CLUSTER NODES, CLUSTER INFO and CLUSTER MYID; INFO and CONFIG
 // GET answer as a node started with Valkey's defaults does; ACL LIST shows the users ACL
-// SETUSER set (rules as sent, after a leading reset) beside the default user, and ACL DELUSER
-// removes them, so the ACL controller's passes settle as on a real 8.x node. Enough for a 1×0
-// cluster's passes (formation, the steady state) to run against it; rules added afterwards
-// still win.
+// SETUSER set (rules as sent, after a leading reset) beside the default user, ACL USERS their
+// names, and ACL DELUSER removes them, so the ACL controller's passes settle as on a real 8.x
+// node. Enough for a 1×0 cluster's passes (formation, the steady state) to run against it;
+// rules added afterwards still win.
 func Simulate(n *Node, id, ip string) *Node {
 	var mu sync.Mutex
 	var slots [][2]int
@@ -497,6 +497,16 @@ func Simulate(n *Node, id, ip string) *Node {
 		}
 		slices.Sort(lines)
 		return Strs(lines...)
+	})
+	n.OnFunc("ACL USERS", func([]string) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		var names []string
+		for name := range users {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return Strs(names...)
 	})
 	n.OnFunc("ACL SETUSER", func(args []string) Reply {
 		if len(args) < 3 {
