@@ -282,6 +282,11 @@ func (r *ACLReconciler) loadNode(ctx context.Context, cluster, pod, addr string,
 	switch {
 	case valkey.IsReplyRefused(err):
 		n.oversized, n.users, names = true, -1, nil
+	case valkey.IsServerError(err):
+		// A node that still enforces a file from before the operator's user was granted ACL
+		// USERS (an operator upgrade): its names are not known, and ACL LIST, bounded, says
+		// what it enforces; the file loaded then grants it.
+		names = nil
 	case err != nil:
 		n.err = err
 		return n

@@ -190,3 +190,17 @@ func TestACLFarBeyondTheFileIsNotRead(t *testing.T) {
 		t.Errorf("rules over the bound:\n  %s\n%v", strings.Join(cmds, "\n  "), logs.All())
 	}
 }
+
+// TestACLUsersDeniedByAnOlderFile: a node that still enforces a file from before the operator's
+// user was granted ACL USERS (an operator upgrade) answers it NOPERM; its ACL is read with ACL
+// LIST instead, and the new file put on it, with no WARN.
+func TestACLUsersDeniedByAnOlderFile(t *testing.T) {
+	p := newACLPass(t, "")
+	p.run(t)
+	p.fleet.Node("10.0.0.1:6379").On("ACL USERS", valkeytest.Err("NOPERM User _momento_operator has no permissions to run the 'acl|users' command"))
+	p.setByHand(t, map[string][]string{"intruder": {"on", "nopass", "~*", "+@all"}})
+	cmds, logs := p.run(t)
+	if !slices.Contains(cmds, "ACL DELUSER intruder") || len(logs.FilterLevelExact(zap.WarnLevel).All()) != 0 {
+		t.Errorf("sent:\n  %s\nlog %v", strings.Join(cmds, "\n  "), logs.All())
+	}
+}
