@@ -154,11 +154,10 @@ func retiresForeign(s fsm.Snapshot, actions []Action) string {
 	}
 	for _, a := range actions {
 		pod := ""
-		switch a := a.(type) {
-		case DeletePod:
-			pod = a.Pod
-		case Detach:
-			pod = a.Pod
+		if d, ok := a.(DeletePod); ok {
+			pod = d.Pod
+		} else if d, ok := a.(Detach); ok {
+			pod = d.Pod
 		}
 		if foreign[pod] {
 			return fmt.Sprintf("not retiring %s while a pod that is not the operator's holds its name", pod)

@@ -174,11 +174,11 @@ func randomForeign(rng *rand.Rand, s *fsm.Snapshot) {
 
 // retiredPod is the pod a retires or detaches on the way to retiring it, "" for other actions.
 func retiredPod(a Action) string {
-	switch a := a.(type) {
-	case DeletePod:
-		return a.Pod
-	case Detach:
-		return a.Pod
+	if d, ok := a.(DeletePod); ok {
+		return d.Pod
+	}
+	if d, ok := a.(Detach); ok {
+		return d.Pod
 	}
 	return ""
 }
