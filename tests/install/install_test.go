@@ -184,7 +184,8 @@ type grant struct{ group, resource, verbs string }
 // and watch only, for their zones (the spread of a cluster over zones). No deletion of Pods, Services, ConfigMaps or Secrets, nor of its users' kinds (owner references and the garbage collector remove them; the kinds it deletes
 // are its own ValkeyNode, whose pod and ConfigMap go with it, and the PodDisruptionBudget of a
 // removed shard), no Deployments or StatefulSets. Pods: patch, for spec.podAnnotations only.
-// Namespaces: get only, to leave alone the clusters of a namespace being deleted.
+// Namespaces: get only, to leave alone the clusters of a namespace being deleted. ValkeyNodes'
+// status: patch, to record which pod is each node's (controllers/identity.go).
 var wantGrants = []grant{
 	{"", "configmaps", "create,get,list,update,watch"},
 	{"", "namespaces", "get"},
@@ -201,6 +202,7 @@ var wantGrants = []grant{
 	{"valkey.gomomento.com", "valkeyconfigs", "list,watch"},
 	{"valkey.gomomento.com", "valkeyimages", "list,watch"},
 	{"valkey.gomomento.com", "valkeynodes", "create,delete,list,update,watch"},
+	{"valkey.gomomento.com", "valkeynodes/status", "patch"},
 	{"valkey.gomomento.com", "valkeyroles", "list,watch"},
 }
 

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -29,7 +30,8 @@ import (
 // Event, Ready False with reason ForeignPod and status.message naming it), stays up (the same
 // process, no panic in its log) and keeps reconciling another team's cluster (a podAnnotations
 // change reaches its pod). Once the impostor is deleted the node is replaced, and the cluster is
-// Ready again, checked in Valkey. Before: the impostor was observed as the node, sent HELLO with
+// Ready again, checked in Valkey; and nodes whose record is cleared, as an operator before it left
+// them, have their pods recorded again with none replaced. Before: the impostor was observed as the node, sent HELLO with
 // the operator's credentials, and its reply made valkey-go panic on a goroutine of its own: the
 // operator exited, again and again while the pod stood, for every team.
 func TestImpostorInPlaceOfANode(t *testing.T) {
@@ -183,6 +185,40 @@ func TestImpostorInPlaceOfANode(t *testing.T) {
 	harness.VerifyValkey(t, cur, 1, 1)
 	if slices.ContainsFunc(cur.Status.Nodes, func(n v1.NodeStatus) bool { return n.Pod == victim }) {
 		t.Errorf("the replaced node %s is still in status.nodes", victim)
+	}
+
+	// Nodes without a record, as an operator before it left them: their pods, created with them,
+	// are taken as theirs and recorded again, none replaced.
+	if err := harness.K8s.List(ctx, &nodes, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]types.UID{}
+	for _, n := range nodes.Items {
+		var p corev1.Pod
+		if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n.Name}, &p); err != nil {
+			t.Fatal(err)
+		}
+		pods[n.Name] = p.UID
+		if err := harness.K8s.Status().Patch(ctx, &n, client.RawPatch(types.MergePatchType, []byte(`{"status":{"podUID":null}}`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	harness.WaitFor(t, "the nodes' pods recorded again", time.Minute, func() string {
+		if err := harness.K8s.List(ctx, &nodes, client.InNamespace(ns)); err != nil {
+			return err.Error()
+		}
+		for _, n := range nodes.Items {
+			if n.Status.PodUID != string(pods[n.Name]) {
+				return fmt.Sprintf("%s records %q, its pod is %q", n.Name, n.Status.PodUID, pods[n.Name])
+			}
+		}
+		return ""
+	})
+	harness.WaitReady(t, vc, 1, 1, nil, harness.FormTimeout)
+	for _, p := range harness.Pods(t, vc) {
+		if pods[p.Name] != p.UID {
+			t.Errorf("pod %s was replaced", p.Name)
+		}
 	}
 }
 
