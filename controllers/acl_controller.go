@@ -39,7 +39,7 @@ import (
 //     (ACL LIST), normalised and compared with the file. Every reply is bounded (aclMaxReply): a
 //     team whose nodes keep the default user open can set any ACL on them, and an ACL LIST of
 //     40 users with 1 MiB key patterns, read whole and joined twice per node, grew the
-//     operator's memory by 240 MB. A node that holds too many users, or an ACL over the bound,
+//     operator's memory by 200-240 MB (TestACLFloodIsNotReadWhole). A node that holds too many users, or an ACL over the bound,
 //     is not read whole: it is said at WARN (`node holds far more ACL than its cluster
 //     declares`), with a Warning Event, and its ACL put back as below.
 //  2. A node that does not enforce the file is made to: ACL LOAD (Valkey loads all of the file
