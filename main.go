@@ -152,7 +152,7 @@ func run() int {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
-	acl := &controllers.ACLReconciler{Client: mgr.GetClient(), APIReader: apiReader, Metrics: reg, Guard: guard}
+	acl := &controllers.ACLReconciler{Client: mgr.GetClient(), APIReader: apiReader, Metrics: reg, Events: recorder, Guard: guard}
 	if err := acl.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1

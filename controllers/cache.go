@@ -113,7 +113,7 @@ func stripBudget(obj any) (any, error) {
 
 // stripPod is the transform of pods. A node's pod (nodePod) keeps what the ACL and TLS
 // controllers and legacyReplication read of it: its metadata (keptMeta), the replication-user
-// annotation, its TLS mount path, its phase and address and when its container started or whether it ended
+// annotation, its creation time, images and TLS mount path, its phase and address and when its container started or whether it ended
 // (fanout.Targets). Any other pod with the cluster label is nobody's node: it keeps its name and
 // labels only, which no index and no handler acts on, so a team that labels thousands of pods
 // costs the cache a few hundred bytes each and enqueues nothing.
@@ -130,15 +130,12 @@ func stripPod(obj any) (any, error) {
 	if v, ok := p.Annotations[v1.AnnotationReplicationUser]; ok {
 		out.Annotations = map[string]string{v1.AnnotationReplicationUser: v}
 	}
-	// The TLS Secret's mount: where the node reads its certificate (resources.TLSFileParams),
-	// which an earlier operator version put elsewhere.
-	for _, c := range p.Spec.Containers {
-		for _, m := range c.VolumeMounts {
-			if m.Name == resources.TLSVolume {
-				out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, VolumeMounts: []corev1.VolumeMount{{Name: m.Name, MountPath: m.MountPath}}})
-			}
-		}
-	}
+	// When it was created and the images it runs, which decide whether it is the pod the operator
+	// created (identity.go: foreignReason), and the TLS Secret's mount, where the node reads its
+	// certificate (resources.TLSFileParams), which an earlier operator version put elsewhere.
+	out.CreationTimestamp = p.CreationTimestamp
+	out.Spec.Containers = keptContainers(p.Spec.Containers)
+	out.Spec.InitContainers = keptContainers(p.Spec.InitContainers)
 	out.Status.Phase, out.Status.PodIP = p.Status.Phase, p.Status.PodIP
 	for _, cs := range p.Status.ContainerStatuses {
 		kept := corev1.ContainerStatus{Name: cs.Name}
@@ -228,4 +225,19 @@ func stripNetworkPolicy(obj any) (any, error) {
 	}
 	out.Spec = np.Spec
 	return out, nil
+}
+
+// keptContainers keeps of each container its name, its image and its TLS mount (stripPod).
+func keptContainers(cs []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for _, c := range cs {
+		kept := corev1.Container{Name: c.Name, Image: c.Image}
+		for _, m := range c.VolumeMounts {
+			if m.Name == resources.TLSVolume {
+				kept.VolumeMounts = []corev1.VolumeMount{{Name: m.Name, MountPath: m.MountPath}}
+			}
+		}
+		out = append(out, kept)
+	}
+	return out
 }

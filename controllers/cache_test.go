@@ -217,6 +217,12 @@ func TestStripPodKeepsWhatIsRead(t *testing.T) {
 		if s.UID != p.UID || s.ResourceVersion != p.ResourceVersion || s.Status.Phase != p.Status.Phase {
 			t.Errorf("pod %d: identity or phase lost", i)
 		}
+		if got, want := foreignReason(s, vn), foreignReason(p, vn); got != want {
+			t.Errorf("pod %d: foreign %q, want %q", i, got, want)
+		}
+		if got, want := resources.TLSFileParams(s), resources.TLSFileParams(p); !maps.Equal(got, want) {
+			t.Errorf("pod %d: TLS files %v, want %v", i, got, want)
+		}
 	}
 }
 

@@ -218,6 +218,8 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			err = r.settleMove(ctx, obs, a)
 		case plan.AnnotatePod:
 			err = r.annotatePod(ctx, log, vc, obs, a)
+		case plan.RecordPod:
+			err = r.recordPod(ctx, obs, a.Pod)
 		default:
 			err = fmt.Errorf("broken invariant: no executor for action %T", a)
 		}

@@ -304,7 +304,7 @@ func TestSetUsersPushesOnlyWhatDiffers(t *testing.T) {
 	defer c.Close()
 	file := "user default off\nuser app on >pw2 ~* +@all\nuser same on >pw ~* +get\n"
 	current := []string{"user default off", "user app on >pw1 ~* +@all", "user same on >pw ~* +get", "user old on >x ~* +@all"}
-	if err := setUsers(t.Context(), c, file, current); err != nil {
+	if err := setUsers(t.Context(), c, file, acl.Normalize(strings.Join(current, "\n")), nil); err != nil {
 		t.Fatal(err)
 	}
 	got := fleet.Commands()

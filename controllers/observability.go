@@ -46,6 +46,9 @@ const (
 	// EventForeignObject: an object under one of a node's names is not the operator's, and is
 	// left alone (once per tick).
 	EventForeignObject = "ForeignObject"
+	// EventACLOversized: a node held far more ACL users, or longer rules, than its cluster
+	// declares; not read, and put back (once per tick per node).
+	EventACLOversized = "ACLOversized"
 	// EventZoneSpreadDegraded: zoneSpread required over fewer zones than a shard has copies
 	// (once per tick).
 	EventZoneSpreadDegraded = "ZoneSpreadDegraded"
@@ -151,7 +154,7 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 		}
 	case plan.CreatePod, plan.Meet, plan.Replicate, plan.Forget, plan.MoveSlots, plan.CloseSlots, plan.Detach, plan.SetConfig,
 		plan.SetBudget, plan.DeleteBudget, plan.SetNetworkPolicy, plan.DeleteNetworkPolicy, plan.WriteACLSecret, plan.MarkActive,
-		plan.SettleMove, plan.AnnotatePod:
+		plan.SettleMove, plan.AnnotatePod, plan.RecordPod:
 		// Nothing to count or say: slot moves are counted as they land (mover.Tally).
 	}
 }

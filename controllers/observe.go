@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/tlsmaterial"
@@ -83,6 +85,11 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	if list.Items, err = listPods(ctx, r.APIReader, vc, podNames(vc, nodes)); err != nil {
 		return nil, err
 	}
+	unlisted, err := r.unlistedPods(ctx, nodes, list.Items)
+	if err != nil {
+		return nil, err
+	}
+	list.Items = append(list.Items, unlisted...)
 	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}, addrs: podAddrs(list.Items), vc: vc}
 	creds = withTLS(vc, creds, creds.TLS, o.addrs)
 	topology := topologyOf(&vc.Spec)
@@ -115,6 +122,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	}
 	var addrs []string
 	var queried []int
+	foreign := map[string]string{}
 	for i := range list.Items {
 		pod := &list.Items[i]
 		vn, byNode := nodeOf(pod, nodes)
@@ -124,6 +132,14 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			// naming a ValkeyNode it cannot show is nobody's, and is never asked (the operator's
 			// credentials would go to it).
 			continue
+		}
+		if vn != nil {
+			// The node's own pod, or a foreign one in its place (identity.go): that one is
+			// shown as its node down, below, and never asked.
+			if why := foreignReason(pod, vn); why != "" {
+				foreign[pod.Name] = why
+				continue
+			}
 		}
 		o.pods[pod.Name] = pod
 		p := podView(pod)
@@ -139,20 +155,26 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			p.MovedFrom = vn.Annotations[v1.AnnotationMovedFrom]
 			p.Settings = vn.Spec.ValkeySettings
 			p.StartHash = resources.StartSpecHash(&vn.Spec)
+			p.Unrecorded = vn.Status.PodUID == ""
 		}
 		if problem == "" {
 			p.AnnotationsBehind = annotationsBehind(vc, pod)
 		}
 		// A deleting pod whose process still runs is asked too: a primary on its way out (a
 		// drain) says which node id it is and whether it still serves, so that its slots are
-		// handed over before it stops.
-		if p.Phase == fsm.PodRunning && p.IP != "" && !p.Exited && problem == "" {
+		// handed over before it stops. Not one whose ValkeyNode is gone (a node retired a pass
+		// ago): no record is left to tell it from another pod of its name.
+		if p.Phase == fsm.PodRunning && p.IP != "" && !p.Exited && problem == "" && vn != nil {
 			addrs = append(addrs, nodeAddr(p.IP))
 			queried = append(queried, len(o.snapshot.Pods))
 		}
 		o.snapshot.Pods = append(o.snapshot.Pods, p)
 	}
 	for name, vn := range nodes {
+		if why, ok := foreign[name]; ok && vn.DeletionTimestamp == nil {
+			o.snapshot.Pods = append(o.snapshot.Pods, foreignNode(vn, why, lastIDs[name]))
+			continue
+		}
 		if _, ok := o.pods[name]; !ok && vn.DeletionTimestamp == nil {
 			lost := lostNode(vn)
 			lost.SpecHash = resources.NodeSpecHash(&vn.Spec)
@@ -165,6 +187,9 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		views := r.conns.Observe(ctx, clusterKey(vc), addrs, creds)
 		o.stats = map[string]valkey.NodeStats{}
 		for i, v := range views {
+			if pe := (*logging.PanicError)(nil); errors.As(v.Err, &pe) {
+				logging.LogPanic(logging.FromContext(ctx), o.snapshot.Pods[queried[i]].Name, pe)
+			}
 			o.snapshot.Pods[queried[i]].Node = nodeView(v)
 			if v.Reachable {
 				o.stats[o.snapshot.Pods[queried[i]].Name] = v.Stats()

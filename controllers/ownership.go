@@ -142,20 +142,26 @@ func (r *ValkeyClusterReconciler) recheckForeign(ctx context.Context, vc *v1.Val
 	return nil
 }
 
-// ownedNodePods keeps the pods of list that a ValkeyNode of vc controls (nodes: vc's ValkeyNodes,
-// already filtered by IsControlledBy): a pod that merely carries the cluster label is anybody's,
-// and the operator's credentials are never sent to it.
+// ownedNodePods keeps the pods of list that are the pods the operator created for a ValkeyNode
+// of vc (nodes: vc's ValkeyNodes): a pod that merely carries the cluster label is anybody's, and
+// so is one that names a node as its controller without being the pod the node records
+// (identity.go); the operator's credentials are never sent to either. The cluster controller
+// reports the foreign ones.
 func ownedNodePods(pods []corev1.Pod, nodes []v1.ValkeyNode, vc *v1.ValkeyCluster) []corev1.Pod {
-	uids := map[types.UID]bool{}
+	byName := map[string]*v1.ValkeyNode{}
 	for i := range nodes {
 		if metav1.IsControlledBy(&nodes[i], vc) {
-			uids[nodes[i].UID] = true
+			byName[nodes[i].Name] = &nodes[i]
 		}
 	}
 	var out []corev1.Pod
 	for _, p := range pods {
 		// A node's pod has its ValkeyNode's name (see nodeOf).
-		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "ValkeyNode" && ref.APIVersion == v1.GroupVersion.String() && uids[ref.UID] && ref.Name == p.Name {
+		ref := metav1.GetControllerOf(&p)
+		if ref == nil || ref.Kind != "ValkeyNode" || ref.APIVersion != v1.GroupVersion.String() || ref.Name != p.Name {
+			continue
+		}
+		if vn := byName[p.Name]; vn != nil && vn.UID == ref.UID && foreignReason(&p, vn) == "" {
 			out = append(out, p)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,7 +59,9 @@ func newPassFixture() *passFixture {
 func (f *passFixture) withPod(name, ip string) *passFixture {
 	rc := &resources.ResolvedConfig{Image: v1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1"}}
 	vn := resources.BuildValkeyNode(f.vc, rc, name, 0, "")
+	vn.UID = types.UID("vn-" + name)
 	pod := resources.BuildPod(f.vc, rc, vn, "h", v1.ZoneSpreadBestEffort)
+	pod.UID = types.UID("pod-" + name)
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip}
 	f.objects = append(f.objects, vn, pod)
 	return f
@@ -76,7 +79,7 @@ func (f *passFixture) build(t testing.TB) (*ValkeyClusterReconciler, client.Clie
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(f.objects...).
-		WithStatusSubresource(&v1.ValkeyCluster{}).WithInterceptorFuncs(f.funcs).
+		WithStatusSubresource(&v1.ValkeyCluster{}, &v1.ValkeyNode{}).WithInterceptorFuncs(f.funcs).
 		WithIndex(&corev1.Pod{}, IndexByCluster, clusterLabel).WithIndex(&v1.ValkeyNode{}, IndexByCluster, clusterLabel).Build()
 	return &ValkeyClusterReconciler{Client: c, APIReader: c, DefaultZoneSpread: v1.ZoneSpreadBestEffort}, c
 }

@@ -58,7 +58,8 @@ type health struct {
 }
 
 // decideHealth checks, in order: the spec is usable; every pod can be scheduled; no shard is
-// blocked on pods failing on start; the API server took the last pod created; every desired
+// blocked on pods failing on start; the API server took the last pod created; no pod that is not
+// the operator's holds a node's name (identity.go); every desired
 // node exists, runs, answers, and the cluster is formed and in agreement (every slot served, one
 // primary per shard, the others its replicas); every replica's link is up; the nodes are what
 // the spec asks for (fsm.Snapshot.Changing: every node of the current spec, each shard at its
@@ -78,6 +79,12 @@ func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan)
 	}
 	if s.CreateRefused != "" {
 		return health{Reason: ReasonCreateRefused, Message: s.CreateRefused, Outside: true}
+	}
+	// Not Outside, although only its creator can end it: its node is down, and the cluster is
+	// looked at every second as with any node that does not answer (a lost quorum needs the
+	// operator's TAKEOVER).
+	if msg := foreignMessage(s); msg != "" {
+		return health{Reason: ReasonForeignPod, Message: msg}
 	}
 	if !s.Formed() {
 		msg := pl.Waiting

@@ -225,6 +225,9 @@ func (r *TLSReconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result
 		n := r.reloadNode(ctx, req.String(), t.Pod.Name, t.Addr, resources.TLSFileParams(t.Pod), creds, tm.Fingerprint(), tick)
 		n.silent = n.err != nil && noAnswer(n.err) && ctx.Err() == nil
 		return n
+	}, func(t fanout.Target, p *logging.PanicError) nodeTLS {
+		logging.LogPanic(log, t.Pod.Name, p)
+		return nodeTLS{pod: t.Pod.Name, err: p}
 	})
 	r.conns.Retain(req.String(), addrs)
 

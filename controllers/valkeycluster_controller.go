@@ -141,6 +141,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
@@ -226,6 +227,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.reportForeign(log, &vc, obs.snapshot)
 	// A disruptive step of an earlier pass has now been observed: the ACL and TLS controllers
 	// may touch the nodes again. Not while a failover the operator issued has not been seen to
 	// land (a coordinated failover takes up to a few seconds after the command returned).

@@ -179,6 +179,17 @@ type Pod struct {
 	// holds with another value, sorted; nil when it carries them all, and for every pod while
 	// the spec cannot be acted on (SpecProblem).
 	AnnotationsBehind []string
+	// Foreign says why the pod that holds this node's name is not the one the operator created
+	// for it (another UID than its ValkeyNode records, say): "" for the node's own pod. Such a
+	// node is shown as one that is down, never asked (Running, its Valkey node silent, no IP),
+	// so that nothing replaces or retires it while that pod stands (retiring it would have the
+	// garbage collector delete a pod the operator did not create); once the pod is gone the node
+	// is a lost one, and replaced.
+	Foreign string
+	// Unrecorded is true for the node's own pod while its ValkeyNode does not record the pod's
+	// UID yet (a node created by an operator before the record, or whose record write failed):
+	// the bookkeeping records it (plan.RecordPod).
+	Unrecorded bool
 }
 
 // Budget is one of the shards' PodDisruptionBudgets that the cluster controls, as observed.

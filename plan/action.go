@@ -194,6 +194,10 @@ type AnnotatePod struct {
 	Keys []string
 }
 
+// RecordPod records in Pod's ValkeyNode (status.podUID) that the pod of that name now is the
+// one the operator created for it.
+type RecordPod struct{ Pod string }
+
 func (SetBudget) action()           {}
 func (DeleteBudget) action()        {}
 func (SetNetworkPolicy) action()    {}
@@ -202,6 +206,7 @@ func (WriteACLSecret) action()      {}
 func (MarkActive) action()          {}
 func (SettleMove) action()          {}
 func (AnnotatePod) action()         {}
+func (RecordPod) action()           {}
 
 // upkeep marks the actions that keep the objects beside the Valkey cluster in step with it
 // (budgets, the ACL Secret, the ValkeyNodes' records, pod annotations): they change nothing in
@@ -214,6 +219,7 @@ func (WriteACLSecret) upkeep()      {}
 func (MarkActive) upkeep()          {}
 func (SettleMove) upkeep()          {}
 func (AnnotatePod) upkeep()         {}
+func (RecordPod) upkeep()           {}
 
 // Upkeep reports whether a is one of the bookkeeping planners' actions (Before, After): a write
 // to an object beside the Valkey cluster, not a step of its change.
@@ -261,6 +267,9 @@ func (SettleMove) Disruptive() bool { return false }
 
 // Disruptive: annotations are metadata; no pod is replaced for them. Harmless.
 func (AnnotatePod) Disruptive() bool { return false }
+
+// Disruptive: a record of which pod is the node's; harmless.
+func (RecordPod) Disruptive() bool { return false }
 
 // Disruptive: a setting Valkey takes at run time replaces no pod and moves no slot; harmless.
 func (SetConfig) Disruptive() bool { return false }
@@ -437,6 +446,9 @@ func (a MarkActive) String() string { return "mark " + a.Pod + " Active" }
 
 // String describes the action.
 func (a SettleMove) String() string { return "settle the zone move of " + a.Pod }
+
+// String describes the action.
+func (a RecordPod) String() string { return "record " + a.Pod + " as its node's pod" }
 
 // String describes the action.
 func (a AnnotatePod) String() string {

@@ -122,7 +122,13 @@ type Dialer func(ctx context.Context, addr string, tlsConf *tls.Config) (net.Con
 
 // NewClient is the package's NewClient over the connections d opens.
 func (d Dialer) NewClient(addr string, creds Credentials) (*Client, error) {
-	return newClient(d, addr, creds, nil)
+	return newClient(d, addr, creds, MaxReply, nil)
+}
+
+// NewLimitedClient is NewClient for a caller that knows its replies are smaller than MaxReply:
+// each one costing more than maxReply (reply.go) is refused and ends the connection.
+func (d Dialer) NewLimitedClient(addr string, creds Credentials, maxReply int64) (*Client, error) {
+	return newClient(d, addr, creds, maxReply, nil)
 }
 
 // NewPooledClient is NewClient for many concurrent commands that may block on the server: each
@@ -137,13 +143,13 @@ func NewPooledClient(addr string, creds Credentials, size int) (*Client, error) 
 
 // NewPooledClient is the package's NewPooledClient over the connections d opens.
 func (d Dialer) NewPooledClient(addr string, creds Credentials, size int) (*Client, error) {
-	return newClient(d, addr, creds, func(o *valkeygo.ClientOption) {
+	return newClient(d, addr, creds, MaxReply, func(o *valkeygo.ClientOption) {
 		o.DisableAutoPipelining = true
 		o.BlockingPoolSize = size
 	})
 }
 
-func newClient(dial Dialer, addr string, creds Credentials, tune func(*valkeygo.ClientOption)) (*Client, error) {
+func newClient(dial Dialer, addr string, creds Credentials, maxReply int64, tune func(*valkeygo.ClientOption)) (*Client, error) {
 	opt := valkeygo.ClientOption{
 		InitAddress:       []string{addr},
 		Username:          creds.Username,
@@ -170,10 +176,23 @@ func newClient(dial Dialer, addr string, creds Credentials, tune func(*valkeygo.
 		Dialer:              net.Dialer{Timeout: DialTimeout, KeepAlive: IdleCheck},
 		ConnWriteTimeout:    CommandTimeout,
 	}
-	if dial != nil {
-		opt.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, tlsConf *tls.Config) (net.Conn, error) {
-			return dial(ctx, addr, tlsConf)
+	// Every connection, dialled by the seam or over TCP as valkey-go would, has its replies
+	// checked before valkey-go reads them (reply.go).
+	opt.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, tlsConf *tls.Config) (net.Conn, error) {
+		var conn net.Conn
+		var err error
+		switch {
+		case dial != nil:
+			conn, err = dial(ctx, addr, tlsConf)
+		case tlsConf != nil:
+			conn, err = (&tls.Dialer{NetDialer: d, Config: tlsConf}).DialContext(ctx, "tcp", addr)
+		default:
+			conn, err = d.DialContext(ctx, "tcp", addr)
 		}
+		if err != nil {
+			return nil, err
+		}
+		return guardReplies(conn, maxReply), nil
 	}
 	if tune != nil {
 		tune(&opt)
@@ -461,6 +480,12 @@ func (c *Client) KnownCommands(ctx context.Context, names []string) (map[string]
 
 // commandName is a command or command|subcommand as a ValkeyRole names it.
 var commandName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*(\|[a-zA-Z][a-zA-Z0-9_-]*)?$`)
+
+// ACLUsers sends ACL USERS: the names of the users the node holds, without their rules.
+func (c *Client) ACLUsers(ctx context.Context) ([]string, error) {
+	names, err := c.do(ctx, c.c.B().AclUsers().Build()).AsStrSlice()
+	return names, c.wrap("acl users", err)
+}
 
 // ACLSetUser sends ACL SETUSER name rules..., in one command: Valkey applies all of them or
 // none. The error names the user, never a rule (rules carry password hashes).

@@ -11,6 +11,7 @@ import (
 	valkeygo "github.com/valkey-io/valkey-go"
 
 	"github.com/gomomento/valkey-operator/liveconf"
+	"github.com/gomomento/valkey-operator/logging"
 )
 
 // NodeView is what one node said about the cluster during one Observe. A
@@ -117,7 +118,7 @@ func Observe(ctx context.Context, addrs []string, creds Credentials) []NodeView 
 		wg.Go(func() {
 			defer func() {
 				if r := recover(); r != nil { // see Pool.Observe
-					views[i] = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: unreadable reply: %v", addr, r)}
+					views[i] = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: %w", addr, logging.Recovered(r))}
 				}
 			}()
 			views[i] = observeNode(ctx, addr, creds)

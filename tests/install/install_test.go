@@ -188,6 +188,7 @@ type grant struct{ group, resource, verbs string }
 // cache has none (one without the cluster label is still found), patch back to as built.
 // Namespaces: get only, to leave alone the clusters of a namespace being deleted. Services: patch,
 // for a Service an earlier version made, brought to the original's ports and selector.
+// ValkeyNodes' status: patch, to record which pod is each node's (controllers/identity.go).
 var wantGrants = []grant{
 	{"", "configmaps", "create,get,list,update,watch"},
 	{"", "namespaces", "get"},
@@ -205,6 +206,7 @@ var wantGrants = []grant{
 	{"valkey.gomomento.com", "valkeyconfigs", "list,watch"},
 	{"valkey.gomomento.com", "valkeyimages", "list,watch"},
 	{"valkey.gomomento.com", "valkeynodes", "create,delete,list,update,watch"},
+	{"valkey.gomomento.com", "valkeynodes/status", "patch"},
 	{"valkey.gomomento.com", "valkeyroles", "list,watch"},
 }
 

@@ -39,9 +39,9 @@ const operatorNamespace = "valkey-operator"
 // rareCalls are the grants whose requests the install test does not provoke, each with the code
 // that makes them: they are allowed without a matching request in the audit log.
 var rareCalls = map[string]string{
-	// checkCollision (controllers/creates.go): the name of a node's ConfigMap or pod was taken.
+	// checkCollision (controllers/creates.go): the name of a node's ConfigMap was taken.
 	"get configmaps": "a node's {node}-config ConfigMap already exists (createNode, checkCollision)",
-	"get pods":       "a node's pod already exists (createNode, checkCollision)",
+	"get pods":       "a node's pod already exists (createNode, checkCollision), or a ValkeyNode's pod is not among the pods with the cluster label (controllers/identity.go, unlistedPods)",
 	// ensureObjects (controllers/valkeycluster_controller.go): a Service an older operator made.
 	"patch services": "a Service created by an operator before the original's port names and selector (ensureObjects)",
 	// client-go's events broadcaster: the same Event again within 6 minutes becomes a series.
