@@ -58,7 +58,7 @@ func TestImpostorInPlaceOfANode(t *testing.T) {
 
 	// The replica's pod, replaced by the impostor.
 	victim := ""
-	for _, n := range harness.CurrentCluster(t, vc).Status.Nodes {
+	for _, n := range harness.CurrentCluster(t, vc).Status.NodeDetails {
 		if n.Role == v1.NodeRoleReplica {
 			victim = n.Pod
 		}
@@ -183,7 +183,7 @@ func TestImpostorInPlaceOfANode(t *testing.T) {
 	harness.WaitReady(t, vc, 1, 1, nil, harness.FormTimeout)
 	cur := harness.CurrentCluster(t, vc)
 	harness.VerifyValkey(t, cur, 1, 1)
-	if slices.ContainsFunc(cur.Status.Nodes, func(n v1.NodeStatus) bool { return n.Pod == victim }) {
+	if slices.Contains(cur.Status.Nodes, victim) {
 		t.Errorf("the replaced node %s is still in status.nodes", victim)
 	}
 
