@@ -91,14 +91,42 @@ func stripMetadata(obj any) (any, error) {
 	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: keptMeta(&m.ObjectMeta)}, nil
 }
 
-// stripService is the transform of Services: the operator reads only whether the cluster
-// controls the one of its name.
+// serviceKeptPorts and serviceKeptSelector bound what stripService keeps of a Service's spec:
+// the cluster's own Service has two ports and a two-key selector.
+const (
+	serviceKeptPorts    = 4
+	serviceKeptSelector = 4
+	serviceKeptBytes    = 512
+)
+
+// stripService is the transform of Services: the operator reads whether the cluster controls
+// the one of its name and whether its ports and selector are the original's
+// (resources.ServiceBehind). Those are kept when they are as small as the operator's own; a
+// larger spec (a team's labelled Service) is dropped, so it costs the cache a few hundred bytes.
+// A Service the cluster controls whose spec was dropped reads as behind, is patched once to the
+// operator's ports and selector, and is kept from then on.
 func stripService(obj any) (any, error) {
 	s, ok := obj.(*corev1.Service)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Service{TypeMeta: s.TypeMeta, ObjectMeta: keptMeta(&s.ObjectMeta)}, nil
+	out := &corev1.Service{TypeMeta: s.TypeMeta, ObjectMeta: keptMeta(&s.ObjectMeta)}
+	if len(s.Spec.Ports) <= serviceKeptPorts && len(s.Spec.Selector) <= serviceKeptSelector {
+		size := 0
+		for k, v := range s.Spec.Selector {
+			size += len(k) + len(v)
+		}
+		for _, p := range s.Spec.Ports {
+			size += len(p.Name) + len(p.TargetPort.StrVal)
+		}
+		if size <= serviceKeptBytes {
+			out.Spec.Selector = s.Spec.Selector
+			for _, p := range s.Spec.Ports {
+				out.Spec.Ports = append(out.Spec.Ports, corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, TargetPort: p.TargetPort})
+			}
+		}
+	}
+	return out, nil
 }
 
 // stripBudget is the transform of PodDisruptionBudgets: their watch only enqueues the

@@ -278,3 +278,33 @@ func TestListPodsBounded(t *testing.T) {
 		t.Errorf("read %d pods by list and %d by name, want one page of %d and 3", listed, gets, want)
 	}
 }
+
+// TestStripServiceKeepsPortsAndSelector: what the cache keeps of the cluster's own Service reads
+// as up to date (resources.ServiceBehind), or every pass patches it again (CI, 2026-12-07: 42
+// "updating headless Service ports and selector" lines in 45 s after an operator upgrade); one
+// of an older operator reads as behind; a team's labelled Service with a large spec keeps no spec.
+func TestStripServiceKeepsPortsAndSelector(t *testing.T) {
+	vc := newPassFixture().vc
+	got, err := stripService(resources.BuildService(vc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resources.ServiceBehind(vc, got.(*corev1.Service)) {
+		t.Errorf("the operator's own Service reads as behind after the cache transform: %+v", got.(*corev1.Service).Spec)
+	}
+	old := resources.BuildService(vc)
+	old.Spec.Selector = map[string]string{v1.LabelCluster: vc.Name}
+	old.Spec.Ports[0].Name, old.Spec.Ports[1].Name = "client", "bus"
+	got, _ = stripService(old)
+	if !resources.ServiceBehind(vc, got.(*corev1.Service)) {
+		t.Errorf("an older operator's Service reads as up to date after the cache transform")
+	}
+	big := resources.BuildService(vc)
+	for i := range 100 {
+		big.Spec.Ports = append(big.Spec.Ports, corev1.ServicePort{Name: fmt.Sprintf("p%d", i), Port: int32(1000 + i)})
+	}
+	got, _ = stripService(big)
+	if s := got.(*corev1.Service); len(s.Spec.Ports) != 0 || len(s.Spec.Selector) != 0 {
+		t.Errorf("a Service of 102 ports kept %d ports and %d selector keys", len(s.Spec.Ports), len(s.Spec.Selector))
+	}
+}

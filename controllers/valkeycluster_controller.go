@@ -471,6 +471,14 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	case resources.ServiceBehind(vc, &svc):
 		// Created by an operator before the original's port names and selector: brought up to
 		// date in place (the pods carry both labels, so its endpoints stay the same).
+		// The cache keeps a bounded part of a Service's spec (stripService): the patch is made
+		// against the stored object, so a selector key of the old one does not survive a merge.
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(&svc), &svc); err != nil {
+			return sys, creds, migrate, fmt.Errorf("get service: %w", err)
+		}
+		if !metav1.IsControlledBy(&svc, vc) || !resources.ServiceBehind(vc, &svc) {
+			break
+		}
 		log.Info(logging.MsgUpdatingService)
 		before := svc.DeepCopy()
 		resources.UpdateService(vc, &svc)
