@@ -114,7 +114,8 @@ func clusterClient(t *testing.T, vc *v1.ValkeyCluster, u DataUser) valkeygo.Clie
 }
 
 // ReportMoveRefusals logs, per slot whose writes failed, how many and for how long, and fails the
-// test on a slot whose writes Valkey or the connection refused for a second or more. A write
+// test on a slot whose writes Valkey refused for a second or more (a connection closed at a
+// graceful failover's demotion is not a refusal: SlotReport.Closed). A write
 // that got no reply within the writer's 1 s is latency, not a refusal, and latency is `make
 // bench`'s to measure. Measured on the shared 2-core machine at load 17: a draining source serving
 // 48 slot moves at once left up to four writes in a row unanswered on its slots
@@ -126,9 +127,12 @@ func ReportMoveRefusals(t *testing.T, r Report) {
 		if s.Failures == 0 {
 			continue
 		}
-		t.Logf("slot %d: %d writes failed (%d unanswered within 1 s), longest refusal %s (last error: %s)",
-			s.Slot, s.Failures, s.Unanswered, s.LongestRefusal.Round(time.Millisecond), s.LastError)
-		if s.Failures > s.Unanswered && s.LongestRefusal >= time.Second {
+		t.Logf("slot %d: %d writes failed (%d unanswered within 1 s, %d closed), longest refusal %s (last error: %s)",
+			s.Slot, s.Failures, s.Unanswered, s.Closed, s.LongestRefusal.Round(time.Millisecond), s.LastError)
+		// Refused by Valkey: neither unanswered within 1 s (latency, the machine's load) nor
+		// closed at a graceful failover's demotion (SlotReport.Closed). make test, 2026-12-07, load 50-70:
+		// one EOF per slot at the demotion and timeouts around it read as a 5 s refusal.
+		if refused := s.Failures - s.Unanswered - s.Closed; refused > 0 && s.LongestRefusal >= time.Second {
 			t.Errorf("slot %d refused writes for %s while slots moved", s.Slot, s.LongestRefusal.Round(time.Millisecond))
 		}
 	}

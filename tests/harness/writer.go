@@ -5,12 +5,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	valkeygo "github.com/valkey-io/valkey-go"
@@ -88,6 +90,7 @@ type slotWriter struct {
 	acked      []keyRecord // keys whose SET returned OK
 	failures   int         // SETs that returned an error
 	unanswered int         // of those, no reply within OpTimeout
+	closed     int         // of those, the connection closed under the write (EOF, reset)
 	// failingSince is when the first refused write of the current refusal began (zero while
 	// writes succeed), failingWrites how many writes it has refused; longest and longestAt are
 	// the longest refusal so far; refusals every refusal that ended.
@@ -192,6 +195,8 @@ func (w *Writer) run(ctx context.Context, s *slotWriter, prefix string, id int, 
 			var ne net.Error
 			if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 				s.unanswered++
+			} else if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+				s.closed++
 			}
 			s.lastErr = err.Error()
 			if s.failingSince.IsZero() {
@@ -322,6 +327,10 @@ type SlotReport struct {
 	// Unanswered counts the failures that got no reply within OpTimeout (the client gave up):
 	// a latency figure, apart from writes Valkey or the connection refused.
 	Unanswered int
+	// Closed counts the failures whose connection closed under the write (EOF, reset): Valkey
+	// 8.0.1 drops a client blocked in WAIT when its primary turns replica in a graceful failover,
+	// and the client's next write goes to the new primary. Neither acknowledged nor refused.
+	Closed int
 	// LongestRefusal is the longest time from a refused write to the next acknowledged one.
 	LongestRefusal time.Duration
 	// RefusalStart is when that refusal began (zero if writes were never refused).
@@ -415,7 +424,7 @@ func (w *Writer) Report(ctx context.Context, opts WriterOptions) (Report, error)
 	for _, s := range w.slots {
 		s.mu.Lock()
 		acked := s.acked
-		r.Slots = append(r.Slots, SlotReport{Slot: s.slot, Tag: s.tag, Acked: len(acked), Failures: s.failures, Unanswered: s.unanswered,
+		r.Slots = append(r.Slots, SlotReport{Slot: s.slot, Tag: s.tag, Acked: len(acked), Failures: s.failures, Unanswered: s.unanswered, Closed: s.closed,
 			LongestRefusal: s.longest, RefusalStart: s.longestAt, LastError: s.lastErr})
 		r.Refusals = append(r.Refusals, s.refusals...)
 		s.mu.Unlock()
