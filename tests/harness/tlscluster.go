@@ -76,13 +76,24 @@ func ClusterTLSCreds(t testing.TB, vc *v1.ValkeyCluster, ca *CA) valkey.Credenti
 // TLSClusterClient is a valkey-go cluster client seeded with the Service's name alone, resolving
 // through the cluster DNS, trusting only roots and verifying every name it reaches (the Service,
 // then the per-pod names nodes announce in CLUSTER SHARDS and redirects).
+//
+// The Service publishes every node's address, ready or not, so right after a roll its name may
+// still resolve to a node being retired, which resets the connection (make test, 2026-12-07,
+// load 50-70): the client is made again for up to 30 s, as an application's would be.
 func TLSClusterClient(t testing.TB, vc *v1.ValkeyCluster, roots *x509.CertPool) valkeygo.Client {
 	t.Helper()
-	c, err := valkeygo.NewClient(valkeygo.ClientOption{
-		InitAddress:  []string{net.JoinHostPort(ServiceHost(vc), "6379")},
-		TLSConfig:    &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-		DisableCache: true, Dialer: *Cluster.Dialer(),
-	})
+	var c valkeygo.Client
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		c, err = valkeygo.NewClient(valkeygo.ClientOption{
+			InitAddress:  []string{net.JoinHostPort(ServiceHost(vc), "6379")},
+			TLSConfig:    &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+			DisableCache: true, Dialer: *Cluster.Dialer(),
+		})
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("TLS cluster client through the Service's name: %v", err)
 	}
