@@ -172,6 +172,23 @@ type SystemUsers struct {
 	SetUsers bool
 }
 
+// KeepsOperator reports whether file lets the operator back in once applied: its user line
+// for OperatorUser is on and holds the hash of password. Every file Render makes does. The file
+// is read from the {cluster}-acl Secret, which anyone who may edit Secrets in the namespace can
+// rewrite; applied as it stood, a file without that line deleted the operator's own user on
+// every node (break test: a team's edit of the Secret, reverted by the cluster controller within
+// a second, had already been applied; the operator was locked out of the cluster for good,
+// status "WRONGPASS").
+func KeepsOperator(file, password string) bool {
+	hash := "#" + sha256Hex(password)
+	for _, l := range Lines(file) {
+		if l.Name == OperatorUser {
+			return slices.Contains(l.Rules, "on") && slices.Contains(l.Rules, hash)
+		}
+	}
+	return false
+}
+
 // WithSetUsers returns file with the operator's user granted ACL SETUSER and DELUSER, as the
 // ACL controller needs on a node where ACL LOAD is unsafe. The file is rendered for the image
 // the cluster should run, so during an upgrade from Valkey 8 to 9 it lacks that grant while 8.x

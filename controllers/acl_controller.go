@@ -251,7 +251,8 @@ func (r *ACLReconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result
 
 // desired reads the cluster's ACL file and the operator's credentials from the cache. ok is
 // false while either does not exist, or is not controlled by the cluster (ownership.go: the
-// cluster controller makes it Invalid; neither is used).
+// cluster controller makes it Invalid; neither is used), or while the file would not let the
+// operator back in (acl.KeepsOperator).
 func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file string, creds valkey.Credentials, ok bool, err error) {
 	secret, ok, err := ownedSecret(ctx, r.APIReader, vc, resources.ACLSecretName(vc))
 	if err != nil || !ok {
@@ -264,6 +265,12 @@ func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file
 	pw := resources.OperatorPassword(cred.Data)
 	file = string(secret.Data[resources.ACLFileName])
 	if pw == "" || file == "" {
+		return "", creds, false, nil
+	}
+	if !acl.KeepsOperator(file, pw) {
+		// Not a file the cluster controller rendered: someone rewrote the Secret. Applied, it
+		// would lock the operator out of every node; the cluster controller puts the file back,
+		// and the Secret's change brings the next pass.
 		return "", creds, false, nil
 	}
 	return file, valkey.Credentials{Username: acl.OperatorUser, Password: pw}, true, nil

@@ -204,3 +204,39 @@ func TestACLUsersDeniedByAnOlderFile(t *testing.T) {
 		t.Errorf("sent:\n  %s\nlog %v", strings.Join(cmds, "\n  "), logs.All())
 	}
 }
+
+// TestACLSecretRewrittenIsNotApplied: the {cluster}-acl Secret stays controlled by the cluster
+// when a team with the edit role rewrites its file (a user of its own, the system users gone).
+// The ACL controller does not apply that file: on Valkey 8 it deleted the operator's own user on
+// every node (ACL DELUSER _momento_operator), and the operator was locked out for good. Once the
+// file is the rendered one again, the node is only read.
+func TestACLSecretRewrittenIsNotApplied(t *testing.T) {
+	p := newACLPass(t, "")
+	p.run(t)
+	var secret corev1.Secret
+	key := client.ObjectKey{Namespace: "ns", Name: "vc-acl"}
+	if err := p.c.Get(t.Context(), key, &secret); err != nil {
+		t.Fatal(err)
+	}
+	rendered := slices.Clone(secret.Data[resources.ACLFileName])
+	for _, file := range []string{
+		"user default on nopass ~* +@all\nuser evil on >x ~* +@all\n",
+		// The operator's line kept, with another password.
+		strings.Replace(string(rendered), "user "+acl.OperatorUser+" on resetpass #", "user "+acl.OperatorUser+" on resetpass #00", 1),
+	} {
+		secret.Data[resources.ACLFileName] = []byte(file)
+		if err := p.c.Update(t.Context(), &secret); err != nil {
+			t.Fatal(err)
+		}
+		if cmds, _ := p.run(t); len(cmds) != 0 {
+			t.Errorf("a rewritten ACL Secret was applied:\n  %s", strings.Join(cmds, "\n  "))
+		}
+	}
+	secret.Data[resources.ACLFileName] = rendered
+	if err := p.c.Update(t.Context(), &secret); err != nil {
+		t.Fatal(err)
+	}
+	if cmds, _ := p.run(t); !slices.Equal(cmds, []string{"ACL USERS", "INFO server", "ACL LIST"}) {
+		t.Errorf("the rendered file back, a pass sent:\n  %s", strings.Join(cmds, "\n  "))
+	}
+}

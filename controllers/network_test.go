@@ -179,3 +179,32 @@ func TestForeignNetworkPolicyIsLeftAlone(t *testing.T) {
 		t.Fatalf("turned off beside a foreign policy: %v, %d writes", err, writes)
 	}
 }
+
+// A new cluster whose policy name a team took first is Invalid from its first pass, like one
+// whose Service or Secret name is taken: no pod is created (its bus would open under the team's
+// policy), and no pass returns an error. Break test on the demo: the first pass created a pod, and
+// every pass after it, Invalid, returned the problem as an error: a WARN `reconcile error,
+// requeuing` every 5 s for as long as the policy stayed.
+func TestForeignNetworkPolicyMakesANewClusterInvalid(t *testing.T) {
+	f := newPassFixture()
+	theirs := resources.BuildNetworkPolicy(f.vc, "valkey-operator")
+	theirs.OwnerReferences, theirs.Labels = nil, nil
+	f.objects = append(f.objects, theirs)
+	r, c := f.build(t)
+	for i := range 3 {
+		_, logs, err := reconcileOnce(t, r)
+		if err != nil {
+			t.Fatalf("pass %d: %v (%d log lines)", i, err, logs.Len())
+		}
+		var vc v1.ValkeyCluster
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "vc"}, &vc); err != nil {
+			t.Fatal(err)
+		}
+		if vc.Status.State != v1.StateInvalid || !strings.Contains(vc.Status.Message, "NetworkPolicy vc-network is not controlled by ValkeyCluster vc") {
+			t.Fatalf("pass %d: state %q, message %q", i, vc.Status.State, vc.Status.Message)
+		}
+		if n := podCount(t, c); n != 0 {
+			t.Fatalf("pass %d: %d pods created beside a foreign policy", i, n)
+		}
+	}
+}

@@ -228,6 +228,15 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, err
 	}
 	r.reportForeign(log, &vc, obs.snapshot)
+	if sp := (*SpecProblem)(nil); errors.As(obs.networkErr, &sp) {
+		// A policy name taken by an object the cluster does not control: Invalid from this
+		// pass on, like a taken Service or Secret name, so that no pod opens its bus under
+		// another's policy, and no pass retries what the status already says.
+		if problem == "" {
+			problem, obs.snapshot.SpecProblem, desired = sp.Reason, sp.Reason, nil
+		}
+		obs.networkErr = nil
+	}
 	// A disruptive step of an earlier pass has now been observed: the ACL and TLS controllers
 	// may touch the nodes again. Not while a failover the operator issued has not been seen to
 	// land (a coordinated failover takes up to a few seconds after the command returned).
