@@ -225,6 +225,11 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 	if f, ok := a.(Failover); ok {
 		promoted, lost = f.Pod, f.PrimaryID
 	}
+	if to, ok := a.(Takeover); ok && to.Reason != "" {
+		// The failover planner's: the quorum planner's TAKEOVER ends a quorum loss, which no
+		// FORCE awaited can.
+		checkNotAwaited(t, i, st, s, a, to.PrimaryID)
+	}
 	if promoted != "" {
 		for _, p := range s.Pods {
 			if p.Name == promoted && (p.Node == nil || p.Node.ReplOffset <= 0 || p.Node.PrimaryID != lost || p.Lifecycle != string(v1.LifecycleActive)) {
@@ -239,14 +244,7 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 				t.Fatalf("snapshot %d, %s: %s while live pod %s owns %s\n%s", i, st, a, p.Name, lost, dump(s))
 			}
 		}
-		if f := s.Failover; f != nil && f.PrimaryID == lost && s.Now.Sub(f.StartedAt) < FailoverRetry {
-			// Only a graceful failover whose primary's container is gone since may be overtaken.
-			owner, known := ownerOf(s, lost)
-			gone := known && (owner == nil || owner.Phase == fsm.PodFailed || owner.Exited)
-			if f.Force || !gone {
-				t.Fatalf("snapshot %d, %s: %s while a failover of %s issued %s ago is awaited\n%s", i, st, a, lost, s.Now.Sub(f.StartedAt), dump(s))
-			}
-		}
+		checkNotAwaited(t, i, st, s, a, lost)
 	}
 	if to, ok := a.(Takeover); ok {
 		for _, p := range s.Pods {
@@ -255,6 +253,30 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 			}
 		}
 	}
+}
+
+// checkNotAwaited fails unless a, which promotes a replica of lost, may overtake the failover of
+// lost that status.failover records (plan/failover.go rule 3): only when none younger than
+// FailoverRetry is recorded, when its replica's pod is no longer live, when it was graceful and
+// lost's container is gone since, or when a is the TAKEOVER answering a FORCE that did not take.
+func checkNotAwaited(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action, lost string) {
+	t.Helper()
+	f := s.Failover
+	if f == nil || f.PrimaryID != lost || s.Now.Sub(f.StartedAt) >= FailoverRetry {
+		return
+	}
+	if c := s.Pod(f.Pod); c == nil || !isLive(*c) {
+		return
+	}
+	owner, known := ownerOf(s, lost)
+	gone := known && (owner == nil || owner.Phase == fsm.PodFailed || owner.Exited)
+	if !f.Force && !f.Takeover && gone {
+		return
+	}
+	if to, ok := a.(Takeover); ok && to.Reason == TakeoverForceRefused && f.Force && s.Now.Sub(f.StartedAt) >= forceUnlanded {
+		return
+	}
+	t.Fatalf("snapshot %d, %s: %s while a failover of %s issued %s ago is awaited\n%s", i, st, a, lost, s.Now.Sub(f.StartedAt), dump(s))
 }
 
 // randomSnapshot draws a cluster of 1-4 shards × 0-2 replicas in any condition: each pod may be
@@ -335,8 +357,9 @@ func randomSnapshot(rng *rand.Rand) fsm.Snapshot {
 func randomIntent(rng *rand.Rand, s *fsm.Snapshot, pool []string) {
 	s.Now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	if rng.IntN(3) == 0 {
+		mode := rng.IntN(3) // graceful, FORCE, TAKEOVER
 		s.Failover = &fsm.FailoverIntent{Shard: rng.IntN(max(s.Shards, 1)), Pod: "p0-1", PrimaryID: pool[rng.IntN(len(pool))],
-			Force: rng.IntN(2) == 0, StartedAt: s.Now.Add(-time.Duration(rng.IntN(20)) * time.Second)}
+			Force: mode == 1, Takeover: mode == 2, StartedAt: s.Now.Add(-time.Duration(rng.IntN(20)) * time.Second)}
 	}
 }
 

@@ -59,6 +59,12 @@ func formed(s *fsm.Snapshot) {
 	for i := range s.Pods {
 		for j := range s.Pods {
 			s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+			if r := s.Pods[j].Node; !r.Primary {
+				if s.Pods[i].Node.Follows == nil {
+					s.Pods[i].Node.Follows = map[string]string{}
+				}
+				s.Pods[i].Node.Follows[r.ID] = r.PrimaryID
+			}
 		}
 	}
 }
