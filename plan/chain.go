@@ -145,6 +145,7 @@ func Default() Chain {
 		pods,
 		failover,
 		quorum,
+		dead,
 		misplaced,
 		formation,
 		reshard,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,8 +181,13 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 		if s.OwnedIDs()[f.NodeID] {
 			t.Fatalf("snapshot %d, %s: forgets %s, which a live pod owns\n%s", i, st, f.NodeID, dump(s))
 		}
-		if s.AllAnswer() != "" {
+		if s.AllAnswer() != "" && !deadID(s, f.NodeID) {
 			t.Fatalf("snapshot %d, %s: forgets %s while %s\n%s", i, st, f.NodeID, s.AllAnswer(), dump(s))
+		}
+		for _, p := range s.LivePods() {
+			if n := p.Node; n != nil && n.Reachable && (len(n.Known[f.NodeID]) > 0 || (!n.Primary && n.PrimaryID == f.NodeID)) && !slices.Contains(f.Pods, p.Name) {
+				t.Fatalf("snapshot %d, %s: forgets %s, which %s sees serve slots or follows\n%s", i, st, f.NodeID, p.Name, dump(s))
+			}
 		}
 	}
 	if m, ok := a.(MoveSlots); ok {
@@ -253,6 +259,27 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 			}
 		}
 	}
+}
+
+// deadID reports whether id may be forgotten while some live node does not answer (the dead
+// planner): a pod whose container is gone claims it, no live pod does, and no reachable live node
+// sees it serve a slot or follows it.
+func deadID(s fsm.Snapshot, id string) bool {
+	dead := false
+	for _, p := range s.Pods {
+		if p.ClaimedID() == id && (p.Phase == fsm.PodFailed || p.Exited) {
+			dead = true
+		}
+	}
+	for _, p := range s.LivePods() {
+		if p.ClaimedID() == id {
+			return false
+		}
+		if n := p.Node; n != nil && n.Reachable && (len(n.Known[id]) > 0 || (!n.Primary && n.PrimaryID == id) || n.Follows[id] != "") {
+			return false
+		}
+	}
+	return dead
 }
 
 // checkNotAwaited fails unless a, which promotes a replica of lost, may overtake the failover of
