@@ -126,7 +126,9 @@ func TestExecuteSendsTheCommandsOfEachAction(t *testing.T) {
 		{name: "takeover", action: plan.Takeover{Pod: "p1", PrimaryID: "n0"},
 			want: []string{"1: CLUSTER FAILOVER TAKEOVER"}},
 		{name: "forced failover, then the replica says it is a primary",
-			script: func(f *execFixture) { f.node(1).On("CLUSTER NODES", valkeytest.Str(nodesLine(hexID(1), "10.0.0.2", "myself,master", "-"))) },
+			script: func(f *execFixture) {
+				f.node(1).On("CLUSTER NODES", valkeytest.Str(nodesLine(hexID(1), "10.0.0.2", "myself,master", "-")))
+			},
 			action: plan.FailoverForce{Pod: "p1", PrimaryID: "n0"},
 			want:   []string{"1: CLUSTER FAILOVER FORCE", "1: CLUSTER NODES"}},
 		{name: "a takeover for a lost primary whose FORCE would not take", action: plan.Takeover{Pod: "p1", PrimaryID: "n0", Reason: plan.TakeoverStaleView},
