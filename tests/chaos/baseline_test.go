@@ -245,11 +245,25 @@ func (r *runner) injectTwins(ctx context.Context, fs []*fired, targets []twinTar
 // fault's restore, for a cut or a stopped node), records its window, and builds the twin again.
 func (r *runner) followTwin(ctx context.Context, b *baseline, s *baseSample) {
 	var restoreAt time.Time
+	restored := make(chan struct{})
 	for _, f := range s.fired {
 		if f.ev.Kind == schedule.CutNetwork || f.ev.Kind == schedule.StopNode || f.ev.Kind == schedule.ZoneLoss {
 			restoreAt = maxTime(restoreAt, s.at.Add(f.ev.For))
 		}
 	}
+	// The cut twin pods get their network back with the cluster's (the runner restores only the
+	// pods it cut on the managed side), whether the twin took writes again meanwhile or not.
+	go func() {
+		defer close(restored)
+		time.Sleep(time.Until(restoreAt))
+		for _, f := range s.fired {
+			if f.ev.Kind == schedule.CutNetwork {
+				for _, p := range s.pods {
+					_ = cluster.Kubelet.RestorePodNetwork(b.twin.Namespace, p)
+				}
+			}
+		}
+	}()
 	_ = b.twin.Writer.WaitAcked(3, TwinBound)
 	end := time.Now()
 	s.healed = end.Sub(s.at)
@@ -259,16 +273,7 @@ func (r *runner) followTwin(ctx context.Context, b *baseline, s *baseSample) {
 	rs := b.twin.Writer.Refusals()
 	s.longest = longestRun(rs, s.at.Add(-500*time.Millisecond), end)
 	s.summary = window(rs, s.at.Add(-500*time.Millisecond), end)
-	// The cut twin pods get their network back with the cluster's: the runner restores only
-	// the pods it cut on the managed side.
-	time.Sleep(time.Until(restoreAt))
-	for _, f := range s.fired {
-		if f.ev.Kind == schedule.CutNetwork {
-			for _, p := range s.pods {
-				_ = cluster.Kubelet.RestorePodNetwork(b.twin.Namespace, p)
-			}
-		}
-	}
+	<-restored
 	r.mu.Lock()
 	ending := r.ending
 	r.mu.Unlock()
