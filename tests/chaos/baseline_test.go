@@ -38,7 +38,7 @@ import (
 
 // TwinBound bounds how long a twin's window is followed: a quorum loss never heals without an
 // operator's TAKEOVER, and a twin still down is not a baseline for the next fault.
-const TwinBound = 90 * time.Second
+const TwinBound = time.Minute
 
 // BaselineNoise is how much a window may differ between the two sides of one fault by chance:
 // Valkey's own randomness (the failure detection's ping schedule, up to half
@@ -143,6 +143,13 @@ func (r *runner) resolveTwins(ctx context.Context, fs []*fired) []twinTarget {
 			continue
 		}
 		tt := twinTarget{f: f, b: b}
+		if f.ev.Role == schedule.Replica && len(fs) == 1 {
+			// A replica's loss needs no failover: its twin would show no refusal and then be
+			// rebuilt, busy when the next fault on a primary comes.
+			tt.note = "no baseline: a replica's loss (the twin is kept for the primaries' faults)"
+			out = append(out, tt)
+			continue
+		}
 		b.mu.Lock()
 		ready, busy := b.ready, b.busy
 		b.mu.Unlock()
@@ -288,23 +295,31 @@ func (r *runner) followTwin(ctx context.Context, b *baseline, s *baseSample) {
 	if ending {
 		return
 	}
+	// Built again until it stands (a node stopped meanwhile, a pod that did not start), while the
+	// schedule runs.
 	c := r.byName[s.cluster]
-	opts, err := c.writerOptions(ctx)
-	for attempt := 0; attempt < 3; attempt++ {
+	for {
+		opts, err := c.writerOptions(ctx)
 		if err == nil {
-			if err = b.twin.Rebuild(ctx, opts); err == nil {
-				break
-			}
+			err = b.twin.Rebuild(ctx, opts)
 		}
+		if err == nil {
+			break
+		}
+		r.logf("baseline of %s not rebuilt, again in 10 s: %v", s.cluster, err)
+		b.mu.Lock()
+		b.busy = "being built again (last try: " + err.Error() + ")"
+		b.mu.Unlock()
 		time.Sleep(10 * time.Second)
+		r.mu.Lock()
+		ending := r.ending
+		r.mu.Unlock()
+		if ending {
+			return
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err != nil {
-		b.busy = "not rebuilt: " + err.Error()
-		r.logf("baseline of %s not rebuilt: %v", s.cluster, err)
-		return
-	}
 	b.ready, b.busy = true, ""
 }
 

@@ -107,7 +107,12 @@ func (t *Twin) form(ctx context.Context) error {
 	if len(managed) == 0 {
 		return errors.New("the managed cluster runs no pod to copy")
 	}
-	sort.Slice(managed, func(i, j int) bool { return managed[i].Name < managed[j].Name })
+	// The newest pod is of the spec the cluster is going to: in the middle of a roll an old pod
+	// may not start beside the ACL file the operator renders for the new version.
+	sort.Slice(managed, func(i, j int) bool {
+		return managed[i].CreationTimestamp.After(managed[j].CreationTimestamp.Time) ||
+			(managed[i].CreationTimestamp.Equal(&managed[j].CreationTimestamp) && managed[i].Name < managed[j].Name)
+	})
 	tpl := managed[0]
 	var cm corev1.ConfigMap
 	if err := o.K8s.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: v1.NodeConfigMapName(tpl.Name)}, &cm); err != nil {
@@ -280,6 +285,31 @@ func (t *Twin) Pods(ctx context.Context) ([]corev1.Pod, error) {
 	return out, nil
 }
 
+// notRunning says why the first of this build's pods that does not run does not (its phase,
+// node and container state), "" when all run.
+func (t *Twin) notRunning(ctx context.Context) string {
+	var list corev1.PodList
+	if err := t.o.K8s.List(ctx, &list, client.InNamespace(t.Namespace), client.MatchingLabels{TwinLabel: t.Name}); err != nil {
+		return ""
+	}
+	for _, p := range list.Items {
+		if !slices.Contains(t.pods, p.Name) || (p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "") {
+			continue
+		}
+		why := fmt.Sprintf("; %s %s on %s", p.Name, p.Status.Phase, p.Spec.NodeName)
+		for _, cs := range p.Status.ContainerStatuses {
+			switch {
+			case cs.State.Waiting != nil:
+				why += fmt.Sprintf(", waiting: %s %s", cs.State.Waiting.Reason, cs.State.Waiting.Message)
+			case cs.State.Terminated != nil:
+				why += fmt.Sprintf(", terminated: %s (exit %d) %s", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode, cs.State.Terminated.Message)
+			}
+		}
+		return why
+	}
+	return ""
+}
+
 // Creds are the operator's credentials for pods of the twin, over TLS for a TLS twin.
 func (t *Twin) Creds(pods []corev1.Pod) valkey.Credentials {
 	if t.o.Managed.Spec.TLS == nil {
@@ -301,13 +331,13 @@ func (t *Twin) Roots() *x509.CertPool {
 func (t *Twin) join(ctx context.Context) error {
 	want := t.Shards * (t.Replicas + 1)
 	var pods []corev1.Pod
-	if why := Poll(ctx, 3*time.Minute, func() string {
+	if why := Poll(ctx, time.Minute, func() string {
 		var err error
 		if pods, err = t.Pods(ctx); err != nil {
 			return err.Error()
 		}
 		if len(pods) != want {
-			return fmt.Sprintf("%d of %d pods run", len(pods), want)
+			return fmt.Sprintf("%d of %d pods run%s", len(pods), want, t.notRunning(ctx))
 		}
 		return ""
 	}); why != "" {
