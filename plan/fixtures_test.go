@@ -187,3 +187,20 @@ func steps(actions []Action) []Action {
 	}
 	return out
 }
+
+// agreeViews makes every reachable node's view of who replicates whom (fsm.Node.Follows) the
+// nodes' own, as it is once gossip has settled.
+func agreeViews(s *fsm.Snapshot) {
+	for i := range s.Pods {
+		n := s.Pods[i].Node
+		if n == nil || !n.Reachable {
+			continue
+		}
+		n.Follows = map[string]string{}
+		for _, q := range s.Pods {
+			if r := q.Node; r != nil && r.Reachable && r.ID != "" && !r.Primary && r.PrimaryID != "" {
+				n.Follows[r.ID] = r.PrimaryID
+			}
+		}
+	}
+}
