@@ -16,11 +16,11 @@ export PATH := $(K8S_BIN):$(PATH)
 COREDNS_VERSION ?= v1.15.0
 export COREDNS := $(CACHE_DIR)/bin/coredns-$(COREDNS_VERSION)
 
-.PHONY: all deps packages control-plane coredns helm prometheus chart-lint install-test build generate manifests lint verify test unit-test demo bench chaos clean
+.PHONY: all deps packages control-plane coredns netpol helm prometheus chart-lint install-test build generate manifests lint verify test unit-test demo bench chaos clean
 
 all: build
 
-deps: packages control-plane coredns helm prometheus
+deps: packages control-plane coredns netpol helm prometheus
 
 # Valkey 8.0.1 from bookworm-backports as the system's valkey-server; Valkey 9.1.2 from sid,
 # unpacked into $(CACHE_DIR)/valkey-9.1.2 (never installed), for the local cluster's 9.x images.
@@ -35,6 +35,14 @@ control-plane:
 # $(COREDNS), once per version.
 coredns:
 	@CACHE_DIR=$(CACHE_DIR) COREDNS_VERSION=$(COREDNS_VERSION) bash hack/build-coredns.sh >/dev/null
+
+# The local cluster's NetworkPolicy enforcer (sigs.k8s.io/kube-network-policies with a main of
+# ours), pinned in hack/netpol/go.mod, built into $(NETPOL) once per version; localcluster finds
+# it through $NETPOL. The e2e package network and `make bench NETWORK_POLICIES=1` run it.
+NETPOL_VERSION ?= v0.8.0
+export NETPOL := $(CACHE_DIR)/bin/netpol-$(NETPOL_VERSION)
+netpol:
+	@CACHE_DIR=$(CACHE_DIR) bash hack/build-netpol.sh >/dev/null
 
 # helm, pinned in hack/tools/go.mod (its own module: helm's k8s.io versions are not ours), built
 # into $(CACHE_DIR)/bin. The install tests find it there.
@@ -117,8 +125,12 @@ demo: deps
 # loaded machine).
 BENCH ?= .
 BENCH_TIMEOUT ?= 90m
+# NETWORK_POLICIES=1 runs the benchmarks' local cluster with its NetworkPolicy enforcer (each
+# cluster's policy then really judges its pods' connections): run once with, once without, and
+# compare (docs/dev/benchmarks.md).
+NETWORK_POLICIES ?= 0
 bench: deps
-	go test -run '^$$' -bench '$(BENCH)' -benchtime 3x -timeout $(BENCH_TIMEOUT) ./tests/bench/
+	LOCALCLUSTER_NETWORK_POLICIES=$(NETWORK_POLICIES) go test -run '^$$' -bench '$(BENCH)' -benchtime 3x -timeout $(BENCH_TIMEOUT) ./tests/bench/
 
 clean:
 	rm -rf bin

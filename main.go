@@ -26,7 +26,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -44,6 +43,10 @@ const (
 	// startup. The Deployment wires it from key defaultZoneSpread of ConfigMap
 	// valkey-operator-config, marked optional (reference/operator-configuration.md).
 	zoneSpreadEnv = "DEFAULT_ZONE_SPREAD"
+	// networkPolicyEnv is the operator-wide default of spec.network.policy, read once at
+	// startup. The Deployment wires it from key defaultNetworkPolicy of ConfigMap
+	// valkey-operator-config, marked optional.
+	networkPolicyEnv = "DEFAULT_NETWORK_POLICY"
 	// leaderElectionID names the Lease that keeps one replica active at a time.
 	leaderElectionID = "valkey-operator.valkey.gomomento.com"
 )
@@ -79,6 +82,12 @@ func run() int {
 		return 1
 	}
 
+	netpol, err := parseNetworkPolicy(os.Getenv(networkPolicyEnv))
+	if err != nil {
+		logging.InvalidConfig(log, networkPolicyEnv, string(netpol), err)
+		return 1
+	}
+
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return logging.ClientBuildFailed(os.Stderr, err)
@@ -97,8 +106,10 @@ func run() int {
 	}
 	// The metrics endpoint authenticates every scrape with a TokenReview and authorizes it with a
 	// SubjectAccessReview (get on the non-resource URL /metrics), as kubebuilder projects do: the
-	// per-node figures are the teams' (memory, clients, keyspace), not the world's.
-	metricsOpts := metricsserver.Options{BindAddress: *metricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+	// per-node figures are the teams' (memory, clients, keyspace), not the world's. Tokens not
+	// known to pass are reviewed within a budget (metrics.AuthFilter): a flood of made-up tokens
+	// must not hold up the operator's own requests, its lease renewals among them.
+	metricsOpts := metricsserver.Options{BindAddress: *metricsAddr, SecureServing: true, FilterProvider: metrics.AuthFilter}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                              scheme,
 		Cache:                               controllers.CacheOptions(),
@@ -135,13 +146,13 @@ func run() int {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
-	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: apiReader, DefaultZoneSpread: spread, TLSSecretSeen: tlsr.SecretSeen,
+	r := &controllers.ValkeyClusterReconciler{Client: mgr.GetClient(), APIReader: apiReader, DefaultZoneSpread: spread, DefaultNetworkPolicy: netpol, OperatorNamespace: namespace, TLSSecretSeen: tlsr.SecretSeen,
 		Metrics: reg, Events: recorder, Guard: guard}
 	if err := r.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
 	}
-	acl := &controllers.ACLReconciler{Client: mgr.GetClient(), APIReader: apiReader, Metrics: reg, Guard: guard}
+	acl := &controllers.ACLReconciler{Client: mgr.GetClient(), APIReader: apiReader, Metrics: reg, Events: recorder, Guard: guard}
 	if err := acl.SetupWithManager(mgr, log); err != nil {
 		opLog.Error("controller setup failed", logging.Err(err))
 		return 1
@@ -201,4 +212,18 @@ func parseZoneSpread(value string) (v1.ZoneSpread, error) {
 	}
 	return v1.ZoneSpread(value), fmt.Errorf("%s (key defaultZoneSpread of ConfigMap valkey-operator-config) must be %q or %q; fix the ConfigMap and restart the operator",
 		zoneSpreadEnv, v1.ZoneSpreadBestEffort, v1.ZoneSpreadRequired)
+}
+
+// parseNetworkPolicy reads the value of DEFAULT_NETWORK_POLICY: unset or empty (no ConfigMap, or
+// no key in it) means Enabled; Enabled and Disabled, spelled exactly as in spec.network.policy,
+// are themselves; anything else is an error (the returned value is what was read).
+func parseNetworkPolicy(value string) (v1.NetworkPolicyMode, error) {
+	if value == "" {
+		return v1.NetworkPolicyEnabled, nil
+	}
+	if m := v1.NetworkPolicyMode(value); m.IsValid() {
+		return m, nil
+	}
+	return v1.NetworkPolicyMode(value), fmt.Errorf("%s (key defaultNetworkPolicy of ConfigMap valkey-operator-config) must be %q or %q; fix the ConfigMap and restart the operator",
+		networkPolicyEnv, v1.NetworkPolicyEnabled, v1.NetworkPolicyDisabled)
 }

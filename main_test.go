@@ -28,3 +28,23 @@ func TestParseZoneSpread(t *testing.T) {
 		}
 	}
 }
+
+// DEFAULT_NETWORK_POLICY the same way: absent means Enabled.
+func TestParseNetworkPolicy(t *testing.T) {
+	for value, want := range map[string]v1.NetworkPolicyMode{"": v1.NetworkPolicyEnabled, "Enabled": v1.NetworkPolicyEnabled, "Disabled": v1.NetworkPolicyDisabled} {
+		if got, err := parseNetworkPolicy(value); err != nil || got != want {
+			t.Errorf("%q: %q, %v; want %q", value, got, err, want)
+		}
+	}
+	for _, value := range []string{"off", "disabled", "true"} {
+		got, err := parseNetworkPolicy(value)
+		if err == nil || string(got) != value {
+			t.Fatalf("%q accepted as %q", value, got)
+		}
+		for _, part := range []string{"DEFAULT_NETWORK_POLICY", "defaultNetworkPolicy", "valkey-operator-config"} {
+			if !strings.Contains(err.Error(), part) {
+				t.Errorf("%q: error %q does not name %s", value, err, part)
+			}
+		}
+	}
+}

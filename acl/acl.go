@@ -47,7 +47,10 @@ const (
 
 // operatorCommands are the commands the operator runs on a node, and nothing else: observing
 // (CLUSTER NODES / INFO, INFO, PING), forming and healing (CLUSTER MYID, MEET, ADDSLOTSRANGE,
-// REPLICATE, FAILOVER, FORGET, COUNTKEYSINSLOT) and the ACL controller (ACL LOAD, ACL LIST).
+// REPLICATE, FAILOVER, FORGET, COUNTKEYSINSLOT), the ACL controller (ACL LOAD, ACL LIST, and
+// ACL USERS: the names alone, read before the rules so that a node holding far more users than
+// the file is not read whole), and the check that every node knows the categories and commands
+// the roles name (ACL CAT, COMMAND LIST: controllers/rolenames.go).
 // client|setinfo is what valkey-go sends after HELLO (its library name). No key or channel
 // pattern goes with them: the operator reads and writes no key.
 //
@@ -72,7 +75,7 @@ var operatorCommands = []string{
 	"cluster|nodes", "cluster|info", "cluster|myid", "cluster|meet", "cluster|addslotsrange",
 	"cluster|replicate", "cluster|failover", "cluster|forget", "cluster|countkeysinslot",
 	"cluster|setslot", "cluster|getkeysinslot",
-	"acl|load", "acl|list",
+	"acl|load", "acl|list", "acl|users", "acl|cat", "command|list",
 	"client|setinfo", "client|kill", "config|set", "config|get",
 }
 

@@ -196,7 +196,7 @@ func TestRenderedACLOnValkey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := setUsers(ctx, op, next, current); err != nil {
+	if err := setUsers(ctx, op, next, acl.Normalize(strings.Join(current, "\n")), nil); err != nil {
 		t.Fatal(err)
 	}
 	list, err = op.ACLList(ctx)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/resources"
 )
@@ -79,12 +78,15 @@ func resolveConfig(ctx context.Context, c client.Reader, name string) (*resource
 			}
 		}
 		maps.Copy(r.Valkey, s.Valkey)
+		if c := chain[i].Annotations[v1.AnnotationConfirmLiveSettings]; c != "" {
+			r.Confirmations = append(r.Confirmations, c)
+		}
 	}
 	// Admission refuses these; a config stored before a rule existed still must not reach
 	// valkey.conf, where its line would come after the operator's and win.
 	for _, k := range slices.Sorted(maps.Keys(r.Valkey)) {
-		if v1.IsOwnedDirective(k) {
-			return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %s sets %q, which the operator owns", chainString(chain), k)}
+		if why := v1.RefusedDirective(k, r.Valkey[k]); why != "" {
+			return nil, &SpecProblem{Reason: fmt.Sprintf("ValkeyConfig %s sets %q, %s", chainString(chain), k, why)}
 		}
 	}
 	if imageRef == "" {
@@ -136,9 +138,6 @@ func resolveRoles(ctx context.Context, c client.Reader, bindings []v1.ACLBinding
 					return nil, &SpecProblem{Reason: fmt.Sprintf(msgRoleNotFound, p.RoleRef, b.Username)}
 				}
 				return nil, fmt.Errorf("get ValkeyRole %s: %w", p.RoleRef, err)
-			}
-			if problem := acl.CheckCommands(p.RoleRef, role.Spec); problem != "" {
-				return nil, &SpecProblem{Reason: problem}
 			}
 			roles[p.RoleRef] = role.Spec
 		}

@@ -65,13 +65,28 @@ func TestResolveConfig(t *testing.T) {
 		cfg("orphan", "gone", "", nil), cfg("noimage", "", "missing", nil),
 		cfg("root-without-image", "", "", nil), cfg("leaf-without-image", "root-without-image", "", nil),
 		cfg("forced", "base", "", map[string]string{"port": "7000"}),
+		// Stored before the rules that refuse them: never rendered.
+		cfg("module", "base", "", map[string]string{"loadmodule": "/usr/lib/valkey/x.so"}),
+		cfg("debug", "base", "", map[string]string{"enable-debug-command": "local"}),
+		cfg("nodebug", "base", "", map[string]string{"enable-debug-command": "no", "maxmemory-policy": "sometimes"}),
+		cfg("confirmed", "base", "", nil),
 	}
+	objs[len(objs)-1].SetAnnotations(map[string]string{v1.AnnotationConfirmLiveSettings: "maxmemory=1mb"})
+	objs[1].SetAnnotations(map[string]string{v1.AnnotationConfirmLiveSettings: "maxmemory-policy=allkeys-lru"})
 	objs = append(append(objs, chain("ten", 10)...), chain("eleven", 11)...)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 	ctx := context.Background()
 	rc, err := resolveConfig(ctx, c, "small")
 	if err != nil || rc.Valkey["maxmemory"] != "400mb" || rc.Valkey["maxmemory-policy"] != "allkeys-lru" || rc.Image.Tag != "8.0.1" || strings.Join(rc.Chain, ",") != "small,base" {
 		t.Fatalf("inheritance: %+v, %v", rc, err)
+	}
+	// A value Valkey refuses of a live setting is left to Valkey (LiveSettingsRefused), not Invalid.
+	if _, err := resolveConfig(ctx, c, "nodebug"); err != nil {
+		t.Fatalf("enable-debug-command no and a live value Valkey refuses: %v", err)
+	}
+	// The chain's confirmations, base first.
+	if rc, err := resolveConfig(ctx, c, "confirmed"); err != nil || strings.Join(rc.Confirmations, " ") != "maxmemory-policy=allkeys-lru maxmemory=1mb" {
+		t.Fatalf("confirmations: %+v, %v", rc, err)
 	}
 	if rc, err := resolveConfig(ctx, c, "ten-1"); err != nil || len(rc.Chain) != 10 {
 		t.Fatalf("a chain of 10 configs (the docs' limit): %+v, %v", rc, err)
@@ -86,6 +101,8 @@ func TestResolveConfig(t *testing.T) {
 		"absent":             `ValkeyConfig "absent" not found`,
 		"leaf-without-image": `no image_ref in config chain ending at "leaf-without-image"`,
 		"forced":             `ValkeyConfig forced -> base sets "port", which the operator owns`,
+		"module":             `ValkeyConfig module -> base sets "loadmodule", which the operator owns`,
+		"debug":              `ValkeyConfig debug -> base sets "enable-debug-command", which can only be no on a shared platform`,
 	} {
 		_, err := resolveConfig(ctx, c, name)
 		var sp *SpecProblem

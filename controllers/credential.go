@@ -49,12 +49,12 @@ func (e *credentialMissing) message() string {
 // hasPods reports whether any pod of the cluster exists, whatever its phase: a pod that has
 // ever started loaded the cluster's ACL file, so the cluster is no longer brand new.
 func (r *ValkeyClusterReconciler) hasPods(ctx context.Context, vc *v1.ValkeyCluster) (bool, error) {
-	var list corev1.PodList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
-		return false, fmt.Errorf("list pods: %w", err)
-	}
 	nodes, err := r.observeNodes(ctx, vc)
 	if err != nil {
+		return false, err
+	}
+	var list corev1.PodList
+	if list.Items, err = listPods(ctx, r.APIReader, vc, podNames(vc, nodes)); err != nil {
 		return false, err
 	}
 	for i := range list.Items {

@@ -40,6 +40,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -48,6 +49,10 @@ import (
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/resources"
 )
+
+// budgetListSlack is how many budgets beyond the cluster's shards one page of the budgets' list
+// holds.
+const budgetListSlack = 16
 
 // observeBudgets reads the budgets vc controls into the snapshot (fsm.Snapshot.Budgets), by
 // shard index, for the budgets planner; obs.budgets keeps them for the executor. They are listed
@@ -61,26 +66,34 @@ func (r *ValkeyClusterReconciler) observeBudgets(ctx context.Context, vc *v1.Val
 	if len(r.foreign.list(clusterKey(vc))) > 0 {
 		return nil
 	}
-	var list policyv1.PodDisruptionBudgetList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
-		return fmt.Errorf("list PodDisruptionBudgets: %w", err)
-	}
+	// In pages, keeping only the cluster's own: a team may label any number of budgets with the
+	// cluster's label, and a pass holds one page of them at a time.
 	have := map[int]*policyv1.PodDisruptionBudget{}
-	for i := range list.Items {
-		b := &list.Items[i]
-		shard, err := strconv.Atoi(b.Labels[v1.LabelShard])
-		if !metav1.IsControlledBy(b, vc) {
-			if err == nil && b.Name == v1.ShardDisruptionBudgetName(vc.Name, shard) {
-				// One of the names the operator needs, not its own: never patched or deleted.
-				r.foreign.add(clusterKey(vc), objectRef{"PodDisruptionBudget", b.Name})
-				return notControlled("PodDisruptionBudget", b.Name, vc.Name)
+	for cont := ""; ; {
+		var list policyv1.PodDisruptionBudgetList
+		if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name},
+			client.Limit(int64(vc.Spec.Shards)+budgetListSlack), client.Continue(cont)); err != nil {
+			return fmt.Errorf("list PodDisruptionBudgets: %w", err)
+		}
+		for i := range list.Items {
+			b := &list.Items[i]
+			shard, err := strconv.Atoi(b.Labels[v1.LabelShard])
+			if !metav1.IsControlledBy(b, vc) {
+				if err == nil && b.Name == v1.ShardDisruptionBudgetName(vc.Name, shard) {
+					// One of the names the operator needs, not its own: never patched or deleted.
+					r.foreign.add(clusterKey(vc), objectRef{"PodDisruptionBudget", b.Name})
+					return notControlled("PodDisruptionBudget", b.Name, vc.Name)
+				}
+				continue // not one of ours
 			}
-			continue // not one of ours
+			if err != nil {
+				continue
+			}
+			have[shard] = b.DeepCopy() // not the page's: the page goes
 		}
-		if err != nil {
-			continue
+		if cont = list.Continue; cont == "" {
+			break
 		}
-		have[shard] = b
 	}
 	obs.budgets = have
 	obs.snapshot.Budgets = map[int]fsm.Budget{}
@@ -111,6 +124,8 @@ func budgetView(vc *v1.ValkeyCluster, shard int, b *policyv1.PodDisruptionBudget
 // created meanwhile is checked to be the cluster's (checkBudget) and left to the next pass.
 func (r *ValkeyClusterReconciler) setBudget(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, obs *observation, a plan.SetBudget) error {
 	want := resources.BuildDisruptionBudget(vc, a.Shard, int32(a.Joining))
+	// The replicas the pass works toward: a bootstrap's target, not an edit waiting for it.
+	want.Spec.MinAvailable = ptr.To(intstr.FromInt32(int32(obs.snapshot.ReplicasPerShard + a.Joining)))
 	if a.Create {
 		err := r.Create(ctx, want)
 		switch {

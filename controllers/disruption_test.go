@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -155,5 +157,55 @@ func TestForeignBudgetIsLeftAlone(t *testing.T) {
 	}
 	if err := r.observeBudgets(context.Background(), vc, obs); err != nil || obs.snapshot.BudgetsKnown {
 		t.Fatalf("next pass: %v, known %v", err, obs.snapshot.BudgetsKnown)
+	}
+}
+
+// TestBudgetsListedInPages: the budgets are listed in pages of the cluster's shards and a few
+// more, and only the cluster's own are kept across pages: 300 budgets a team labelled with the
+// cluster's label, named to come first, are looked at a page at a time and never held.
+func TestBudgetsListedInPages(t *testing.T) {
+	vc := newTestCluster()
+	objs := []client.Object{vc}
+	for s := range 3 {
+		b := resources.BuildDisruptionBudget(vc, s, 0)
+		b.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(vc, v1.GroupVersion.WithKind("ValkeyCluster"))}
+		objs = append(objs, b)
+	}
+	for i := range 300 {
+		objs = append(objs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("a-team-%03d", i), Namespace: vc.Namespace,
+			Labels: map[string]string{v1.LabelCluster: vc.Name}}})
+	}
+	pages, largest := 0, 0
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lo := (&client.ListOptions{}).ApplyOptions(opts)
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			bl, ok := list.(*policyv1.PodDisruptionBudgetList)
+			if !ok || lo.Limit == 0 {
+				return nil
+			}
+			// A paging API server: the continuation is the offset of the next page.
+			from, _ := strconv.Atoi(lo.Continue)
+			items := bl.Items[from:]
+			if int64(len(items)) > lo.Limit {
+				items, bl.Continue = items[:lo.Limit], strconv.Itoa(from+int(lo.Limit))
+			}
+			bl.Items = items
+			pages, largest = pages+1, max(largest, len(items))
+			return nil
+		},
+	}).Build()
+	r := &ValkeyClusterReconciler{Client: c, APIReader: c}
+	obs := &observation{snapshot: fsm.Snapshot{Shards: 3}}
+	if err := r.observeBudgets(t.Context(), vc, obs); err != nil {
+		t.Fatal(err)
+	}
+	if len(obs.budgets) != 3 || !obs.snapshot.BudgetsKnown {
+		t.Errorf("budgets %v, want the cluster's 3", obs.budgets)
+	}
+	if want := 3 + budgetListSlack; largest > want || pages < 300/want {
+		t.Errorf("%d pages, the largest of %d budgets: want pages of at most %d", pages, largest, want)
 	}
 }

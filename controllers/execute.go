@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -121,7 +122,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
 				if err = c.Failover(ctx, valkey.FailoverForce); err == nil {
-					log.Info(logging.MsgPrimaryGonePromoting, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+					log.Info(failoverMessage(a), logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
 					if !becamePrimary(ctx, c, plan.FailoverCheck) {
 						// Refused: its next election is barred for 4 × cluster-node-timeout, and
 						// the primary's container is gone (plan.FailoverForce).
@@ -147,17 +148,11 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					}
 				}
 				if err == nil && !unrecorded {
-					msg := logging.MsgPrimaryLeavingHandover
 					fields := []zap.Field{logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard)}
-					switch {
-					case a.Roll:
-						msg = logging.MsgFailoverForUpgrade
-					case a.Realign:
-						msg = logging.MsgRealigningShard
-					case a.Spread:
-						msg, fields = logging.MsgSpreadingPrimaries, append(fields, zap.String(logging.FieldZone, a.Zone))
+					if a.Spread {
+						fields = append(fields, zap.String(logging.FieldZone, a.Zone))
 					}
-					log.Info(msg, fields...)
+					log.Info(failoverMessage(a), fields...)
 				}
 			}
 		case plan.Forget:
@@ -214,6 +209,10 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			err = r.setBudget(ctx, log, vc, obs, a)
 		case plan.DeleteBudget:
 			err = r.deleteBudget(ctx, log, obs, a)
+		case plan.SetNetworkPolicy:
+			err = r.setNetworkPolicy(ctx, log, vc, obs, a)
+		case plan.DeleteNetworkPolicy:
+			err = r.deleteNetworkPolicy(ctx, log, obs)
 		case plan.WriteACLSecret:
 			if obs.aclSecret == nil {
 				err = errors.New("broken invariant: no ACL Secret rendered")
@@ -226,6 +225,8 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			err = r.settleMove(ctx, obs, a)
 		case plan.AnnotatePod:
 			err = r.annotatePod(ctx, log, vc, obs, a)
+		case plan.RecordPod:
+			err = r.recordPod(ctx, obs, a.Pod)
 		default:
 			err = fmt.Errorf("broken invariant: no executor for action %T", a)
 		}
@@ -268,11 +269,11 @@ func takeOver(ctx context.Context, log *zap.Logger, c *valkey.Client, a plan.Tak
 	if err != nil {
 		return err
 	}
-	if a.Reason == "" {
-		log.Info(logging.MsgNoQuorumTakeover, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
-	} else {
-		log.Info(logging.MsgPrimaryGoneTakeover, logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard), zap.String(logging.FieldReason, a.Reason))
+	fields := []zap.Field{logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard)}
+	if a.Reason != "" {
+		fields = append(fields, zap.String(logging.FieldReason, a.Reason))
 	}
+	log.Info(failoverMessage(a), fields...)
 	return nil
 }
 
@@ -389,14 +390,22 @@ func (r *ValkeyClusterReconciler) logHeartbeat(log *zap.Logger, vc *v1.ValkeyClu
 func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.ValkeyCluster, state fsm.State, problem string, obs *observation, pl plan.Plan) (health, error) {
 	now := time.Now()
 	st, h := buildStatus(&vc.Status, vc.Generation, state, problem, obs.snapshot, pl, now)
+	setTargetSpec(st, vc, state)
 	if obs.tls != nil {
 		setExpiryCondition(st, vc, obs.tls, now)
 	}
 	setZoneSpreadCondition(st, vc.Generation, resources.SpreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
+	setHeldCondition(st, vc.Generation, obs.heldKnown, obs.held)
+	capTexts(st)
 	if equalStatus(&vc.Status, st) {
 		return h, nil
 	}
-	patch := client.MergeFrom(vc.DeepCopy())
+	base := vc.DeepCopy()
+	// status.nodes is always in the patch: a status an older operator wrote holds objects there,
+	// which decode to the same names (v1.NodeNames) and would leave the stored objects in place,
+	// where an API server without validation ratcheting (before 1.30) refuses the whole write.
+	base.Status.Nodes = v1.NodeNames{""}
+	patch := client.MergeFrom(base)
 	vc.Status = *st
 	if err := r.Status().Patch(ctx, vc, patch); err != nil {
 		return h, fmt.Errorf("patch status: %w", err)
@@ -416,10 +425,12 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 	owned := t.Owned(&v1.ValkeyCluster{}, mgr.GetRESTMapper())
 	all := t.Related(handler.EnqueueRequestsFromMapFunc(r.allClusters))
 	byNode := t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))
+	r.backoff = newBackoff()
+	primary := t.Wrap(&firstLookHandler{}, func(client.Object) string { return logging.ReasonObjectUpdated })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster").
-		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
-		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: r.backoff}).
+		Watches(&v1.ValkeyCluster{}, primary, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1.ValkeyNode{}, owned).
 		Watches(&corev1.Pod{}, byNode).
 		Watches(&corev1.Service{}, owned).
@@ -428,7 +439,9 @@ func (r *ValkeyClusterReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Lo
 		WatchesMetadata(&corev1.Secret{}, owned).
 		// Not on status: the disruption controller rewrites a budget's status at every pod change.
 		Watches(&policyv1.PodDisruptionBudget{}, owned, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&networkingv1.NetworkPolicy{}, owned).
+		// Annotations too: a confirmation of held live settings (held.go) is one.
+		Watches(&v1.ValkeyConfig{}, all, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1.ValkeyImage{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.ValkeyRole{}, all, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(t.Reconciler(logging.Target(log, logging.TargetCluster), r))

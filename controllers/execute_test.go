@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gomomento/valkey-operator/acl"
@@ -357,7 +358,7 @@ func TestSetUsersPushesOnlyWhatDiffers(t *testing.T) {
 	defer c.Close()
 	file := "user default off\nuser app on >pw2 ~* +@all\nuser same on >pw ~* +get\n"
 	current := []string{"user default off", "user app on >pw1 ~* +@all", "user same on >pw ~* +get", "user old on >x ~* +@all"}
-	if err := setUsers(t.Context(), c, file, current); err != nil {
+	if err := setUsers(t.Context(), c, file, acl.Normalize(strings.Join(current, "\n")), nil); err != nil {
 		t.Fatal(err)
 	}
 	got := fleet.Commands()
@@ -393,11 +394,15 @@ func TestTLSReloadThroughTheSeam(t *testing.T) {
 		reloads          bool // the node serves the new certificate after CONFIG SET
 		want             []string
 		reloaded, behind bool
+		mount            string // the pod's mount of the TLS Secret
 	}{
-		{name: "old certificate, reloaded", serving: oldCert, reloads: true, reloaded: true,
-			want: []string{"10.0.0.1:6379 CONFIG SET tls-ca-cert-file /etc/valkey-tls/ca.crt tls-cert-file /etc/valkey-tls/tls.crt tls-key-file /etc/valkey-tls/tls.key"}},
-		{name: "already serving the Secret's", serving: newCert},
-		{name: "old certificate, still old after the reload", serving: oldCert, behind: true,
+		{name: "old certificate, reloaded", serving: oldCert, reloads: true, reloaded: true, mount: "/etc/valkey/tls",
+			want: []string{"10.0.0.1:6379 CONFIG SET tls-ca-cert-file /etc/valkey/tls/ca.crt tls-cert-file /etc/valkey/tls/tls.crt tls-key-file /etc/valkey/tls/tls.key"}},
+		{name: "already serving the Secret's", serving: newCert, mount: "/etc/valkey/tls"},
+		{name: "old certificate, still old after the reload", serving: oldCert, behind: true, mount: "/etc/valkey/tls",
+			want: []string{"10.0.0.1:6379 CONFIG SET tls-ca-cert-file /etc/valkey/tls/ca.crt tls-cert-file /etc/valkey/tls/tls.crt tls-key-file /etc/valkey/tls/tls.key"}},
+		// A pod an older operator made keeps its paths until it is replaced.
+		{name: "an older pod reloaded at its own paths", serving: oldCert, reloads: true, reloaded: true, mount: "/etc/valkey-tls",
 			want: []string{"10.0.0.1:6379 CONFIG SET tls-ca-cert-file /etc/valkey-tls/ca.crt tls-cert-file /etc/valkey-tls/tls.crt tls-key-file /etc/valkey-tls/tls.key"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -414,7 +419,9 @@ func TestTLSReloadThroughTheSeam(t *testing.T) {
 			r := &TLSReconciler{}
 			r.conns.Dial = fleet.Dial
 			defer r.conns.Forget("ns/vc")
-			got := r.reloadNode(t.Context(), "ns/vc", "p0", n.Addr(), creds, want, false)
+			pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "valkey",
+				VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/valkey"}, {Name: "tls", MountPath: tc.mount}}}}}}
+			got := r.reloadNode(t.Context(), "ns/vc", "p0", n.Addr(), resources.TLSFileParams(pod), creds, want, false)
 			if got.err != nil {
 				t.Fatal(got.err)
 			}
@@ -492,4 +499,50 @@ func TestExecuteBookkeepingAroundTheSteps(t *testing.T) {
 			t.Fatalf("p1 %s, want Active", lc)
 		}
 	})
+}
+
+// TestFailoverEventSaysWhatTheLogSays: every kind of failover the operator issues records an
+// Event with the words of its log line (failoverMessage, one source for both), its shard and the
+// replica promoted; each kind its own words (a spread once recorded a deletion's).
+func TestFailoverEventSaysWhatTheLogSays(t *testing.T) {
+	kinds := []plan.Action{
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2},
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Roll: true},
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Realign: true},
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Spread: true, Zone: "zone-a"},
+		plan.FailoverForce{Pod: "p1", PrimaryID: "n0", Shard: 2},
+		plan.Takeover{Pod: "p1", PrimaryID: "n0", Shard: 2},
+		plan.Takeover{Pod: "p1", PrimaryID: "n0", Shard: 2, Reason: plan.TakeoverStaleView},
+	}
+	seen := map[string]bool{}
+	for _, a := range kinds {
+		t.Run(a.String(), func(t *testing.T) {
+			f := newExecFixture(t, 3)
+			rec := events.NewFakeRecorder(10)
+			f.r.Events = rec
+			if err := f.run(t, a); err != nil {
+				t.Fatal(err)
+			}
+			lines := f.logs.FilterLevelExact(zap.InfoLevel).All()
+			if len(lines) != 1 {
+				t.Fatalf("%d INFO lines, want 1: %+v", len(lines), lines)
+			}
+			msg := lines[0].Message
+			if msg != failoverMessage(a) || seen[msg] {
+				t.Fatalf("logged %q (seen before: %t)", msg, seen[msg])
+			}
+			seen[msg] = true
+			select {
+			case ev := <-rec.Events:
+				if !strings.Contains(ev, "shard 2: "+msg+" (pod p1") {
+					t.Errorf("Event %q does not say what the log says: %q", ev, msg)
+				}
+				if sp, ok := a.(plan.Failover); ok && sp.Spread && !strings.Contains(ev, "zone-a") {
+					t.Errorf("the spread's Event does not name the zone it leaves: %q", ev)
+				}
+			default:
+				t.Fatal("no Event recorded")
+			}
+		})
+	}
 }

@@ -17,6 +17,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fanout"
 	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/tlsmaterial"
 	"github.com/gomomento/valkey-operator/tlsmaterial/tlstest"
 	"github.com/gomomento/valkey-operator/valkey"
@@ -153,13 +154,13 @@ func TestPushesAfterTheNodeClosedAnIdleConnection(t *testing.T) {
 		defer r.conns.Forget("ns/vc")
 		want := tlsmaterial.Fingerprint(cert.Certificate[0])
 		// always: the tick's reload, which sends CONFIG SET over the pooled connection.
-		if got := r.reloadNode(t.Context(), "ns/vc", "p0", n.Addr(), creds, want, true); got.err != nil {
+		if got := r.reloadNode(t.Context(), "ns/vc", "p0", n.Addr(), resources.TLSFileParams(&corev1.Pod{}), creds, want, true); got.err != nil {
 			t.Fatal(got.err)
 		}
 		n.Down(true)
 		n.Down(false)
 		fleet.Reset()
-		if got := r.reloadNode(t.Context(), "ns/vc", "p0", n.Addr(), creds, want, true); got.err != nil {
+		if got := r.reloadNode(t.Context(), "ns/vc", "p0", n.Addr(), resources.TLSFileParams(&corev1.Pod{}), creds, want, true); got.err != nil {
 			t.Fatalf("the node is up, but the reload after it closed the idle connection failed: %v", got.err)
 		}
 		if cmds := fleet.Commands(); len(cmds) == 0 || !strings.Contains(cmds[len(cmds)-1], "CONFIG SET tls-ca-cert-file") {

@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/slot"
@@ -37,11 +38,17 @@ const (
 	EventCertExpiring     = "CertificateExpiring"
 	// EventSettingsRefused: Valkey refused a live setting (once per node and refusal).
 	EventSettingsRefused = "LiveSettingsRefused"
+	// EventSettingsHeld: a change of live settings that evicts keys waits for a confirmation
+	// (Normal, once per cluster and change).
+	EventSettingsHeld = "LiveSettingsHeld"
 	// EventSettingsUnreadable: a node's live settings could not be read (once per tick).
 	EventSettingsUnreadable = "LiveSettingsUnreadable"
 	// EventForeignObject: an object under one of a node's names is not the operator's, and is
 	// left alone (once per tick).
 	EventForeignObject = "ForeignObject"
+	// EventACLOversized: a node held far more ACL users, or longer rules, than its cluster
+	// declares; not read, and put back (once per tick per node).
+	EventACLOversized = "ACLOversized"
 	// EventZoneSpreadDegraded: zoneSpread required over fewer zones than a shard has copies
 	// (once per tick).
 	EventZoneSpreadDegraded = "ZoneSpreadDegraded"
@@ -129,20 +136,13 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 	switch a := a.(type) {
 	case plan.Failover:
 		r.Metrics.Failover(ns, name, metrics.KindGraceful)
-		why := "its pod is being deleted"
-		switch {
-		case a.Roll:
-			why = "rolling upgrade"
-		case a.Realign:
-			why = "the shard's slots were served by a node of another shard"
-		}
-		recordEvent(r.Events, vc, false, EventFailover, "Failover", "shard %d: graceful failover to %s (%s)", a.Shard, a.Pod, why)
+		recordEvent(r.Events, vc, false, EventFailover, "Failover", "%s", failoverNote(a))
 	case plan.FailoverForce:
 		r.Metrics.Failover(ns, name, metrics.KindForced)
-		recordEvent(r.Events, vc, true, EventFailover, "Failover", "shard %d: primary pod gone, forced failover to synced replica %s", a.Shard, a.Pod)
+		recordEvent(r.Events, vc, true, EventFailover, "Failover", "%s", failoverNote(a))
 	case plan.Takeover:
 		r.Metrics.Failover(ns, name, metrics.KindTakeover)
-		recordEvent(r.Events, vc, true, EventTakeover, "Takeover", "shard %d: no quorum, replica %s took over", a.Shard, a.Pod)
+		recordEvent(r.Events, vc, true, EventTakeover, "Takeover", "%s", failoverNote(a))
 	case plan.AddSlots:
 		if a.Lost {
 			r.Metrics.ShardLost(ns, name, a.Shard)
@@ -153,7 +153,62 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 			r.Metrics.PodFailed(ns, name)
 		}
 	case plan.CreatePod, plan.Meet, plan.Replicate, plan.Forget, plan.MoveSlots, plan.CloseSlots, plan.Detach, plan.SetConfig,
-		plan.SetBudget, plan.DeleteBudget, plan.WriteACLSecret, plan.MarkActive, plan.SettleMove, plan.AnnotatePod:
+		plan.SetBudget, plan.DeleteBudget, plan.SetNetworkPolicy, plan.DeleteNetworkPolicy, plan.WriteACLSecret, plan.MarkActive,
+		plan.SettleMove, plan.AnnotatePod, plan.RecordPod:
 		// Nothing to count or say: slot moves are counted as they land (mover.Tally).
 	}
+}
+
+// failoverMessage is the log message of a failover the operator issues (the catalogue's line for
+// its kind): the one source of its words, which its Event repeats (failoverNote). "" for an action
+// that is not a failover.
+func failoverMessage(a plan.Action) string {
+	if f, ok := a.(plan.Failover); ok {
+		switch {
+		case f.Roll:
+			return logging.MsgFailoverForUpgrade
+		case f.Realign:
+			return logging.MsgRealigningShard
+		case f.Spread:
+			return logging.MsgSpreadingPrimaries
+		}
+		return logging.MsgPrimaryLeavingHandover
+	}
+	if _, ok := a.(plan.FailoverForce); ok {
+		return logging.MsgPrimaryGonePromoting
+	}
+	if t, ok := a.(plan.Takeover); ok {
+		if t.Reason != "" {
+			return logging.MsgPrimaryGoneTakeover
+		}
+		return logging.MsgNoQuorumTakeover
+	}
+	return ""
+}
+
+// failoverNote is the Event of a failover: its shard, its log message and the fields of its log
+// line (the replica promoted, the zone a spread leaves, why a takeover where a FORCE would do).
+func failoverNote(a plan.Action) string {
+	var shard int
+	var pod, zone, reason string
+	if f, ok := a.(plan.Failover); ok {
+		shard, pod = f.Shard, f.Pod
+		if f.Spread {
+			zone = f.Zone
+		}
+	}
+	if f, ok := a.(plan.FailoverForce); ok {
+		shard, pod = f.Shard, f.Pod
+	}
+	if f, ok := a.(plan.Takeover); ok {
+		shard, pod, reason = f.Shard, f.Pod, f.Reason
+	}
+	note := fmt.Sprintf("shard %d: %s (pod %s", shard, failoverMessage(a), pod)
+	if zone != "" {
+		note += ", leaving zone " + zone
+	}
+	if reason != "" {
+		note += ", " + reason
+	}
+	return note + ")"
 }

@@ -2,19 +2,21 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
 	"github.com/gomomento/valkey-operator/tlsmaterial"
@@ -42,9 +44,18 @@ type observation struct {
 	// known this pass (observeBudgets), returned with the pass's outcome.
 	budgets   map[int]*policyv1.PodDisruptionBudget
 	budgetErr error
+	// networkPolicy is the cluster's NetworkPolicy, when it controls one (what a
+	// plan.SetNetworkPolicy patches and a plan.DeleteNetworkPolicy deletes); networkErr is why
+	// it is not known this pass (observeNetworkPolicy), returned with the pass's outcome.
+	networkPolicy *networkingv1.NetworkPolicy
+	networkErr    error
 	// aclSecret is the ACL Secret this pass renders (what a plan.WriteACLSecret writes), nil
 	// while the spec cannot be acted on.
 	aclSecret *corev1.Secret
+	// held is the LiveSettingsHeld message of the live settings changes held until confirmed ("":
+	// none); heldKnown is false when the pass could not tell (holdEvictions did not run).
+	held      string
+	heldKnown bool
 }
 
 // clusterKey is the observed cluster's "namespace/name", "" when vc is not set.
@@ -71,16 +82,25 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		return nil, err
 	}
 	var list corev1.PodList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+	if list.Items, err = listPods(ctx, r.APIReader, vc, podNames(vc, nodes)); err != nil {
+		return nil, err
 	}
+	unlisted, err := r.unlistedPods(ctx, nodes, list.Items)
+	if err != nil {
+		return nil, err
+	}
+	list.Items = append(list.Items, unlisted...)
 	o := &observation{nodes: nodes, pods: map[string]*corev1.Pod{}, addrs: podAddrs(list.Items), vc: vc}
 	creds = withTLS(vc, creds, creds.TLS, o.addrs)
+	topology := topologyOf(&vc.Spec)
+	if t := bootstrapTarget(vc); t != nil {
+		topology = t // edits of the topology wait until the cluster is formed (targetspec.go)
+	}
 	o.snapshot = fsm.Snapshot{
 		State:            vc.Status.State,
 		SpecProblem:      problem,
-		Shards:           int(vc.Spec.Shards),
-		ReplicasPerShard: int(vc.Spec.ReplicasPerShard),
+		Shards:           int(topology.Shards),
+		ReplicasPerShard: int(topology.ReplicasPerShard),
 		SpecHash:         specHash,
 		Hostnames:        vc.Spec.TLS != nil,
 		Failover:         failoverIntent(vc.Status.Failover),
@@ -93,11 +113,16 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		o.snapshot.FormedAt = f.Time
 	}
 	lastIDs := map[string]string{}
-	for _, ns := range vc.Status.Nodes {
+	for _, name := range vc.Status.Nodes {
+		// Names only: the first status an operator before nodeDetails wrote, read as names.
+		lastIDs[name] = ""
+	}
+	for _, ns := range vc.Status.NodeDetails {
 		lastIDs[ns.Pod] = ns.NodeID
 	}
 	var addrs []string
 	var queried []int
+	foreign := map[string]string{}
 	for i := range list.Items {
 		pod := &list.Items[i]
 		vn, byNode := nodeOf(pod, nodes)
@@ -107,6 +132,14 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			// naming a ValkeyNode it cannot show is nobody's, and is never asked (the operator's
 			// credentials would go to it).
 			continue
+		}
+		if vn != nil {
+			// The node's own pod, or a foreign one in its place (identity.go): that one is
+			// shown as its node down, below, and never asked.
+			if why := foreignReason(pod, vn); why != "" {
+				foreign[pod.Name] = why
+				continue
+			}
 		}
 		o.pods[pod.Name] = pod
 		p := podView(pod)
@@ -122,20 +155,26 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			p.MovedFrom = vn.Annotations[v1.AnnotationMovedFrom]
 			p.Settings = vn.Spec.ValkeySettings
 			p.StartHash = resources.StartSpecHash(&vn.Spec)
+			p.Unrecorded = vn.Status.PodUID == ""
 		}
 		if problem == "" {
 			p.AnnotationsBehind = annotationsBehind(vc, pod)
 		}
 		// A deleting pod whose process still runs is asked too: a primary on its way out (a
 		// drain) says which node id it is and whether it still serves, so that its slots are
-		// handed over before it stops.
-		if p.Phase == fsm.PodRunning && p.IP != "" && !p.Exited && problem == "" {
+		// handed over before it stops. Not one whose ValkeyNode is gone (a node retired a pass
+		// ago): no record is left to tell it from another pod of its name.
+		if p.Phase == fsm.PodRunning && p.IP != "" && !p.Exited && problem == "" && vn != nil {
 			addrs = append(addrs, nodeAddr(p.IP))
 			queried = append(queried, len(o.snapshot.Pods))
 		}
 		o.snapshot.Pods = append(o.snapshot.Pods, p)
 	}
 	for name, vn := range nodes {
+		if why, ok := foreign[name]; ok && vn.DeletionTimestamp == nil {
+			o.snapshot.Pods = append(o.snapshot.Pods, foreignNode(vn, why, lastIDs[name]))
+			continue
+		}
 		if _, ok := o.pods[name]; !ok && vn.DeletionTimestamp == nil {
 			lost := lostNode(vn)
 			lost.SpecHash = resources.NodeSpecHash(&vn.Spec)
@@ -148,6 +187,9 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		views := r.conns.Observe(ctx, clusterKey(vc), addrs, creds)
 		o.stats = map[string]valkey.NodeStats{}
 		for i, v := range views {
+			if pe := (*logging.PanicError)(nil); errors.As(v.Err, &pe) {
+				logging.LogPanic(logging.FromContext(ctx), o.snapshot.Pods[queried[i]].Name, pe)
+			}
 			o.snapshot.Pods[queried[i]].Node = nodeView(v)
 			if v.Reachable {
 				o.stats[o.snapshot.Pods[queried[i]].Name] = v.Stats()
@@ -166,6 +208,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 		applyZones(&o.snapshot, zones, o.pods)
 	}
 	o.budgetErr = r.observeBudgets(ctx, vc, o)
+	o.networkErr = r.observeNetworkPolicy(ctx, vc, o)
 	return o, nil
 }
 
@@ -230,6 +273,7 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.ReplOffset, _ = v.ReplicationOffset()
 	n.SyncInProgress = v.Replication["master_sync_in_progress"] == "1"
 	n.Version = v.Version
+	n.VolatileItemKeys = v.VolatileItemKeys()
 	n.Config = v.Config
 	// Only a refusal (NOPERM, an unknown command) is the node's to report: a CONFIG GET that
 	// timed out on a busy node that answered the rest leaves its settings unchecked for this pass

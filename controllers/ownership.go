@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,6 +90,8 @@ func newObject(kind string) client.Object {
 		return &corev1.ConfigMap{}
 	case "Pod":
 		return &corev1.Pod{}
+	case kindNetworkPolicy:
+		return &networkingv1.NetworkPolicy{}
 	default:
 		return nil
 	}
@@ -117,6 +120,11 @@ func (r *ValkeyClusterReconciler) checkOwned(ctx context.Context, vc *v1.ValkeyC
 // its control: still there and still not controlled, it is the pass's problem.
 func (r *ValkeyClusterReconciler) recheckForeign(ctx context.Context, vc *v1.ValkeyCluster) error {
 	for _, ref := range r.foreign.list(clusterKey(vc)) {
+		if ref.kind == kindNetworkPolicy && !r.networkPolicyWanted(vc) {
+			// Turned off: the name is no longer one the cluster needs.
+			r.foreign.drop(clusterKey(vc), ref)
+			continue
+		}
 		obj := newObject(ref.kind)
 		if obj == nil {
 			// PodDisruptionBudgets: observeBudgets reads them every pass.
@@ -134,20 +142,26 @@ func (r *ValkeyClusterReconciler) recheckForeign(ctx context.Context, vc *v1.Val
 	return nil
 }
 
-// ownedNodePods keeps the pods of list that a ValkeyNode of vc controls (nodes: vc's ValkeyNodes,
-// already filtered by IsControlledBy): a pod that merely carries the cluster label is anybody's,
-// and the operator's credentials are never sent to it.
+// ownedNodePods keeps the pods of list that are the pods the operator created for a ValkeyNode
+// of vc (nodes: vc's ValkeyNodes): a pod that merely carries the cluster label is anybody's, and
+// so is one that names a node as its controller without being the pod the node records
+// (identity.go); the operator's credentials are never sent to either. The cluster controller
+// reports the foreign ones.
 func ownedNodePods(pods []corev1.Pod, nodes []v1.ValkeyNode, vc *v1.ValkeyCluster) []corev1.Pod {
-	uids := map[types.UID]bool{}
+	byName := map[string]*v1.ValkeyNode{}
 	for i := range nodes {
 		if metav1.IsControlledBy(&nodes[i], vc) {
-			uids[nodes[i].UID] = true
+			byName[nodes[i].Name] = &nodes[i]
 		}
 	}
 	var out []corev1.Pod
 	for _, p := range pods {
 		// A node's pod has its ValkeyNode's name (see nodeOf).
-		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "ValkeyNode" && ref.APIVersion == v1.GroupVersion.String() && uids[ref.UID] && ref.Name == p.Name {
+		ref := metav1.GetControllerOf(&p)
+		if ref == nil || ref.Kind != "ValkeyNode" || ref.APIVersion != v1.GroupVersion.String() || ref.Name != p.Name {
+			continue
+		}
+		if vn := byName[p.Name]; vn != nil && vn.UID == ref.UID && foreignReason(&p, vn) == "" {
 			out = append(out, p)
 		}
 	}

@@ -31,7 +31,21 @@ var errPassBudget = errors.New("pass exceeded its time budget")
 
 // Reconcile runs one pass over the cluster named by req under the pass budget. Its objects going
 // away (the namespace is being deleted) is not an error: nothing is retried or logged at WARN.
+// The next pass, whatever this one did, runs before any change a team makes (priorityLook), and
+// an error the status already reports is retried at the look interval (pacing.go).
 func (r *ValkeyClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcileInBudget(ctx, req)
+	if res.RequeueAfter > 0 || err != nil {
+		res.Priority = ownPriority(priorityLook)
+	}
+	if onlyReported(err) {
+		r.backoff.retrySteadily(req, jittered(healthyInterval))
+	}
+	return res, err
+}
+
+// reconcileInBudget is Reconcile's pass: a quiet look or a full pass, under the pass budget.
+func (r *ValkeyClusterReconciler) reconcileInBudget(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	budget := r.PassBudget
 	if budget <= 0 {
 		budget = DefaultPassBudget

@@ -1,9 +1,14 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
-
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +59,9 @@ func newPassFixture() *passFixture {
 func (f *passFixture) withPod(name, ip string) *passFixture {
 	rc := &resources.ResolvedConfig{Image: v1.ValkeyImageSpec{Repository: "valkey/valkey", Tag: "8.0.1"}}
 	vn := resources.BuildValkeyNode(f.vc, rc, name, 0, "")
+	vn.UID = types.UID("vn-" + name)
 	pod := resources.BuildPod(f.vc, rc, vn, "h", v1.ZoneSpreadBestEffort)
+	pod.UID = types.UID("pod-" + name)
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip}
 	f.objects = append(f.objects, vn, pod)
 	return f
@@ -71,7 +79,7 @@ func (f *passFixture) build(t testing.TB) (*ValkeyClusterReconciler, client.Clie
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(f.objects...).
-		WithStatusSubresource(&v1.ValkeyCluster{}).WithInterceptorFuncs(f.funcs).
+		WithStatusSubresource(&v1.ValkeyCluster{}, &v1.ValkeyNode{}).WithInterceptorFuncs(f.funcs).
 		WithIndex(&corev1.Pod{}, IndexByCluster, clusterLabel).WithIndex(&v1.ValkeyNode{}, IndexByCluster, clusterLabel).Build()
 	return &ValkeyClusterReconciler{Client: c, APIReader: c, DefaultZoneSpread: v1.ZoneSpreadBestEffort}, c
 }
@@ -114,7 +122,7 @@ func TestCredentialNotRegeneratedUnderPods(t *testing.T) {
 	}
 	warns := logs.FilterMessage(logging.MsgCredentialMissing).All()
 	if len(warns) != 1 || warns[0].Level != zap.WarnLevel ||
-		warns[0].ContextMap()[logging.FieldSecret] != "vc-operator-auth" || warns[0].ContextMap()[logging.FieldKey] != "password" {
+		warns[0].ContextMap()[logging.FieldSecret] != "vc-operator-auth" || warns[0].ContextMap()[logging.FieldKey] != resources.OperatorPasswordKey {
 		t.Fatalf("log lines: %+v", logs.All())
 	}
 	vc := vcFor(t, c)
@@ -139,8 +147,47 @@ func TestCredentialGeneratedForNewCluster(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "vc-operator-auth"}, &s); err != nil || len(s.Data[resources.OperatorPasswordKey]) == 0 {
 		t.Fatalf("no credential generated for a new cluster: %v", err)
 	}
+	// The original's keys and lengths (security/index.md), nothing more.
+	if len(s.Data) != 2 {
+		t.Errorf("credential keys %v, want operator-password and repl-password", slices.Collect(maps.Keys(s.Data)))
+	}
+	for _, k := range []string{"operator-password", "repl-password"} {
+		if v := string(s.Data[k]); !regexp.MustCompile(`^[0-9a-f]{128}$`).MatchString(v) {
+			t.Errorf("%s is %d characters, want 128 hex", k, len(v))
+		}
+	}
 	if n := podCount(t, c); n != 1 {
 		t.Fatalf("%d pods created, want 1", n)
+	}
+}
+
+// A credential Secret an older operator made (keys password, repl-password, migrate-password,
+// 64 hex) is used as it is: not rewritten, its passwords the ones the nodes' ACL holds.
+func TestOlderCredentialKeptAsIs(t *testing.T) {
+	f := newPassFixture().withPod("vc-aaaaa", "10.0.0.1")
+	older := map[string][]byte{"password": []byte(strings.Repeat("a", 64)), "repl-password": []byte(strings.Repeat("b", 64)), "migrate-password": []byte(strings.Repeat("c", 64))}
+	f.objects = append(f.objects, &corev1.Secret{ObjectMeta: resources.ObjectMeta(f.vc, resources.CredentialSecretName(f.vc)), Data: older})
+	r, c := f.build(t)
+	if _, logs, err := reconcileOnce(t, r); err != nil || logs.FilterMessage(logging.MsgCredentialMissing).Len() != 0 {
+		t.Fatalf("%v, %+v", err, logs.All())
+	}
+	var s corev1.Secret
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "vc-operator-auth"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.EqualFunc(s.Data, older, bytes.Equal) {
+		t.Errorf("the older Secret was rewritten: keys %v", slices.Collect(maps.Keys(s.Data)))
+	}
+	var aclSecret corev1.Secret
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "vc-acl"}, &aclSecret); err != nil {
+		t.Fatal(err)
+	}
+	file := string(aclSecret.Data[resources.ACLFileName])
+	for user, pw := range map[string]string{"_momento_operator": "password", "_momento_repl": "repl-password", "_momento_migrate": "migrate-password"} {
+		sum := sha256.Sum256(older[pw])
+		if !strings.Contains(file, "user "+user+" ") || !strings.Contains(file, "#"+hex.EncodeToString(sum[:])) {
+			t.Errorf("the ACL file does not give %s the hash of %s", user, pw)
+		}
 	}
 }
 

@@ -33,7 +33,7 @@ import (
 var observeCommands = []string{
 	"CLUSTER NODES",
 	"CLUSTER INFO",
-	"INFO server replication memory clients stats",
+	"INFO server replication memory clients stats keyspace",
 	"CONFIG GET hz latency-monitor-threshold lazyfree-lazy-eviction lazyfree-lazy-expire maxclients maxmemory maxmemory-policy maxmemory-samples slowlog-log-slower-than slowlog-max-len timeout",
 }
 
@@ -264,5 +264,45 @@ func TestPassRestoresTheACLSecretAndAnnotations(t *testing.T) {
 		if cmds, writes := s.pass(t); !slices.Equal(cmds, observeCommands) || writes != 0 {
 			t.Fatalf("a steady pass sent:\n  %s\nand made %d API writes, want the four queries and none", strings.Join(cmds, "\n  "), writes)
 		}
+	}
+}
+
+// TestNodeErrorTextCapped: a node whose reply to CONFIG GET is an error of a megabyte (a team's
+// program answering for a node, say) reaches status.message, the Ready condition and the WARN
+// line's error field as at most logging.MaxText bytes each, its beginning kept.
+func TestNodeErrorTextCapped(t *testing.T) {
+	s := newSeamPass(t)
+	for range 3 {
+		s.pass(t)
+	}
+	huge := "ERR " + strings.Repeat("x", 1<<20)
+	s.fleet.Node("10.0.0.1:6379").On("CONFIG GET", valkeytest.Err(huge))
+	s.fleet.Reset()
+	_, logs, err := reconcileOnce(t, s.r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc := vcFor(t, s.c)
+	if n := len(vc.Status.Message); n == 0 || n > logging.MaxText || !strings.Contains(vc.Status.Message, "xxxxxxxxxx") {
+		t.Errorf("status.message of %d bytes (at most %d, quoting the reply): %.120s", n, logging.MaxText, vc.Status.Message)
+	}
+	for _, c := range vc.Status.Conditions {
+		if len(c.Message) > logging.MaxText {
+			t.Errorf("condition %s: message of %d bytes", c.Type, len(c.Message))
+		}
+	}
+	said := false
+	for _, e := range logs.FilterMessage(logging.MsgSettingsUnreadable).All() {
+		line, err := logging.NewEncoder().EncodeEntry(e.Entry, e.Context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := line.Len(); n > 2*logging.MaxText {
+			t.Errorf("the WARN line is %d bytes", n)
+		}
+		said = strings.Contains(line.String(), "xxxxxxxxxx")
+	}
+	if !said {
+		t.Errorf("no %q line quoting the reply", logging.MsgSettingsUnreadable)
 	}
 }

@@ -27,8 +27,9 @@ import (
 // CONFIG GET to verify that the node runs them as Valkey reads them back, then the node's
 // record (its ConfigMap, then its ValkeyNode) takes the desired live settings, so that a reader
 // of the record, and the next pass, see what runs. A value Valkey refuses is returned with its
-// reply: the pass's `reconcile error, requeuing` says it, and the rate limiter retries it; the
-// node is never replaced for it. The refusal is remembered (r.live) so that the next passes'
+// reply: the pass's `reconcile error, requeuing` says it, and it is retried at the look
+// interval (reportedError: the status says it, so the back-off does not grow); the node is never
+// replaced for it. The refusal is remembered (r.live) so that the next passes'
 // status.message says it while the same values stay refused, and `applying settings live` is
 // said once per node and change, not once per retry.
 func (r *ValkeyClusterReconciler) setConfig(ctx context.Context, log *zap.Logger, obs *observation, node func(string) (*valkey.Client, error), a plan.SetConfig) error {
@@ -56,6 +57,7 @@ func (r *ValkeyClusterReconciler) setConfig(ctx context.Context, log *zap.Logger
 		if err := c.ConfigSet(ctx, params); err != nil {
 			if valkey.IsServerError(err) {
 				r.refusedSettings(obs, a.Pod, change, err)
+				return reported(err)
 			}
 			return err
 		}
@@ -67,7 +69,7 @@ func (r *ValkeyClusterReconciler) setConfig(ctx context.Context, log *zap.Logger
 			if !liveconf.Equal(k, params[k], got[k]) {
 				err := fmt.Errorf("%s reads back %q after CONFIG SET %q", k, got[k], params[k])
 				r.refusedSettings(obs, a.Pod, change, err)
-				return err
+				return reported(err)
 			}
 		}
 		r.live.applied(cluster, a.Pod)

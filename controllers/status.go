@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
 )
 
@@ -57,7 +58,8 @@ type health struct {
 }
 
 // decideHealth checks, in order: the spec is usable; every pod can be scheduled; no shard is
-// blocked on pods failing on start; the API server took the last pod created; every desired
+// blocked on pods failing on start; the API server took the last pod created; no pod that is not
+// the operator's holds a node's name (identity.go); every desired
 // node exists, runs, answers, and the cluster is formed and in agreement (every slot served, one
 // primary per shard, the others its replicas); every replica's link is up; the nodes are what
 // the spec asks for (fsm.Snapshot.Changing: every node of the current spec, each shard at its
@@ -77,6 +79,12 @@ func decideHealth(state fsm.State, problem string, s fsm.Snapshot, pl plan.Plan)
 	}
 	if s.CreateRefused != "" {
 		return health{Reason: ReasonCreateRefused, Message: s.CreateRefused, Outside: true}
+	}
+	// Not Outside, although only its creator can end it: its node is down, and the cluster is
+	// looked at every second as with any node that does not answer (a lost quorum needs the
+	// operator's TAKEOVER).
+	if msg := foreignMessage(s); msg != "" {
+		return health{Reason: ReasonForeignPod, Message: msg}
 	}
 	if !s.Formed() {
 		msg := pl.Waiting
@@ -131,7 +139,7 @@ func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, probl
 	// The intent of a failover is written before it is issued, so a restarted operator does
 	// not issue a second one.
 	st.Failover = failoverStatus(plan.NextFailover(s, pl))
-	st.Nodes = nil
+	st.Nodes, st.NodeDetails = nil, nil
 	st.ReadyNodes = 0
 	shards := map[int]bool{}
 	for _, p := range s.LivePods() {
@@ -151,7 +159,8 @@ func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, probl
 		if ns.Ready {
 			st.ReadyNodes++
 		}
-		st.Nodes = append(st.Nodes, ns)
+		st.Nodes = append(st.Nodes, ns.Pod)
+		st.NodeDetails = append(st.NodeDetails, ns)
 	}
 	st.Shards = int32(len(shards))
 
@@ -212,6 +221,18 @@ func lostMessage(pl plan.Plan, now time.Time) string {
 		return fmt.Sprintf("shard %s lost every copy of its data and was served again, empty, at %s", parts[0], at)
 	default:
 		return fmt.Sprintf("shards %s lost every copy of their data and were served again, empty, at %s", strings.Join(parts, ", "), at)
+	}
+}
+
+// capTexts caps status.message and every condition's message (logging.Cap): they quote nodes'
+// replies and errors (a refused live value, unreadable settings, a pod's exit), which are text of
+// the node's choosing, and a condition message over the API server's limit would fail every
+// status write of the cluster. The pass's one status write calls it last, after every condition
+// is set. Pure.
+func capTexts(st *v1.ValkeyClusterStatus) {
+	st.Message = logging.Cap(st.Message)
+	for i := range st.Conditions {
+		st.Conditions[i].Message = logging.Cap(st.Conditions[i].Message)
 	}
 }
 

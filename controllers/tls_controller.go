@@ -85,6 +85,9 @@ type TLSReconciler struct {
 	// step of the cluster controller is in flight on it (nil: never held).
 	Guard *fanout.Guard
 
+	// PassBudget bounds one pass; zero means DefaultPassBudget.
+	PassBudget time.Duration
+
 	// rotations carries a cluster whose TLS Secret changed (SecretSeen) to a pass of its own.
 	rotations chan event.GenericEvent
 	seenMu    sync.Mutex
@@ -142,10 +145,21 @@ type nodeTLS struct {
 	err      error
 	reloaded bool // it served another certificate, and serves the Secret's after the reload
 	behind   bool // it still serves another certificate after the reload
+	silent   bool // it did not answer in time (nodeRetries.heard)
 }
 
-// Reconcile runs one TLS pass over the cluster named by req.
+// Reconcile runs one TLS pass over the cluster named by req, under the pass budget; its own
+// next pass is queued as a change is (pacing.go), not below changes after a restart.
 func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := withBudget(ctx, r.PassBudget, func(ctx context.Context) (ctrl.Result, error) { return r.pass(ctx, req) })
+	if res.RequeueAfter > 0 || err != nil {
+		res.Priority = ownPriority(0)
+	}
+	return res, err
+}
+
+// pass is one TLS pass.
+func (r *TLSReconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logging.FromContext(ctx).With(logging.ClusterName(req.Name))
 	var vc v1.ValkeyCluster
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {
@@ -202,12 +216,23 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	for i, t := range targets {
 		addrs[i] = t.Addr
 	}
+	targets, skipped := r.notSilent(req.String(), targets, now)
+	behind = behind || skipped
 	results := fanout.Each(ctx, targets, func(ctx context.Context, t fanout.Target) nodeTLS {
-		return r.reloadNode(ctx, req.String(), t.Pod.Name, t.Addr, creds, tm.Fingerprint(), tick)
+		if ctx.Err() != nil { // the pass's budget is spent: a dial would not heed it
+			return nodeTLS{pod: t.Pod.Name, err: ctx.Err()}
+		}
+		n := r.reloadNode(ctx, req.String(), t.Pod.Name, t.Addr, resources.TLSFileParams(t.Pod), creds, tm.Fingerprint(), tick)
+		n.silent = n.err != nil && noAnswer(n.err) && ctx.Err() == nil
+		return n
+	}, func(t fanout.Target, p *logging.PanicError) nodeTLS {
+		logging.LogPanic(log, t.Pod.Name, p)
+		return nodeTLS{pod: t.Pod.Name, err: p}
 	})
 	r.conns.Retain(req.String(), addrs)
 
 	for _, n := range results {
+		r.heard(req.String()+"/"+n.pod, n.silent, time.Now())
 		switch {
 		case n.err != nil:
 			behind = true
@@ -226,7 +251,7 @@ func (r *TLSReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 }
 
 // reloadNode makes one node serve the certificate whose fingerprint is want (rules 2 and 3).
-func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr string, creds valkey.Credentials, want string, always bool) nodeTLS {
+func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr string, files map[string]string, creds valkey.Credentials, want string, always bool) nodeTLS {
 	n := nodeTLS{pod: pod}
 	before, err := servedFingerprint(ctx, r.conns.Dial, addr, creds.ServerName(addr))
 	if err != nil {
@@ -241,11 +266,11 @@ func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr strin
 		n.err = err
 		return n
 	}
-	n.err = c.ConfigSet(ctx, tlsFileParams())
+	n.err = c.ConfigSet(ctx, files)
 	if n.err != nil && valkey.ClosedByNode(n.err) && ctx.Err() == nil {
 		// The pooled connection was closed by the node while idle (see ACLReconciler.loadNode).
 		rctx, cancel := context.WithTimeout(ctx, valkey.RedialWithin)
-		n.err = c.ConfigSet(rctx, tlsFileParams())
+		n.err = c.ConfigSet(rctx, files)
 		cancel()
 	}
 	if n.err != nil {
@@ -259,15 +284,6 @@ func (r *TLSReconciler) reloadNode(ctx context.Context, cluster, pod, addr strin
 	n.behind = after != want
 	n.reloaded = !n.behind && before != want
 	return n
-}
-
-// tlsFileParams points a node at its mounted certificate files, which makes it re-read them.
-func tlsFileParams() map[string]string {
-	return map[string]string{
-		"tls-cert-file":    resources.TLSMountPath + "/" + tlsmaterial.CertKey,
-		"tls-key-file":     resources.TLSMountPath + "/" + tlsmaterial.KeyKey,
-		"tls-ca-cert-file": resources.TLSMountPath + "/" + tlsmaterial.CAKey,
-	}
 }
 
 // servedFingerprint is the fingerprint of the certificate the node at addr serves to a new
@@ -312,7 +328,7 @@ func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (
 	if err != nil || !ok {
 		return valkey.Credentials{}, false, err
 	}
-	pw := string(s.Data[resources.OperatorPasswordKey])
+	pw := resources.OperatorPassword(s.Data)
 	return valkey.Credentials{Username: acl.OperatorUser, Password: pw}, pw != "", nil
 }
 
@@ -336,7 +352,7 @@ func (r *TLSReconciler) SetupWithManager(mgr ctrl.Manager, log *zap.Logger) erro
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster-tls").
-		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: MaxConcurrentReconciles, RateLimiter: newBackoff()}).
 		Watches(&v1.ValkeyCluster{}, t.Primary(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.rotations, t.Related(itself))).
 		Watches(&corev1.Pod{}, t.Related(handler.EnqueueRequestsFromMapFunc(clusterOf))).

@@ -69,6 +69,13 @@ type ValkeyClusterReconciler struct {
 	APIReader client.Reader
 	// DefaultZoneSpread is DEFAULT_ZONE_SPREAD (the operator ConfigMap's defaultZoneSpread).
 	DefaultZoneSpread v1.ZoneSpread
+	// DefaultNetworkPolicy is DEFAULT_NETWORK_POLICY (the operator ConfigMap's
+	// defaultNetworkPolicy): whether a cluster whose spec.network.policy is unset keeps its
+	// NetworkPolicy ("" means Enabled).
+	DefaultNetworkPolicy v1.NetworkPolicyMode
+	// OperatorNamespace is the namespace of the operator's pods (POD_NAMESPACE), which every
+	// cluster's NetworkPolicy lets reach the client port; "" means DefaultOperatorNamespace.
+	OperatorNamespace string
 	// PassBudget bounds one pass; zero means DefaultPassBudget.
 	PassBudget time.Duration
 
@@ -89,12 +96,18 @@ type ValkeyClusterReconciler struct {
 	// live remembers the live settings set and not yet seen applied, and their refusals
 	// (settings.go).
 	live liveAttempts
+	// holds remembers the held live settings changes already said (held.go).
+	holds heldChanges
 	// versions is the version of each cluster its last pass ended with (versions.go).
 	versions clusterVersions
+	// names is what each node knows of the categories and commands roles name (rolenames.go).
+	names knownNames
 	// looks keeps each Ready cluster's last quiet pass, and changes says when a watch last
 	// enqueued a cluster (look.go; nil, as in unit tests, makes every pass a full one).
 	looks   quietLooks
 	changes changeTracker
+	// backoff is the controller's rate limiter (pacing.go; nil in unit tests).
+	backoff *backoff
 	// Metrics, when set, is given every pass's observation and actions (package metrics);
 	// Events, when set, records Kubernetes Events on the cluster (observability.go).
 	Metrics *metrics.Registry
@@ -118,26 +131,31 @@ type ValkeyClusterReconciler struct {
 // (status only, by merge patch); of a ValkeyNode it writes only spec.lifecycle (and the
 // join-type label), and it deletes ValkeyNodes, never what owner references delete (their pods
 // and ConfigMaps, the cluster's Service and Secrets). It creates per-node ConfigMaps once,
-// updates only the Secrets it renders, competes for one Lease (get / create / update, in its own
+// updates only the Secrets it renders, patches a Service an older operator created to the
+// original's port names and selector, competes for one Lease (get / create / update, in its own
 // namespace only: a Role, not the ClusterRole; the chart binds it in the release namespace), and gets
 // a cluster's Namespace to leave alone the clusters of one being deleted (get only: no
 // namespace informer). It keeps one PodDisruptionBudget per shard (list / watch; create, patch
-// its spec to the built one, delete a removed shard's), and patches pods only to bring
+// its spec to the built one, delete a removed shard's), one NetworkPolicy per cluster (get, by
+// name, when the cache has none; list / watch; create, patch its spec and labels to the built
+// ones, delete it when turned off), and patches pods only to bring
 // spec.podAnnotations onto them (metadata.annotations, by merge patch). It records Events
 // (events.k8s.io: create, and patch for a series), and checks each scrape of its metrics endpoint
 // with a TokenReview and a SubjectAccessReview.
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=valkey-operator
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -213,6 +231,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.reportForeign(log, &vc, obs.snapshot)
 	// A disruptive step of an earlier pass has now been observed: the ACL and TLS controllers
 	// may touch the nodes again. Not while a failover the operator issued has not been seen to
 	// land (a coordinated failover takes up to a few seconds after the command returned).
@@ -222,7 +241,25 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	creds, migrate = withTLS(&vc, creds, creds.TLS, obs.addrs), withTLS(&vc, migrate, migrate.TLS, obs.addrs)
 	obs.tls = tm
 	r.retainConnections(&vc, obs)
+	if problem == "" {
+		// A category or command a node does not know (rolenames.go): Invalid, before the ACL
+		// Secret is rendered with it.
+		if problem = r.roleNamesProblem(ctx, &vc, users, obs, creds); problem != "" {
+			obs.snapshot.SpecProblem = problem
+		} else if problem = downgradeProblem(rc.Image.Version, obs.snapshot); problem != "" {
+			obs.snapshot.SpecProblem = problem // downgrade.go
+		}
+	}
 	obs.snapshot.AtomicMoves = rc != nil && version.Parse(rc.Image.Version).AtomicSlotMigration()
+	if desired != nil {
+		// A live settings change that evicts keys waits for a confirmation: the pass builds from
+		// the values the nodes run for it (held.go). The spec hash leaves live settings out, so
+		// hash is the same either way.
+		if kept := r.holdEvictions(log, &vc, rc, obs); kept != rc {
+			rc = kept
+			desired = &resources.BuildValkeyNode(&vc, rc, "", 0, "").Spec
+		}
+	}
 	if desired != nil {
 		obs.snapshot.Settings = desired.ValkeySettings
 		obs.snapshot.StartHash = resources.StartSpecHash(desired)
@@ -283,7 +320,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	// the pass is safe to run, and the error is returned with the pass's outcome. So is a failure
 	// to read the disruption budgets (obs.budgetErr): they are harmless bookkeeping and hold
 	// nothing back. Every write of the pass, bookkeeping included, is one of its actions.
-	execErr := errors.Join(obs.budgetErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
+	execErr := errors.Join(obs.budgetErr, obs.networkErr, r.execute(ctx, log, &vc, rc, creds, migrate, obs, pass), pass.Err)
 	r.logHeartbeat(log, &vc, state, obs, pass)
 	r.recordPass(&vc, state, obs, h, obs.snapshot.Now)
 	if execErr != nil {
@@ -365,6 +402,9 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 	if err := v1.CheckPodAnnotations(vc.Spec.PodAnnotations); err != nil {
 		return nil, nil, err.Error(), nil
 	}
+	if err := v1.CheckNetworkClients(vc.Spec.Network); err != nil {
+		return nil, nil, err.Error(), nil
+	}
 	rc, err := resolveConfig(ctx, r.Client, vc.Spec.ConfigRef)
 	var sp *SpecProblem
 	if errors.As(err, &sp) {
@@ -435,6 +475,23 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 		}
 	case err != nil:
 		return sys, creds, migrate, fmt.Errorf("get service: %w", err)
+	case resources.ServiceBehind(vc, &svc):
+		// Created by an operator before the original's port names and selector: brought up to
+		// date in place (the pods carry both labels, so its endpoints stay the same).
+		// The cache keeps a bounded part of a Service's spec (stripService): the patch is made
+		// against the stored object, so a selector key of the old one does not survive a merge.
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(&svc), &svc); err != nil {
+			return sys, creds, migrate, fmt.Errorf("get service: %w", err)
+		}
+		if !metav1.IsControlledBy(&svc, vc) || !resources.ServiceBehind(vc, &svc) {
+			break
+		}
+		log.Info(logging.MsgUpdatingService)
+		before := svc.DeepCopy()
+		resources.UpdateService(vc, &svc)
+		if err := r.Patch(ctx, &svc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return sys, creds, migrate, fmt.Errorf("update service: %w", err)
+		}
 	}
 	return sys, creds, migrate, nil
 }
@@ -455,7 +512,9 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.creates.forget(key)
 	r.served.forget(key)
 	r.live.forget(key)
+	r.holds.forget(key)
 	r.versions.forget(key)
+	r.names.forget(key)
 	r.Guard.Forget(key)
 	if ns, name, ok := strings.Cut(key, "/"); ok {
 		r.Metrics.Forget(ns, name)
@@ -518,7 +577,7 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 		}
 	}
 	r.foreign.drop(clusterKey(vc), objectRef{"Secret", s.Name})
-	pw := string(s.Data[resources.OperatorPasswordKey])
+	pw := resources.OperatorPassword(s.Data)
 	if pw == "" {
 		return acl.SystemUsers{}, fmt.Errorf("credential secret %s has no key %q", s.Name, resources.OperatorPasswordKey)
 	}
@@ -532,18 +591,9 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", resources.ReplPasswordKey, err)
 		}
 	}
-	migrate := string(s.Data[resources.MigratePasswordKey])
-	if migrate == "" {
-		// The Secret predates the migration user: no node uses its password yet, so a new one
-		// is safe; the ACL controller gives it to every node.
-		if migrate, err = resources.NewPassword(); err != nil {
-			return acl.SystemUsers{}, err
-		}
-		s.Data[resources.MigratePasswordKey] = []byte(migrate)
-		if err := r.Update(ctx, &s); err != nil {
-			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", resources.MigratePasswordKey, err)
-		}
-	}
+	// The migration user's password: a Secret from before it existed derives one as new
+	// clusters do, which no node uses yet; the ACL controller gives it to every node.
+	migrate := resources.MigratePassword(s.Data)
 	return acl.SystemUsers{OperatorPassword: pw, ReplPassword: repl, MigratePassword: migrate}, nil
 }
 

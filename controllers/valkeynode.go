@@ -69,9 +69,20 @@ func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logge
 		pod := resources.BuildPod(vc, rc, vn, obs.snapshot.SpecHash, r.DefaultZoneSpread)
 		resources.PlaceInZones(pod, vc, r.DefaultZoneSpread, a.Zone, a.Avoid)
 		err = r.Create(ctx, pod)
-		if apierrors.IsAlreadyExists(err) {
-			err = r.checkCollision(ctx, vn, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: vn.Namespace, Name: vn.Name}}, "Pod")
-		} else {
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			// The name was drawn this pass: a pod of it that exists already is not the one the
+			// operator creates, whatever its owner reference says (identity.go).
+			err = &createRefused{Pod: vn.Name, Reason: fmt.Sprintf("Pod %s already exists and was not created by the operator for ValkeyNode %s", vn.Name, vn.Name)}
+		case err == nil:
+			// The record that makes this pod, and no other of its name, the node's. If it
+			// fails, the next pass records it (plan.RecordPod): the pod was created with its
+			// ValkeyNode.
+			err = r.writePodUID(ctx, vn, pod.UID)
+			if err != nil {
+				return nil, err
+			}
+		default:
 			err = refusal(vn.Name, err)
 		}
 	}

@@ -53,6 +53,7 @@ func testPod(vc *v1.ValkeyCluster, name string, shard int, owner metav1.OwnerRef
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace,
 			Labels:          map[string]string{v1.LabelCluster: vc.Name, v1.LabelShard: "0"},
 			OwnerReferences: []metav1.OwnerReference{owner}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "valkey", Image: newResolved().Image.Image()}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 }
@@ -67,7 +68,7 @@ func nodeRef(vn *v1.ValkeyNode) metav1.OwnerReference {
 // cluster's ValkeyNodes is not the cluster's, whatever its labels: it is never asked anything.
 func TestObserveJoinsNodesAndPods(t *testing.T) {
 	vc := newTestCluster()
-	vc.Status.Nodes = []v1.NodeStatus{{Pod: "my-cluster-ccccc"}}
+	vc.Status.NodeDetails = []v1.NodeStatus{{Pod: "my-cluster-ccccc"}}
 	joining := testNode(vc, "my-cluster-aaaaa", 0, v1.LifecycleJoining)
 	lost := testNode(vc, "my-cluster-bbbbb", 1, v1.LifecycleActive)
 	gone := testNode(vc, "my-cluster-ccccc", 0, v1.LifecycleActive) // never stored
@@ -98,7 +99,7 @@ func TestObserveJoinsNodesAndPods(t *testing.T) {
 	// notes the keys of spec.podAnnotations it lacks (these test pods carry none).
 	behind := []string{"example.com/scrape"}
 	want := []fsm.Pod{
-		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: resources.NodeSpecHash(&joining.Spec), StartHash: resources.StartSpecHash(&joining.Spec), Settings: joining.Spec.ValkeySettings, AnnotationsBehind: behind},
+		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: resources.NodeSpecHash(&joining.Spec), StartHash: resources.StartSpecHash(&joining.Spec), Settings: joining.Spec.ValkeySettings, AnnotationsBehind: behind, Unrecorded: true},
 		{Name: lost.Name, Shard: 1, Phase: fsm.PodFailed, Failure: "pod missing", Lifecycle: "Active", SpecHash: resources.NodeSpecHash(&lost.Spec), StartHash: resources.StartSpecHash(&lost.Spec)},
 		{Name: gone.Name, Shard: 0, Phase: fsm.PodPending, Deleting: true, AnnotationsBehind: behind},
 	}

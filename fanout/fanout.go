@@ -20,6 +20,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gomomento/valkey-operator/logging"
 )
 
 // Limit is how many nodes of one cluster are told at once. A push is one round trip or two
@@ -80,14 +82,22 @@ func StartedWithin(p *corev1.Pod, d time.Duration, now time.Time) bool {
 
 // Each runs step for every target, at most Limit at once, and returns their results in the
 // targets' order. A node that fails does not hold back the others: each step reports its own.
-func Each[T any](ctx context.Context, targets []Target, step func(context.Context, Target) T) []T {
+// A step that panics is that node's failure, not the process's: its result is failed's, given
+// the recovered panic (logging.Recovered), and the others go on. Nothing else recovers these
+// goroutines: controller-runtime recovers only the reconcile's own.
+func Each[T any](ctx context.Context, targets []Target, step func(context.Context, Target) T, failed func(Target, *logging.PanicError) T) []T {
 	out := make([]T, len(targets))
 	sem := make(chan struct{}, Limit)
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		sem <- struct{}{}
 		wg.Go(func() {
-			defer func() { <-sem }()
+			defer func() {
+				if r := recover(); r != nil {
+					out[i] = failed(t, logging.Recovered(r))
+				}
+				<-sem
+			}()
 			out[i] = step(ctx, t)
 		})
 	}

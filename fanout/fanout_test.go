@@ -2,13 +2,17 @@ package fanout
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gomomento/valkey-operator/logging"
 )
 
 func pod(name, ip string, phase corev1.PodPhase, started time.Time) corev1.Pod {
@@ -71,7 +75,7 @@ func TestEachBounded(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 		running.Add(-1)
 		return tg.Addr
-	})
+	}, func(Target, *logging.PanicError) string { return "" })
 	for i, tg := range targets {
 		if got[i] != tg.Addr {
 			t.Fatalf("result %d is %q, want %q: results out of order", i, got[i], tg.Addr)
@@ -79,6 +83,30 @@ func TestEachBounded(t *testing.T) {
 	}
 	if m := most.Load(); m > Limit || m < 2 {
 		t.Fatalf("%d steps ran at once, want between 2 and %d", m, Limit)
+	}
+}
+
+// TestEachRecovers: a step that panics (here as valkey-go did on `$-2`) is its node's failure,
+// with the panic and its stack; the other nodes' steps run and the process goes on. Before, the
+// panic of a fan-out goroutine ended the operator.
+func TestEachRecovers(t *testing.T) {
+	var targets []Target
+	for _, name := range []string{"a", "b", "c"} {
+		p := pod(name, "10.0.0.1", corev1.PodRunning, time.Time{})
+		targets = append(targets, Target{Pod: &p, Addr: name})
+	}
+	got := Each(t.Context(), targets, func(_ context.Context, tg Target) error {
+		if tg.Addr == "b" {
+			_ = make([]byte, -len(tg.Addr)-1) // makeslice: len out of range
+		}
+		return nil
+	}, func(tg Target, p *logging.PanicError) error { return p })
+	var pe *logging.PanicError
+	if got[0] != nil || got[2] != nil || !errors.As(got[1], &pe) {
+		t.Fatalf("results %v", got)
+	}
+	if !strings.Contains(pe.Error(), "makeslice") || !strings.Contains(pe.Stack, "TestEachRecovers") {
+		t.Errorf("the panic %q, stack:\n%s", pe, pe.Stack)
 	}
 }
 

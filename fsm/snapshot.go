@@ -81,6 +81,8 @@ type Snapshot struct {
 	// written.
 	Budgets      map[int]Budget
 	BudgetsKnown bool
+	// NetworkPolicy is the cluster's NetworkPolicy, as observed and as wanted.
+	NetworkPolicy NetworkPolicy
 	// ACLSecretStale is true when the stored ACL Secret is missing or holds other data than the
 	// one this pass renders (the controller compares them; false while the spec cannot be acted
 	// on).
@@ -158,7 +160,7 @@ type Pod struct {
 	Exited bool
 	// Node is the Valkey view of the node in this pod; nil when it was not queried (no IP).
 	Node *Node
-	// LastNodeID is the node id the previous status recorded for this pod (status.nodes), ""
+	// LastNodeID is the node id the previous status recorded for this pod (status.nodeDetails), ""
 	// when none. A pod whose node does not answer now still owns that id: unknown is not absent.
 	LastNodeID string
 	// Lifecycle is the spec.lifecycle of the pod's ValkeyNode (Joining, Active, Leaving). A
@@ -178,6 +180,17 @@ type Pod struct {
 	// holds with another value, sorted; nil when it carries them all, and for every pod while
 	// the spec cannot be acted on (SpecProblem).
 	AnnotationsBehind []string
+	// Foreign says why the pod that holds this node's name is not the one the operator created
+	// for it (another UID than its ValkeyNode records, say): "" for the node's own pod. Such a
+	// node is shown as one that is down, never asked (Running, its Valkey node silent, no IP),
+	// so that nothing replaces or retires it while that pod stands (retiring it would have the
+	// garbage collector delete a pod the operator did not create); once the pod is gone the node
+	// is a lost one, and replaced.
+	Foreign string
+	// Unrecorded is true for the node's own pod while its ValkeyNode does not record the pod's
+	// UID yet (a node created by an operator before the record, or whose record write failed):
+	// the bookkeeping records it (plan.RecordPod).
+	Unrecorded bool
 }
 
 // Budget is one of the shards' PodDisruptionBudgets that the cluster controls, as observed.
@@ -187,6 +200,21 @@ type Budget struct {
 	MinAvailable int
 	// AsBuilt is true when the rest of its spec (selector, unhealthy-pod eviction policy,
 	// maxUnavailable) is what the operator builds.
+	AsBuilt bool
+}
+
+// NetworkPolicy is the cluster's NetworkPolicy (resources.BuildNetworkPolicy): whether the
+// cluster wants one, and the one it controls, as observed.
+type NetworkPolicy struct {
+	// Known is true when it was looked for this pass: false while an object of its name is
+	// someone else's (nothing of that name is touched) or the look failed.
+	Known bool
+	// Wanted is true when the cluster keeps a policy: spec.network.policy, or the operator's
+	// default where the spec says nothing, is Enabled.
+	Wanted bool
+	// Exists is true when the cluster controls a policy of its name.
+	Exists bool
+	// AsBuilt is true when that policy's spec and labels are the ones the operator builds.
 	AsBuilt bool
 }
 
@@ -240,6 +268,9 @@ type Node struct {
 	Migrating, Importing map[int]string
 	// Version is the node's valkey_version (INFO server); "" when unknown.
 	Version string
+	// VolatileItemKeys counts the node's keys with expiring hash fields (Valkey 9, INFO
+	// keyspace), which a Valkey 8 node cannot take (controllers/downgrade.go).
+	VolatileItemKeys int64
 	// Config is the node's live settings (CONFIG GET of liveconf.Keys), nil when unknown.
 	Config map[string]string
 	// ConfigErr is why Config could not be read (the node answered everything else: an ACL
@@ -634,7 +665,7 @@ func (s Snapshot) SettingsUnread() []Pod {
 // NodeReady reports whether p's node holds its place in the cluster, as far as the last
 // observation tells: its pod runs, its node answered, and it is a primary serving slots or a
 // replica whose link to its primary is up. Pods have no readiness probe (liveness only), so this,
-// not the pod's Ready condition, is what status.nodes[].ready and readyNodes report.
+// not the pod's Ready condition, is what status.nodeDetails[].ready and readyNodes report.
 func NodeReady(p Pod) bool {
 	n := p.Node
 	if p.Deleting || p.Phase != PodRunning || n == nil || !n.Reachable || n.ID == "" {

@@ -69,6 +69,9 @@ const (
 	FieldConfigMap    = "configmap"
 	FieldZones        = "zones"
 	FieldCopies       = "copies"
+	FieldStack        = "stack"
+	FieldUsers        = "users"
+	FieldDeclared     = "declared"
 )
 
 // Values of FieldMethod: how a pair's slots moved.
@@ -119,6 +122,13 @@ const (
 	// ACL file and does after an ACL LOAD: a binding, role or config edit reached it, or a manual
 	// ACL SETUSER / DELUSER on it was reverted.
 	MsgACLApplied = "ACL applied"
+	// MsgACLNodeOversized (WARN, TargetACL): cluster_name, pod, users (how many the node holds,
+	// -1 when even their names were longer than the ACL controller reads), declared (how many
+	// the cluster's ACL file has). Ours: the node holds far more ACL users, or longer rules, than
+	// the file declares (someone set them by hand, through a default user left open): it is not
+	// read whole, and the cluster's ACL is put back on it. Once per tick per node, with a
+	// Warning Event.
+	MsgACLNodeOversized = "node holds far more ACL than its cluster declares, not reading it whole"
 	// MsgACLFileBehind (DEBUG, TargetACL): cluster_name, pod. After ACL LOAD the node still
 	// enforces an older file: its mounted Secret volume has not caught up yet. Loaded again soon.
 	MsgACLFileBehind = "ACL file not yet updated on node, reloading soon"
@@ -222,10 +232,23 @@ const (
 	// MsgDeletingDisruptionBudget (INFO, TargetCluster): cluster_name, shard. The budget of a
 	// shard index at or above spec.shards, once that shard has no live pod.
 	MsgDeletingDisruptionBudget = "deleting PodDisruptionBudget of removed shard"
+	// MsgCreatingNetworkPolicy (INFO, TargetCluster): cluster_name. The cluster's NetworkPolicy
+	// {cluster}-network was created: only its own pods reach its cluster bus.
+	MsgCreatingNetworkPolicy = "creating NetworkPolicy"
+	// MsgUpdatingNetworkPolicy (INFO, TargetCluster): cluster_name. spec.network changed, or a
+	// hand edit of the policy is undone.
+	MsgUpdatingNetworkPolicy = "updating NetworkPolicy"
+	// MsgDeletingNetworkPolicy (INFO, TargetCluster): cluster_name. spec.network.policy (or the
+	// operator's default) turned the policy off.
+	MsgDeletingNetworkPolicy = "deleting NetworkPolicy"
 	// MsgPatchingPodAnnotations (INFO, TargetCluster): cluster_name, pod, keys (the annotation
 	// keys added or changed, comma-separated). spec.podAnnotations brought onto a live pod in
 	// place.
 	MsgPatchingPodAnnotations = "patching pod annotations"
+	// MsgUpdatingService (INFO, TargetCluster): cluster_name. Ours: a Service an older operator
+	// created (ports client / bus, selector valkey.gomomento.com/cluster) brought in place to the
+	// original's port names and selector; no pod is touched.
+	MsgUpdatingService = "updating headless Service ports and selector"
 	// MsgApplyingSettingsLive (INFO, TargetCluster): cluster_name, pod, settings (the names of
 	// the settings set, comma-separated). Ours: a ValkeyConfig change of settings Valkey takes
 	// at run time (package liveconf) is applied with CONFIG SET on every node, no pod replaced.
@@ -234,6 +257,13 @@ const (
 	// with back-off, and status.message says it (reason LiveSettingsRefused) until it is fixed;
 	// the node is never replaced for it.
 	MsgApplyingSettingsLive = "applying settings live"
+	// MsgSettingsHeld (INFO, TargetCluster): cluster_name, settings (the names of the settings
+	// held, comma-separated), want (the confirmation that applies them, as the annotation
+	// valkey.gomomento.com/confirm-live-settings takes it). Ours: a ValkeyConfig change of live
+	// settings that evicts keys (a lower maxmemory, another maxmemory-policy, a removed maxmemory)
+	// is not applied until confirmed; the nodes keep what they run. Once per cluster and change;
+	// the LiveSettingsHeld condition and a LiveSettingsHeld Event say the same.
+	MsgSettingsHeld = "live settings held until confirmed"
 	// MsgSettingDrifted (WARN, TargetCluster): cluster_name, pod, setting, value (what the node
 	// ran), want (what it runs again). Ours: a live setting of a node differs from the one
 	// applied and recorded (someone ran CONFIG SET by hand); it is put back. One line per
@@ -251,6 +281,13 @@ const (
 	// never changed. When live settings are recorded for the node (a change or a drift to put
 	// back), at most once per tick per node, with a Warning Event.
 	MsgNodeConfigMapForeign = "node ConfigMap not controlled by its ValkeyNode, not recording live settings in it"
+	// MsgNodePodForeign (WARN, TargetCluster): cluster_name, pod, reason (why it is not the
+	// node's: another UID than its ValkeyNode records, say). Ours: a pod holds a node's name that
+	// is not the pod the operator created for it (controllers/identity.go). It is never connected
+	// to and gets no credential; the node counts as down, and is replaced once the pod is gone.
+	// Once per tick per pod while it stands, with a Warning Event; the Ready and Degraded
+	// conditions (reason ForeignPod) and status.message say the same.
+	MsgNodePodForeign = "pod not created by the operator holds a node's name, not connecting to it"
 	// MsgZoneSpreadShort (WARN, TargetCluster): cluster_name, zones (the cluster's zones,
 	// comma-separated, "" when no node it may use has a zone label), copies (1 + replicasPerShard).
 	// Ours: under zoneSpread required, fewer zones than a shard has copies cannot keep a shard's
@@ -291,6 +328,11 @@ const (
 	// MsgReconcilePanicked (ERROR, the controller's target): cluster_name, error. A broken
 	// invariant: the reconcile panicked and is retried.
 	MsgReconcilePanicked = "reconcile panicked"
+	// MsgNodeStepPanicked (ERROR, the controller's target): cluster_name, pod, error, stack.
+	// Ours, a broken invariant: a goroutine talking to one node (a push of the ACL or TLS
+	// controller, a slot move) panicked. That node's step fails with the panic as its error (and
+	// is tried again as any failed step is); the other nodes and the process go on.
+	MsgNodeStepPanicked = "node step panicked, failing that node's step"
 )
 
 // TransitioningTo is the transition message for a state: "transitioning to Active".
@@ -326,6 +368,7 @@ var Catalogue = []Entry{
 	{MsgTLSValidationFailed, zapcore.InfoLevel, TargetTLS, []string{FieldClusterName, FieldReason}},
 	{MsgACLLoadFailed, zapcore.WarnLevel, TargetACL, []string{FieldClusterName, FieldPod, FieldError}},
 	{MsgACLApplied, zapcore.InfoLevel, TargetACL, []string{FieldClusterName, FieldPod}},
+	{MsgACLNodeOversized, zapcore.WarnLevel, TargetACL, []string{FieldClusterName, FieldPod, FieldUsers, FieldDeclared}},
 	{MsgACLFileBehind, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgACLNodeStarting, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldPod}},
 	{MsgPushHeld, zapcore.DebugLevel, TargetACL, []string{FieldClusterName, FieldStep}},
@@ -351,11 +394,17 @@ var Catalogue = []Entry{
 	{MsgCreatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldMinAvailable}},
 	{MsgUpdatingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldMinAvailable}},
 	{MsgDeletingDisruptionBudget, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldShard}},
+	{MsgCreatingNetworkPolicy, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
+	{MsgUpdatingNetworkPolicy, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
+	{MsgDeletingNetworkPolicy, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
 	{MsgPatchingPodAnnotations, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldKeys}},
+	{MsgUpdatingService, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
 	{MsgApplyingSettingsLive, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSettings}},
+	{MsgSettingsHeld, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldSettings, FieldWant}},
 	{MsgSettingDrifted, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSetting, FieldValue, FieldWant}},
 	{MsgSettingsUnreadable, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldError}},
 	{MsgNodeConfigMapForeign, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldConfigMap}},
+	{MsgNodePodForeign, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldReason}},
 	{MsgZoneSpreadShort, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldZones, FieldCopies}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
@@ -366,6 +415,7 @@ var Catalogue = []Entry{
 	{MsgReconcileErrorNoRetry, zapcore.WarnLevel, "", []string{FieldClusterName, FieldError}},
 	{MsgInvalidConfig, zapcore.ErrorLevel, TargetOperator, []string{FieldKey, FieldValue, FieldError}},
 	{MsgReconcilePanicked, zapcore.ErrorLevel, "", []string{FieldClusterName, FieldError}},
+	{MsgNodeStepPanicked, zapcore.ErrorLevel, "", []string{FieldClusterName, FieldPod, FieldError, FieldStack}},
 }
 
 // ClusterName is the cluster_name field carried by every reconcile-path event.

@@ -39,7 +39,7 @@ func TestCatalogueMatchesContract(t *testing.T) {
 		if want, ok := contract[e.Message]; ok && e.Level != want {
 			t.Errorf("%q at %s, want %s", e.Message, e.Level, want)
 		}
-		if e.Level == zapcore.ErrorLevel && e.Message != MsgInvalidConfig && e.Message != MsgReconcilePanicked {
+		if e.Level == zapcore.ErrorLevel && e.Message != MsgInvalidConfig && e.Message != MsgReconcilePanicked && e.Message != MsgNodeStepPanicked {
 			t.Errorf("%q at ERROR: ERROR is for invalid startup configuration and broken invariants only", e.Message)
 		}
 		if e.Target != "" && e.Target != TargetOperator && !strings.HasPrefix(e.Target, "operator::") {

@@ -314,8 +314,9 @@ func (e *Encoder) AppendInt16(v int16) { e.AppendInt64(int64(v)) }
 // AppendInt8 appends a number.
 func (e *Encoder) AppendInt8(v int8) { e.AppendInt64(int64(v)) }
 
-// AppendString appends a string.
-func (e *Encoder) AppendString(v string) { e.sep(); appendJSONString(e.buf, v) }
+// AppendString appends a string, capped (Cap): every string value of a field goes through here,
+// errors and node replies included.
+func (e *Encoder) AppendString(v string) { e.sep(); appendJSONString(e.buf, Cap(v)) }
 
 // AppendTime appends an RFC 3339 time string.
 func (e *Encoder) AppendTime(v time.Time) { e.AppendString(v.Format(time.RFC3339Nano)) }

@@ -6,8 +6,8 @@
 // own metrics: the values are kept per cluster and turned into series at scrape time, so a deleted
 // cluster's or node's series go with it (Forget, or a node missing from the next observation).
 //
-// Labels are bounded: namespace and cluster; shard (an index below spec.shards, at most 1000) and
-// pod where they apply; the closed sets state, kind, key and role. No node id, no key, no
+// Labels are bounded: namespace and cluster; shard (an index below spec.shards, at most 1000, of
+// a shard that served or lost its data) and pod (of a pod observed) where they apply; the closed sets state, kind, key and role. No node id, no key, no
 // message: nothing that grows without bound, and nothing secret.
 package metrics
 
@@ -149,6 +149,11 @@ func (r *Registry) Observe(o Cluster) {
 	for shard := range c.downSince {
 		if shard >= o.Shards {
 			delete(c.downSince, shard) // removed by spec.shards
+		}
+	}
+	for shard := range c.servedOnce {
+		if shard >= o.Shards {
+			delete(c.servedOnce, shard)
 		}
 	}
 	c.last = o
@@ -293,13 +298,16 @@ func (c *cluster) collect(ch chan<- prometheus.Metric) {
 	for _, kind := range []string{KindGraceful, KindForced, KindTakeover} {
 		counter(descFailovers, c.failovers[kind], kind)
 	}
-	// Every shard of the spec has its series from the start, at 0: increase() sees a first loss.
-	shards := make([]int, 0, len(c.lost)+o.Shards)
-	for s := range o.Shards {
+	// A shard has its series from the first pass that saw it serve, at 0, so that increase() sees
+	// a first loss, and a shard that lost its data keeps its series; a shard that never served
+	// has none. spec.shards alone adds no series: it is a team's to write (up to 1 000), and an
+	// Invalid or never-formed cluster would have added one series per shard of its manifest.
+	shards := make([]int, 0, len(c.lost)+len(c.servedOnce))
+	for s := range c.servedOnce {
 		shards = append(shards, s)
 	}
 	for s := range c.lost {
-		if s >= o.Shards {
+		if !c.servedOnce[s] {
 			shards = append(shards, s)
 		}
 	}

@@ -96,3 +96,44 @@ valkey_node_replication_lag_bytes{cluster="vc",namespace="team",pod="vc-b",shard
 		t.Fatalf("names %v", got)
 	}
 }
+
+// TestShardSeriesOnlyForShardsThatServed: spec.shards alone adds no series. An Invalid cluster
+// of 1 000 shards with no pod, and a cluster still forming, have no per-shard series; a formed
+// cluster has one per shard that served, from its first pass, at 0; a shard that lost its data
+// keeps its series after it is removed; a removed shard that lost nothing loses its series.
+func TestShardSeriesOnlyForShardsThatServed(t *testing.T) {
+	r := New()
+	lost := "valkey_cluster_shards_data_lost_total"
+	r.Observe(Cluster{Namespace: "team", Name: "invalid", State: "Invalid", Shards: 1000})
+	r.Pass("team", "invalid")
+	r.Observe(Cluster{Namespace: "team", Name: "forming", State: "Forming", Shards: 3, ShardsServing: map[int]bool{},
+		Nodes: []Node{{Pod: "forming-a", Shard: 0, Up: true, Primary: true}}})
+	if n := testutil.CollectAndCount(r, lost); n != 0 {
+		t.Fatalf("%d per-shard series for an Invalid and a forming cluster, want none", n)
+	}
+	if n := testutil.CollectAndCount(r); n > 80 {
+		t.Fatalf("%d series for two clusters that serve nothing", n)
+	}
+	r.Observe(Cluster{Namespace: "team", Name: "vc", State: "Active", Shards: 3, ShardsServing: map[int]bool{0: true, 1: true, 2: true}})
+	want := `
+# HELP valkey_cluster_shards_data_lost_total Times a shard lost every copy of its data and served its slots again empty.
+# TYPE valkey_cluster_shards_data_lost_total counter
+valkey_cluster_shards_data_lost_total{cluster="vc",namespace="team",shard="0"} 0
+valkey_cluster_shards_data_lost_total{cluster="vc",namespace="team",shard="1"} 0
+valkey_cluster_shards_data_lost_total{cluster="vc",namespace="team",shard="2"} 0
+`
+	if err := testutil.CollectAndCompare(r, strings.NewReader(want), lost); err != nil {
+		t.Fatal(err)
+	}
+	r.ShardLost("team", "vc", 2)
+	r.Observe(Cluster{Namespace: "team", Name: "vc", State: "Active", Shards: 1, ShardsServing: map[int]bool{0: true}})
+	want = `
+# HELP valkey_cluster_shards_data_lost_total Times a shard lost every copy of its data and served its slots again empty.
+# TYPE valkey_cluster_shards_data_lost_total counter
+valkey_cluster_shards_data_lost_total{cluster="vc",namespace="team",shard="0"} 0
+valkey_cluster_shards_data_lost_total{cluster="vc",namespace="team",shard="2"} 1
+`
+	if err := testutil.CollectAndCompare(r, strings.NewReader(want), lost); err != nil {
+		t.Fatal(err)
+	}
+}

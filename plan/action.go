@@ -193,6 +193,14 @@ type SetBudget struct {
 // live pod left.
 type DeleteBudget struct{ Shard int }
 
+// SetNetworkPolicy creates (Create) or rewrites the cluster's NetworkPolicy as built: only the
+// cluster's own pods on its bus (resources.BuildNetworkPolicy).
+type SetNetworkPolicy struct{ Create bool }
+
+// DeleteNetworkPolicy deletes the cluster's NetworkPolicy: spec.network.policy (or the
+// operator's default) turned it off.
+type DeleteNetworkPolicy struct{}
+
 // WriteACLSecret writes the ACL Secret this pass renders (the ACL file and auth.conf every pod
 // mounts) over the stored one, which is missing or differs.
 type WriteACLSecret struct{}
@@ -211,22 +219,32 @@ type AnnotatePod struct {
 	Keys []string
 }
 
-func (SetBudget) action()      {}
-func (DeleteBudget) action()   {}
-func (WriteACLSecret) action() {}
-func (MarkActive) action()     {}
-func (SettleMove) action()     {}
-func (AnnotatePod) action()    {}
+// RecordPod records in Pod's ValkeyNode (status.podUID) that the pod of that name now is the
+// one the operator created for it.
+type RecordPod struct{ Pod string }
+
+func (SetBudget) action()           {}
+func (DeleteBudget) action()        {}
+func (SetNetworkPolicy) action()    {}
+func (DeleteNetworkPolicy) action() {}
+func (WriteACLSecret) action()      {}
+func (MarkActive) action()          {}
+func (SettleMove) action()          {}
+func (AnnotatePod) action()         {}
+func (RecordPod) action()           {}
 
 // upkeep marks the actions that keep the objects beside the Valkey cluster in step with it
 // (budgets, the ACL Secret, the ValkeyNodes' records, pod annotations): they change nothing in
 // Valkey, so the status does not report them as progress (Upkeep).
-func (SetBudget) upkeep()      {}
-func (DeleteBudget) upkeep()   {}
-func (WriteACLSecret) upkeep() {}
-func (MarkActive) upkeep()     {}
-func (SettleMove) upkeep()     {}
-func (AnnotatePod) upkeep()    {}
+func (SetBudget) upkeep()           {}
+func (DeleteBudget) upkeep()        {}
+func (SetNetworkPolicy) upkeep()    {}
+func (DeleteNetworkPolicy) upkeep() {}
+func (WriteACLSecret) upkeep()      {}
+func (MarkActive) upkeep()          {}
+func (SettleMove) upkeep()          {}
+func (AnnotatePod) upkeep()         {}
+func (RecordPod) upkeep()           {}
 
 // Upkeep reports whether a is one of the bookkeeping planners' actions (Before, After): a write
 // to an object beside the Valkey cluster, not a step of its change.
@@ -255,6 +273,13 @@ func (SetBudget) Disruptive() bool { return false }
 // Disruptive: only a removed shard's budget, once none of its pods is left; harmless.
 func (DeleteBudget) Disruptive() bool { return false }
 
+// Disruptive: the policy lets in every connection the cluster's own pods, the operator and its
+// clients make; harmless.
+func (SetNetworkPolicy) Disruptive() bool { return false }
+
+// Disruptive: without the policy, the pods are as open as the platform leaves them; harmless.
+func (DeleteNetworkPolicy) Disruptive() bool { return false }
+
 // Disruptive: the Secret is read by a pod as it starts and by the ACL controller, which loads it
 // into the nodes by its own rules; harmless.
 func (WriteACLSecret) Disruptive() bool { return false }
@@ -267,6 +292,9 @@ func (SettleMove) Disruptive() bool { return false }
 
 // Disruptive: annotations are metadata; no pod is replaced for them. Harmless.
 func (AnnotatePod) Disruptive() bool { return false }
+
+// Disruptive: a record of which pod is the node's; harmless.
+func (RecordPod) Disruptive() bool { return false }
 
 // Disruptive: a setting Valkey takes at run time replaces no pod and moves no slot; harmless.
 func (SetConfig) Disruptive() bool { return false }
@@ -428,6 +456,17 @@ func (a DeleteBudget) String() string {
 }
 
 // String describes the action.
+func (a SetNetworkPolicy) String() string {
+	if a.Create {
+		return "create the network policy"
+	}
+	return "update the network policy"
+}
+
+// String describes the action.
+func (DeleteNetworkPolicy) String() string { return "delete the network policy" }
+
+// String describes the action.
 func (WriteACLSecret) String() string { return "write the ACL Secret" }
 
 // String describes the action.
@@ -435,6 +474,9 @@ func (a MarkActive) String() string { return "mark " + a.Pod + " Active" }
 
 // String describes the action.
 func (a SettleMove) String() string { return "settle the zone move of " + a.Pod }
+
+// String describes the action.
+func (a RecordPod) String() string { return "record " + a.Pod + " as its node's pod" }
 
 // String describes the action.
 func (a AnnotatePod) String() string {

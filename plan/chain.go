@@ -78,7 +78,8 @@ func (p Plan) Disruptive() Action {
 }
 
 // Run asks each planner in order. A closed gate is noted (the first reason becomes Waiting when
-// nothing else is awaited) and the chain goes on. A step's actions are appended; the pass ends at
+// nothing else is awaited) and the chain goes on, as is a step that would retire a node a foreign
+// pod stands in for (retiresForeign). A step's actions are appended; the pass ends at
 // the first step that waits or is blocked, and right after the step that holds the pass's one
 // disruptive action: what follows it in priority order is planned again once its effect is
 // observed. A second disruptive action within a step is a programming error: Run drops it and
@@ -96,6 +97,9 @@ func (c Chain) Run(in Input) Plan {
 			}
 		}
 		st := pl.Plan(in)
+		if why := retiresForeign(in.Snapshot, st.Actions); why != "" {
+			st = Step{Hold: why}
+		}
 		disrupted := false
 		for _, a := range st.Actions {
 			if a == nil {
@@ -131,6 +135,37 @@ func (c Chain) Run(in Input) Plan {
 	return p
 }
 
+// retiresForeign says why actions may not run when one of them retires (or detaches, on the way to
+// retiring) a node whose name a pod that is not the operator's holds (fsm.Pod.Foreign): "" when
+// none does. Whatever the concern, such a node is not retired while that pod stands: retiring it
+// deletes its ValkeyNode, and the garbage collector would delete that pod, which names the
+// ValkeyNode as its owner, with it; the operator deletes no pod it did not create. The runner
+// turns the whole step into a hold (its other actions and its wait were that retirement's), so
+// that later concerns go on; once the pod is gone, the node is a lost one and retired as such.
+func retiresForeign(s fsm.Snapshot, actions []Action) string {
+	foreign := map[string]bool{}
+	for _, p := range s.Pods {
+		if p.Foreign != "" {
+			foreign[p.Name] = true
+		}
+	}
+	if len(foreign) == 0 {
+		return ""
+	}
+	for _, a := range actions {
+		pod := ""
+		if d, ok := a.(DeletePod); ok {
+			pod = d.Pod
+		} else if d, ok := a.(Detach); ok {
+			pod = d.Pod
+		}
+		if foreign[pod] {
+			return fmt.Sprintf("not retiring %s while a pod that is not the operator's holds its name", pod)
+		}
+	}
+	return ""
+}
+
 // Default returns the operator's chain in priority order. Stability first: replace missing pods,
 // promote the replica of a primary whose container is gone (or hand over a leaving primary's
 // slots), then save a shard whose primaries lost their majority. Then topology: form the cluster
@@ -158,14 +193,15 @@ func Default() Chain {
 
 // Before returns the bookkeeping planners whose actions run before the chain's: the shards'
 // disruption budgets (a pod this pass creates counts as not yet a full copy before it exists, so
-// its shard's budget is raised first) and the ACL Secret (a pod this pass creates mounts it).
-func Before() Chain { return Chain{budgets, aclSecret} }
+// its shard's budget is raised first), the NetworkPolicy (in place before a pod this pass
+// creates opens its bus) and the ACL Secret (a pod this pass creates mounts it).
+func Before() Chain { return Chain{budgets, networkPolicy, aclSecret} }
 
 // After returns the bookkeeping planners whose actions run after the chain's: they record what
 // the nodes already said (a join completed, a zone move settled) and bring spec.podAnnotations
 // onto the live pods. After the steps, so that a step that fails holds them back in nothing; the
 // executor runs them whatever the steps did.
-func After() Chain { return Chain{joins, settled, annotations} }
+func After() Chain { return Chain{records, joins, settled, annotations} }
 
 // Pass plans one reconcile pass for a cluster in state st: the chain's steps (Default), between
 // the bookkeeping planners' actions (Before, After). Those are not links of the chain: the chain

@@ -105,6 +105,8 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 	// The bookkeeping's inputs (budgets, the ACL Secret, annotations) are drawn from a generator
 	// of their own, so that the snapshots drawn above stay the ones they were.
 	books := rand.New(rand.NewPCG(22, 2026))
+	// Foreign pods (a pod not the operator's in a node's place: its node down) from a third.
+	foreigner := rand.New(rand.NewPCG(35, 2026))
 	disruptive := map[string]int{}
 	upkeep := map[string]int{}
 	for i := range snapshots {
@@ -113,6 +115,7 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 			s = perturbedFormed(rng)
 		}
 		randomBookkeeping(books, &s)
+		randomForeign(foreigner, &s)
 		for _, st := range []fsm.State{fsm.Bootstrapping, fsm.Forming, fsm.Active, fsm.Upgrading} {
 			p := Pass(st, s)
 			if p.Err != nil {
@@ -120,6 +123,9 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 			}
 			n := 0
 			for _, a := range p.Actions {
+				if pod := retiredPod(a); pod != "" && slices.ContainsFunc(s.Pods, func(p fsm.Pod) bool { return p.Name == pod && p.Foreign != "" }) {
+					t.Fatalf("snapshot %d, %s: %s, whose name a foreign pod holds\n%s", i, st, a, dump(s))
+				}
 				if Upkeep(a) {
 					upkeep[fmt.Sprintf("%T", a)]++
 				}
@@ -153,6 +159,44 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 		}
 	}
 	t.Logf("disruptive actions planned: %v; bookkeeping: %v", disruptive, upkeep)
+}
+
+// randomForeign makes, now and then, a live pod a foreign one: a pod that is not the operator's
+// holds its node's name, so its node is shown down (Running, silent, no IP).
+func randomForeign(rng *rand.Rand, s *fsm.Snapshot) {
+	for i := range s.Pods {
+		if p := &s.Pods[i]; rng.IntN(8) == 0 && !p.Deleting && p.Phase == fsm.PodRunning {
+			p.Foreign, p.IP, p.Ready = "another UID", "", false
+			p.Node = &fsm.Node{Err: "not connected to"}
+		}
+	}
+}
+
+// retiredPod is the pod a retires or detaches on the way to retiring it, "" for other actions.
+func retiredPod(a Action) string {
+	if d, ok := a.(DeletePod); ok {
+		return d.Pod
+	}
+	if d, ok := a.(Detach); ok {
+		return d.Pod
+	}
+	return ""
+}
+
+// TestRunNeverRetiresAForeignNode: a step that would retire (or detach) a node whose name a pod
+// that is not the operator's holds is held, whatever the planner, and later planners go on.
+func TestRunNeverRetiresAForeignNode(t *testing.T) {
+	s := fsm.Snapshot{Pods: []fsm.Pod{{Name: "x", Phase: fsm.PodRunning, Foreign: "another UID"}, {Name: "y", Phase: fsm.PodRunning}}}
+	chain := Chain{
+		fixed("a", "", Step{Actions: []Action{Detach{Pod: "x"}}, Wait: "shard 0: x served slots"}),
+		fixed("b", "", Step{Actions: []Action{DeletePod{Pod: "x", Reason: RetireSurplus}}, Wait: "waiting for x to leave"}),
+		fixed("c", "", Step{Actions: []Action{DeletePod{Pod: "y", Reason: RetireSurplus}}, Wait: "waiting for y to leave"}),
+	}
+	p := chain.Run(Input{State: fsm.Active, Snapshot: s})
+	if !reflect.DeepEqual(p.Actions, []Action{DeletePod{Pod: "y", Reason: RetireSurplus}}) || p.Waiting != "waiting for y to leave" || len(p.Holds) != 2 ||
+		!strings.Contains(p.Holds[0], "not retiring x") {
+		t.Fatalf("actions %v, waiting %q, holds %q", p.Actions, p.Waiting, p.Holds)
+	}
 }
 
 // randomBookkeeping draws what the bookkeeping planners read: budgets read or not (some

@@ -25,6 +25,23 @@ var aclSecret = Planner{Name: "acl secret", Plan: func(in Input) Step {
 	return Step{Actions: []Action{WriteACLSecret{}}}
 }}
 
+// records pins each node's pod in its ValkeyNode (status.podUID): from then on only that pod is
+// the node's (controllers/identity.go). Its rules, in order:
+//
+//  1. Every pod the controller found to be its node's that its ValkeyNode does not record yet
+//     (fsm.Pod.Unrecorded: created by an operator before the record, or its record write failed)
+//     is recorded.
+//  2. Not a pod on its way out: it is nobody's node for long.
+var records = Planner{Name: "records", Plan: func(in Input) Step {
+	var st Step
+	for _, p := range in.Snapshot.Pods {
+		if p.Unrecorded && !p.Deleting {
+			st.Actions = append(st.Actions, RecordPod{Pod: p.Name})
+		}
+	}
+	return st
+}}
+
 // joins records the joins the nodes completed. Its rules, in order:
 //
 //  1. Every Joining node that is now a full member (fsm.CompletedJoins) is marked Active.

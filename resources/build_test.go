@@ -319,6 +319,45 @@ func TestSpecHash(t *testing.T) {
 	}
 }
 
+// The operator upgrade that moved the node's files to the original's paths (/var/lib/valkey,
+// /etc/valkey/acl, /etc/valkey/tls) replaces no pod: a node recorded by the operator before it
+// (testdata/valkeynode-before-paths.yaml, the golden file of commit c1ef0e5, /data and
+// /etc/valkey-secret) hashes as a node built now, plain and with TLS; any other change still
+// outdates it.
+func TestSpecHashIgnoresOlderPaths(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "valkeynode-before-paths.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var older v1.ValkeyNode
+	if err := yaml.Unmarshal(data, &older); err != nil {
+		t.Fatal(err)
+	}
+	vc, rc := newTestCluster(), newResolved()
+	now := newTestNode(vc, rc)
+	if older.Spec.ValkeySettings["dir"] == now.Spec.ValkeySettings["dir"] || now.Spec.ValkeySettings["dir"] != "/var/lib/valkey" {
+		t.Fatalf("dir %q before, %q now", older.Spec.ValkeySettings["dir"], now.Spec.ValkeySettings["dir"])
+	}
+	if NodeSpecHash(&older.Spec) != desiredSpecHash(vc, rc) {
+		t.Error("a node an older operator recorded, with its paths, is outdated: the upgrade would roll every pod")
+	}
+	tlsOlder := older.DeepCopy()
+	tlsOlder.Spec.TLSSecret = "vc-tls"
+	for k, f := range map[string]string{"tls-cert-file": "tls.crt", "tls-key-file": "tls.key", "tls-ca-cert-file": "ca.crt"} {
+		tlsOlder.Spec.ValkeySettings[k] = "/etc/valkey-tls/" + f
+	}
+	tlsNow := newTestNode(vc, rc)
+	tlsNow.Spec.TLSSecret = "vc-tls"
+	maps.Copy(tlsNow.Spec.ValkeySettings, map[string]string{"tls-cert-file": TLSMountPath + "/tls.crt", "tls-key-file": TLSMountPath + "/tls.key", "tls-ca-cert-file": TLSMountPath + "/ca.crt"})
+	if NodeSpecHash(&tlsOlder.Spec) != NodeSpecHash(&tlsNow.Spec) {
+		t.Error("a TLS node with the older paths is outdated")
+	}
+	older.Spec.ValkeySettings["databases"] = "4"
+	if NodeSpecHash(&older.Spec) == desiredSpecHash(vc, rc) {
+		t.Error("a setting changed on an older node did not outdate it")
+	}
+}
+
 // A TLS cluster's nodes mount the Secret tls.secretRef names: pointing it at another Secret
 // replaces them (a pod's volumes cannot change), while the same Secret rotated in place does
 // not touch the spec.
@@ -390,4 +429,42 @@ func desiredSpecHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
 // desiredStartHash is StartSpecHash of the spec a node created now would be built from.
 func desiredStartHash(vc *v1.ValkeyCluster, rc *ResolvedConfig) string {
 	return StartSpecHash(&BuildValkeyNode(vc, rc, "", 0, "").Spec)
+}
+
+// The data emptyDir's sizeLimit: copies of the dataset (bounded by the memory limit, else
+// maxmemory) that a node may hold on disk at once, by persistence, plus slack; none when nothing
+// bounds the dataset. It is derived from the node's record, so the spec hash, and with it every
+// running node, is the same as before the limit existed (the golden pod's spec-hash did not move).
+func TestDataSizeLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		memory   string
+		settings map[string]string
+		want     string
+	}{
+		{"memory limit, no persistence", "2Gi", map[string]string{"save": `""`, "appendonly": "no", "maxmemory": "1500mb"}, "4160Mi"},
+		{"RDB snapshots", "1Gi", map[string]string{"save": "3600 1", "appendonly": "no"}, "3136Mi"},
+		{"AOF", "1Gi", map[string]string{"save": `""`, "appendonly": "yes"}, "5184Mi"},
+		{"AOF and snapshots", "1Gi", map[string]string{"save": "3600 1", "appendonly": "YES"}, "6208Mi"},
+		{"no memory limit: maxmemory", "", map[string]string{"maxmemory": "100mb"}, "264Mi"},
+		{"unparsable memory: maxmemory", "lots", map[string]string{"maxmemory": "1gb"}, "2112Mi"},
+		{"nothing bounds the dataset", "", map[string]string{"maxmemory": "0"}, ""},
+		{"nothing at all", "", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DataSizeLimit(&v1.ValkeyNodeSpec{Memory: tc.memory, ValkeySettings: tc.settings})
+			switch {
+			case tc.want == "" && got != nil:
+				t.Fatalf("sizeLimit %s, want none", got)
+			case tc.want == "":
+			case got == nil || got.Cmp(resource.MustParse(tc.want)) != 0:
+				t.Fatalf("sizeLimit %v, want %s", got, tc.want)
+			}
+		})
+	}
+	vc, rc := newTestCluster(), newResolved()
+	vn := newTestNode(vc, rc)
+	if got := BuildPod(vc, rc, vn, "h", v1.ZoneSpreadBestEffort).Spec.Volumes[2]; got.Name != "data" || got.EmptyDir.SizeLimit.Cmp(*DataSizeLimit(&vn.Spec)) != 0 {
+		t.Fatalf("the pod's data volume %+v", got)
+	}
 }

@@ -22,6 +22,7 @@ import (
 // and the name of the TLS Secret (a pod's volumes cannot change, so a node mounting another
 // Secret than tls.secretRef names is replaced; the Secret's content is reloaded in place).
 // Nothing else: not the config chain's names, not key order, not zoneSpread (future pods only),
+// not the paths of the node's files (pathDirectives),
 // and not the operator's shutdownFailover default, which only makes a node leave more gracefully:
 // an operator upgrade that adds it must not roll every pod. Nor the settings Valkey takes at run
 // time (liveconf): the settings planner applies those with CONFIG SET, so a change of them alone
@@ -30,6 +31,9 @@ import (
 // would get, so "outdated" is exactly "built from something else".
 func NodeSpecHash(spec *v1.ValkeyNodeSpec) string {
 	settings := liveconf.WithoutLive(spec.ValkeySettings)
+	for _, k := range pathDirectives {
+		delete(settings, k)
+	}
 	if settings[shutdownFailover[0]] == shutdownFailover[1] {
 		delete(settings, shutdownFailover[0])
 	}
@@ -55,6 +59,13 @@ func NodeSpecHash(spec *v1.ValkeyNodeSpec) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
 }
+
+// pathDirectives are the operator's own directives whose value is a path inside the pod (where
+// the operator lays out the node's files), which no ValkeyConfig may set. Where a node keeps its
+// files is not what it is built from: a node recorded with other paths (an older operator's,
+// /data and /etc/valkey-secret) is not outdated, so the operator upgrade that moved them to the
+// original's replaced no pod; each node gets the new paths when it is next replaced.
+var pathDirectives = []string{"dir", "cluster-config-file", "aclfile", "include", "tls-cert-file", "tls-key-file", "tls-ca-cert-file"}
 
 // StartSpecHash is NodeSpecHash with the live settings too (their values as written): what a
 // node starts from. It only tells whether a pod that failed on

@@ -2,16 +2,19 @@ package resources
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/tlsmaterial"
 )
 
@@ -57,8 +60,8 @@ func BuildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 				Image:   rc.Image.Image(),
 				Command: []string{"valkey-server", configMountPath + "/" + ConfigFileName},
 				Ports: []corev1.ContainerPort{
-					{Name: "valkey", ContainerPort: ClientPort},
-					{Name: "valkey-bus", ContainerPort: BusPort},
+					{Name: ClientPortName, ContainerPort: ClientPort},
+					{Name: BusPortName, ContainerPort: BusPort},
 				},
 				LivenessProbe: livenessProbe(vc),
 				Lifecycle:     preStop(vc, rc.Image),
@@ -79,7 +82,7 @@ func BuildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 					LocalObjectReference: corev1.LocalObjectReference{Name: v1.NodeConfigMapName(name)}}}},
 				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: ACLSecretName(vc), DefaultMode: ptr.To[int32](0o440)}}},
-				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: DataSizeLimit(&vn.Spec)}}},
 			},
 			// As the original's pods (concepts/pod-management.md): Valkey runs on arm64 as on
 			// amd64, so tainted arm64 pools are open to it; placement.nodeSelector and
@@ -89,10 +92,10 @@ func BuildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 	}
 	if vn.Spec.TLSSecret != "" {
 		c := &pod.Spec.Containers[0]
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: TLSMountPath, ReadOnly: true})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: TLSVolume, MountPath: TLSMountPath, ReadOnly: true})
 		// Mounted whole, not by subPath: a subPath mount never sees the Secret's updates, and
 		// certificate rotation is an update of the Secret in place.
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: TLSVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: vn.Spec.TLSSecret, DefaultMode: ptr.To[int32](0o440),
 			Items: []corev1.KeyToPath{{Key: tlsmaterial.CertKey, Path: tlsmaterial.CertKey}, {Key: tlsmaterial.KeyKey, Path: tlsmaterial.KeyKey}, {Key: tlsmaterial.CAKey, Path: tlsmaterial.CAKey}}}}})
 	}
@@ -199,4 +202,51 @@ func PlaceInZones(pod *corev1.Pod, vc *v1.ValkeyCluster, defaultSpread v1.ZoneSp
 	for i := range terms {
 		terms[i].MatchExpressions = append(terms[i].MatchExpressions, *req)
 	}
+}
+
+// dataSlack is what the data directory holds besides copies of the dataset: nodes.conf (a few
+// hundred bytes a node) and room for the copies to be a little larger than the memory they came
+// from.
+const dataSlack = 64 << 20
+
+// DataSizeLimit is the sizeLimit of a node's data emptyDir (/data, Valkey's dir), from what the
+// node was built with (its ValkeyNode's spec): a bound on the node disk a node may fill, which a
+// team could otherwise fill without end (SAVE in a loop through an open default user, AOF on) on a
+// Kubernetes node other teams share; past it the kubelet evicts the pod, and the operator replaces
+// it like any lost node.
+//
+// What Valkey writes there is nodes.conf and copies of the dataset, each at most about the
+// memory the dataset lives in: the container's memory limit, else maxmemory. Without persistence
+// two such copies: a replica's full sync writes the new RDB beside the one its last sync left
+// (rdb-del-sync-files is no), then renames it over. save adds a BGSAVE's temporary RDB beside
+// dump.rdb; appendonly yes adds the AOF's base and its increments (rewritten when they have grown
+// as large as the base, so two copies), with a rewrite's new base on top: 2, 3 or 5 copies, plus
+// dataSlack. Generous on purpose: a limit a sync can reach would evict a replica in the middle of
+// every sync, for ever. nil (no limit) when neither memory nor maxmemory bounds the dataset.
+//
+// The limit is derived from the record, not added to it: the spec hash (NodeSpecHash) is of the
+// ValkeyNode's spec, so adding the limit outdated no running node at the operator upgrade that
+// introduced it: the pods that run keep their volume as it is (a pod's volumes cannot change),
+// and each node created from then on gets the limit.
+func DataSizeLimit(spec *v1.ValkeyNodeSpec) *resource.Quantity {
+	var dataset int64
+	if q, err := resource.ParseQuantity(spec.Memory); err == nil && q.Sign() > 0 {
+		dataset = q.Value()
+	} else if n, err := strconv.ParseInt(liveconf.Normalize("maxmemory", spec.ValkeySettings["maxmemory"]), 10, 64); err == nil && n > 0 {
+		dataset = n
+	}
+	if dataset <= 0 {
+		return nil
+	}
+	copies := int64(2)
+	if liveconf.Unquote(spec.ValkeySettings["save"]) != "" {
+		copies++
+	}
+	if strings.EqualFold(liveconf.Unquote(spec.ValkeySettings["appendonly"]), "yes") {
+		copies += 3
+	}
+	if dataset > (math.MaxInt64-dataSlack)/copies {
+		return nil // beyond any disk: no bound worth writing
+	}
+	return resource.NewQuantity(copies*dataset+dataSlack, resource.BinarySI)
 }

@@ -7,9 +7,11 @@
 package resources
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/tlsmaterial"
 )
 
 // Ports and paths inside a Valkey pod.
@@ -19,9 +21,17 @@ const (
 	// BusPort is the cluster bus port.
 	BusPort = 16379
 
-	configMountPath = "/etc/valkey"
-	secretMountPath = "/etc/valkey-secret"
-	dataMountPath   = "/data"
+	// The original's paths (reference/forced-settings.md, reference/api/valkeynode.md): the
+	// data directory and nodes.conf under /var/lib/valkey, the ACL file under /etc/valkey/acl,
+	// the TLS files under /etc/valkey/tls. valkey.conf, whose path the original does not give,
+	// is beside them in /etc/valkey/conf: each volume has its own directory, because a mount
+	// nested inside a ConfigMap or Secret volume needs its mount point created in a read-only
+	// volume. Pods an older operator made keep their paths (/etc/valkey, /etc/valkey-secret,
+	// /etc/valkey-tls, /data) until they are replaced for another reason: the paths are not part
+	// of the spec hash (NodeSpecHash).
+	configMountPath = "/etc/valkey/conf"
+	secretMountPath = "/etc/valkey/acl"
+	dataMountPath   = "/var/lib/valkey"
 
 	// ConfigFileName is valkey.conf's key in a node's ConfigMap (and its file in the pod).
 	ConfigFileName = "valkey.conf"
@@ -30,12 +40,17 @@ const (
 	// AuthFileName is auth.conf's key in the same Secret: masteruser / masterauth.
 	AuthFileName = "auth.conf"
 
-	// OperatorPasswordKey is the key of the operator's password in its credential Secret.
-	OperatorPasswordKey = "password"
+	// OperatorPasswordKey is the key of the operator's password in its credential Secret, as
+	// in the original's (security/index.md).
+	OperatorPasswordKey = "operator-password"
 	// ReplPasswordKey is the key of the replication user's password in the same Secret.
 	ReplPasswordKey = "repl-password"
-	// MigratePasswordKey is the key of the migration user's password in the same Secret.
-	MigratePasswordKey = "migrate-password"
+	// LegacyOperatorPasswordKey is where operators before the original's key names kept the
+	// operator's password; a Secret they made keeps it there (the nodes hold its hash).
+	LegacyOperatorPasswordKey = "password"
+	// LegacyMigratePasswordKey is where those operators kept the migration user's password; a
+	// Secret without it derives the password from the operator's (MigratePassword).
+	LegacyMigratePasswordKey = "migrate-password"
 
 	// valkeyUID runs valkey-server (the uid of the valkey user in the official images).
 	valkeyUID = 999
@@ -57,13 +72,24 @@ func CredentialSecretName(vc *v1.ValkeyCluster) string { return v1.OperatorAuthS
 // ServiceName is the name of the cluster's headless Service.
 func ServiceName(vc *v1.ValkeyCluster) string { return vc.Name }
 
+// The original's documented pod labels (reference/labels-annotations.md), on every object the
+// operator creates for a cluster: LabelName=LabelNameValue on all of them, LabelInstance the
+// cluster's name. The Service selects on them.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelNameValue = "valkey"
+	LabelInstance  = "app.kubernetes.io/instance"
+	// LabelManagedBy says which tool manages the object (valkey-operator).
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+)
+
 // clusterLabels are on every object the operator creates for vc.
 func clusterLabels(vc *v1.ValkeyCluster) map[string]string {
 	return map[string]string{
-		v1.LabelCluster:                vc.Name,
-		"app.kubernetes.io/name":       "valkey",
-		"app.kubernetes.io/instance":   vc.Name,
-		"app.kubernetes.io/managed-by": "valkey-operator",
+		v1.LabelCluster: vc.Name,
+		LabelName:       LabelNameValue,
+		LabelInstance:   vc.Name,
+		LabelManagedBy:  "valkey-operator",
 	}
 }
 
@@ -97,9 +123,31 @@ func nodeObjectMeta(vc *v1.ValkeyCluster, vn *v1.ValkeyNode, name string) metav1
 
 // A TLS cluster's nodes mount its Secret at TLSMountPath, and valkey.conf points Valkey at the
 // three files there (tlsmaterial's CertKey, KeyKey, CAKey). The path is beside the ACL Secret's
-// (secretMountPath), not under configMountPath: a mount nested inside a ConfigMap volume needs
-// its mount point created in a read-only volume.
-const TLSMountPath = "/etc/valkey-tls"
+// (secretMountPath) and the config's, not under either: a mount nested inside a ConfigMap or
+// Secret volume needs its mount point created in a read-only volume.
+const TLSMountPath = "/etc/valkey/tls"
+
+// TLSFileParams are the CONFIG SET parameters that point pod's node at its mounted certificate
+// files, which makes it re-read them: under the pod's own mount of the TLS Secret (a pod an older
+// operator made mounts it at /etc/valkey-tls), TLSMountPath when the pod has none.
+func TLSFileParams(pod *corev1.Pod) map[string]string {
+	dir := TLSMountPath
+	for _, c := range pod.Spec.Containers {
+		for _, m := range c.VolumeMounts {
+			if m.Name == TLSVolume {
+				dir = m.MountPath
+			}
+		}
+	}
+	return map[string]string{
+		"tls-cert-file":    dir + "/" + tlsmaterial.CertKey,
+		"tls-key-file":     dir + "/" + tlsmaterial.KeyKey,
+		"tls-ca-cert-file": dir + "/" + tlsmaterial.CAKey,
+	}
+}
+
+// TLSVolume names the TLS Secret's volume in a pod.
+const TLSVolume = "tls"
 
 // ResolvedConfig is a ValkeyConfig with its baseRef chain merged and its image resolved.
 type ResolvedConfig struct {
@@ -115,4 +163,7 @@ type ResolvedConfig struct {
 	// cluster's configRef towards the root) that sets acl at all, replacing, never merging with,
 	// its bases'. An explicit empty list there clears the inherited bindings.
 	ACL []v1.ACLBinding
+	// Confirmations are the chain's valkey.gomomento.com/confirm-live-settings annotations, one
+	// text per config that has one (liveconf.ParseConfirmations).
+	Confirmations []string
 }

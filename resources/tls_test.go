@@ -27,7 +27,7 @@ func TestBuildTLSNode(t *testing.T) {
 	conf := RenderValkeyConf(rc, tlsmaterial.PodDNSName(vc, vn.Name))
 	for _, line := range []string{
 		"port 0", "tls-port 6379", "tls-cluster yes", "tls-replication yes",
-		"tls-cert-file /etc/valkey-tls/tls.crt", "tls-key-file /etc/valkey-tls/tls.key", "tls-ca-cert-file /etc/valkey-tls/ca.crt",
+		"tls-cert-file /etc/valkey/tls/tls.crt", "tls-key-file /etc/valkey/tls/tls.key", "tls-ca-cert-file /etc/valkey/tls/ca.crt",
 		"tls-auth-clients no", "cluster-preferred-endpoint-type hostname",
 		"cluster-announce-hostname my-cluster-8c04d.my-cluster.my-app.svc.cluster.local",
 	} {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -121,7 +122,13 @@ type Dialer func(ctx context.Context, addr string, tlsConf *tls.Config) (net.Con
 
 // NewClient is the package's NewClient over the connections d opens.
 func (d Dialer) NewClient(addr string, creds Credentials) (*Client, error) {
-	return newClient(d, addr, creds, nil)
+	return newClient(d, addr, creds, MaxReply, nil)
+}
+
+// NewLimitedClient is NewClient for a caller that knows its replies are smaller than MaxReply:
+// each one costing more than maxReply (reply.go) is refused and ends the connection.
+func (d Dialer) NewLimitedClient(addr string, creds Credentials, maxReply int64) (*Client, error) {
+	return newClient(d, addr, creds, maxReply, nil)
 }
 
 // NewPooledClient is NewClient for many concurrent commands that may block on the server: each
@@ -136,13 +143,13 @@ func NewPooledClient(addr string, creds Credentials, size int) (*Client, error) 
 
 // NewPooledClient is the package's NewPooledClient over the connections d opens.
 func (d Dialer) NewPooledClient(addr string, creds Credentials, size int) (*Client, error) {
-	return newClient(d, addr, creds, func(o *valkeygo.ClientOption) {
+	return newClient(d, addr, creds, MaxReply, func(o *valkeygo.ClientOption) {
 		o.DisableAutoPipelining = true
 		o.BlockingPoolSize = size
 	})
 }
 
-func newClient(dial Dialer, addr string, creds Credentials, tune func(*valkeygo.ClientOption)) (*Client, error) {
+func newClient(dial Dialer, addr string, creds Credentials, maxReply int64, tune func(*valkeygo.ClientOption)) (*Client, error) {
 	opt := valkeygo.ClientOption{
 		InitAddress:       []string{addr},
 		Username:          creds.Username,
@@ -169,10 +176,23 @@ func newClient(dial Dialer, addr string, creds Credentials, tune func(*valkeygo.
 		Dialer:              net.Dialer{Timeout: DialTimeout, KeepAlive: IdleCheck},
 		ConnWriteTimeout:    CommandTimeout,
 	}
-	if dial != nil {
-		opt.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, tlsConf *tls.Config) (net.Conn, error) {
-			return dial(ctx, addr, tlsConf)
+	// Every connection, dialled by the seam or over TCP as valkey-go would, has its replies
+	// checked before valkey-go reads them (reply.go).
+	opt.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, tlsConf *tls.Config) (net.Conn, error) {
+		var conn net.Conn
+		var err error
+		switch {
+		case dial != nil:
+			conn, err = dial(ctx, addr, tlsConf)
+		case tlsConf != nil:
+			conn, err = (&tls.Dialer{NetDialer: d, Config: tlsConf}).DialContext(ctx, "tcp", addr)
+		default:
+			conn, err = d.DialContext(ctx, "tcp", addr)
 		}
+		if err != nil {
+			return nil, err
+		}
+		return guardReplies(conn, maxReply), nil
 	}
 	if tune != nil {
 		tune(&opt)
@@ -401,6 +421,70 @@ func (c *Client) ACLLoad(ctx context.Context) error {
 func (c *Client) ACLList(ctx context.Context) ([]string, error) {
 	lines, err := c.do(ctx, c.c.B().AclList().Build()).AsStrSlice()
 	return lines, c.wrap("acl list", err)
+}
+
+// maxCategories bounds the reply of ACL CAT the operator reads: Valkey 8 and 9 know 21
+// categories, a module adds a few.
+const maxCategories = 1024
+
+// ACLCategories sends ACL CAT: the categories the node knows, Valkey's own and those of the
+// modules it loaded, in lowercase. A reply longer than maxCategories is an error.
+func (c *Client) ACLCategories(ctx context.Context) ([]string, error) {
+	r := c.do(ctx, c.c.B().AclCat().Build())
+	if msgs, err := r.ToArray(); err == nil && len(msgs) > maxCategories {
+		return nil, c.wrap("acl cat", fmt.Errorf("%d categories, more than %d", len(msgs), maxCategories))
+	}
+	cats, err := r.AsStrSlice()
+	if err != nil {
+		return nil, c.wrap("acl cat", err)
+	}
+	for i := range cats {
+		cats[i] = strings.ToLower(cats[i])
+	}
+	return cats, nil
+}
+
+// commandBatch is how many COMMAND LIST a KnownCommands pipeline sends at once.
+const commandBatch = 64
+
+// KnownCommands reports which of names (a command such as get, or a subcommand such as
+// cluster|info, as an ACL rule names them) the node knows: one COMMAND LIST FILTERBY PATTERN per
+// name, pipelined. A name must hold only letters, digits, '-', '_' and one '|' (ValkeyRole's
+// admission rule), none of them a glob character, so it matches at most itself: each reply is
+// at most one name, and Valkey compares without case. A name of another shape is an error,
+// never sent.
+func (c *Client) KnownCommands(ctx context.Context, names []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(names))
+	for start := 0; start < len(names); start += commandBatch {
+		batch := names[start:min(start+commandBatch, len(names))]
+		cmds := make([]valkeygo.Completed, 0, len(batch))
+		for _, n := range batch {
+			if !commandName.MatchString(n) {
+				return nil, fmt.Errorf("command list: %q is not a command name", n)
+			}
+			cmds = append(cmds, c.c.B().CommandList().FilterbyPatternPattern(n).Build())
+		}
+		for i, r := range c.doMulti(ctx, cmds...) {
+			got, err := r.AsStrSlice()
+			if err != nil {
+				return nil, c.wrap("command list", err)
+			}
+			if len(got) > 1 {
+				return nil, c.wrap("command list", fmt.Errorf("%d commands match %q", len(got), batch[i]))
+			}
+			out[batch[i]] = len(got) == 1 && strings.EqualFold(got[0], batch[i])
+		}
+	}
+	return out, nil
+}
+
+// commandName is a command or command|subcommand as a ValkeyRole names it.
+var commandName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]*(\|[a-zA-Z][a-zA-Z0-9_-]*)?$`)
+
+// ACLUsers sends ACL USERS: the names of the users the node holds, without their rules.
+func (c *Client) ACLUsers(ctx context.Context) ([]string, error) {
+	names, err := c.do(ctx, c.c.B().AclUsers().Build()).AsStrSlice()
+	return names, c.wrap("acl users", err)
 }
 
 // ACLSetUser sends ACL SETUSER name rules..., in one command: Valkey applies all of them or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -708,5 +709,36 @@ func TestIntegrationDetach(t *testing.T) {
 	err := cr.c.Do(ctx, cr.c.B().Set().Key("k").Value("w").Build()).Error()
 	if err == nil || !strings.Contains(err.Error(), "MOVED") {
 		t.Errorf("a write sent to the detached replica: %v, want MOVED to its primary", err)
+	}
+}
+
+// ACL CAT and COMMAND LIST on a real node: the categories Valkey knows (all is not among them),
+// and which command and subcommand names it knows, without case, one name per reply at most.
+func TestIntegrationKnownNames(t *testing.T) {
+	ctx := t.Context()
+	s := startServer(t, Credentials{})
+	c := dial(t, s.addr, Credentials{})
+	cats, err := c.ACLCategories(ctx)
+	if err != nil || !slices.Contains(cats, "read") || !slices.Contains(cats, "scripting") || slices.Contains(cats, "json") {
+		t.Fatalf("ACL CAT: %v, %v", cats, err)
+	}
+	names := []string{"get", "GET", "cluster|info", "Cluster|Info", "nosuch", "cluster|nosuch", "cluster"}
+	got, err := c.KnownCommands(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"get": true, "GET": true, "cluster|info": true, "Cluster|Info": true, "nosuch": false, "cluster|nosuch": false, "cluster": true}
+	if !maps.Equal(got, want) {
+		t.Errorf("known commands %v, want %v", got, want)
+	}
+	if _, err := c.KnownCommands(ctx, []string{"g*"}); err == nil {
+		t.Error("a glob pattern was sent")
+	}
+	many := make([]string, 0, 150)
+	for i := range 150 {
+		many = append(many, fmt.Sprintf("nosuch%d", i))
+	}
+	if got, err := c.KnownCommands(ctx, many); err != nil || len(got) != 150 || got["nosuch149"] {
+		t.Errorf("150 names in batches: %d, %v", len(got), err)
 	}
 }

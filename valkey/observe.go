@@ -11,6 +11,7 @@ import (
 	valkeygo "github.com/valkey-io/valkey-go"
 
 	"github.com/gomomento/valkey-operator/liveconf"
+	"github.com/gomomento/valkey-operator/logging"
 )
 
 // NodeView is what one node said about the cluster during one Observe. A
@@ -65,6 +66,26 @@ func (v NodeView) ReplicationOffset() (offset int64, ok bool) {
 	return n, err == nil
 }
 
+// VolatileItemKeys is the number of keys whose items expire one by one (hash fields with a TTL,
+// Valkey 9), summed over the node's databases (INFO keyspace: keys_with_volatile_items): data a
+// Valkey 8 node can neither load in a full sync nor receive as commands. 0 on Valkey 8, which
+// has no such keys and does not print the field.
+func (v NodeView) VolatileItemKeys() int64 {
+	var n int64
+	for k, line := range v.Replication {
+		if !strings.HasPrefix(k, "db") {
+			continue
+		}
+		for _, kv := range strings.Split(line, ",") {
+			if name, val, ok := strings.Cut(kv, "="); ok && name == "keys_with_volatile_items" {
+				x, _ := strconv.ParseInt(val, 10, 64)
+				n += x
+			}
+		}
+	}
+	return n
+}
+
 // NodeStats are the figures of INFO memory, clients and stats that the operator's metrics report
 // (package metrics, valkey_node_*). A field the node did not print is 0.
 type NodeStats struct {
@@ -97,7 +118,7 @@ func Observe(ctx context.Context, addrs []string, creds Credentials) []NodeView 
 		wg.Go(func() {
 			defer func() {
 				if r := recover(); r != nil { // see Pool.Observe
-					views[i] = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: unreadable reply: %v", addr, r)}
+					views[i] = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: %w", addr, logging.Recovered(r))}
 				}
 			}()
 			views[i] = observeNode(ctx, addr, creds)
@@ -128,7 +149,7 @@ func observeNode(ctx context.Context, addr string, creds Credentials) NodeView {
 
 // observeSections are the INFO sections an observation asks for: replication for the operator's
 // decisions, the rest for its metrics (Stats), so the metrics cost no round trip of their own.
-var observeSections = []string{"server", "replication", "memory", "clients", "stats"}
+var observeSections = []string{"server", "replication", "memory", "clients", "stats", "keyspace"}
 
 // observeWith runs the queries of Observe over an open Client and fills v. The four are sent
 // together and their replies read in order (valkey-go pipelines the batch): one round trip per

@@ -35,3 +35,17 @@ func TestNodeViewAccessors(t *testing.T) {
 		t.Error("fail/down read as ok/up")
 	}
 }
+
+// INFO keyspace of Valkey 9.1.2 counts the keys with expiring hash fields per database
+// (keys_with_volatile_items); Valkey 8 prints no such field.
+func TestVolatileItemKeys(t *testing.T) {
+	v := NodeView{Replication: ParseInfo("# Keyspace\r\ndb0:keys=2007,expires=1,avg_ttl=976976,keys_with_volatile_items=2\r\n" +
+		"db3:keys=4,expires=0,avg_ttl=0,keys_with_volatile_items=1\r\n# Server\r\ndbfilename:x\r\n")}
+	if n := v.VolatileItemKeys(); n != 3 {
+		t.Errorf("%d keys with volatile items, want 3", n)
+	}
+	v8 := NodeView{Replication: ParseInfo("# Keyspace\r\ndb0:keys=10,expires=0,avg_ttl=0\r\n")}
+	if n := v8.VolatileItemKeys(); n != 0 {
+		t.Errorf("Valkey 8: %d", n)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gomomento/valkey-operator/logging"
 )
 
 // Pool keeps one Client per node open across reconciles, keyed by cluster, address and
@@ -36,6 +38,9 @@ type Pool struct {
 	dial func(addr string, creds Credentials) (*Client, error)
 	// Dial opens the connections of the pool's Clients (nil: TCP). Set before first use.
 	Dial Dialer
+	// MaxReply bounds what one reply to the pool's Clients may cost (reply.go; 0: MaxReply), for
+	// a caller whose replies are known to be smaller. Set before first use.
+	MaxReply int64
 }
 
 type pooled struct {
@@ -76,7 +81,11 @@ func (p *Pool) client(cluster, addr string, creds Credentials, gen uint64) (*Cli
 	dial := p.dial
 	p.mu.Unlock()
 	if dial == nil {
-		dial = p.Dial.NewClient
+		max := p.MaxReply
+		if max <= 0 {
+			max = MaxReply
+		}
+		dial = func(addr string, creds Credentials) (*Client, error) { return p.Dial.NewLimitedClient(addr, creds, max) }
 	}
 	// Dial outside the lock: other clusters' passes must not wait on this node.
 	c, err := dial(addr, creds)
@@ -322,7 +331,7 @@ func (p *Pool) observeOne(ctx context.Context, cluster, addr string, creds Crede
 		// the operator starts is not recovered by controller-runtime, and one bad node
 		// would stop the operator for every cluster.
 		if r := recover(); r != nil {
-			v = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: unreadable reply: %v", addr, r)}
+			v = NodeView{Addr: addr, Err: fmt.Errorf("observe %s: %w", addr, logging.Recovered(r))}
 			p.dropAddr(cluster, addr)
 		}
 	}()

@@ -26,6 +26,7 @@ func (in *ValkeyClusterSpec) DeepCopyInto(out *ValkeyClusterSpec) {
 	}
 	out.Placement = in.Placement.DeepCopy()
 	out.PodAnnotations = maps.Clone(in.PodAnnotations)
+	out.Network = in.Network.DeepCopy()
 }
 
 // DeepCopy returns a deep copy of the receiver, or nil for a nil receiver.

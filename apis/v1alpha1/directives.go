@@ -2,7 +2,9 @@ package v1alpha1
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -20,6 +22,13 @@ import (
 // cost estimate for that exceeds its budget.
 //
 // logfile is refused too, with a message of its own (LogfileMessage).
+//
+// Some directives are not refused but bounded: a ValkeyConfig may set them only to values that
+// pass a rule (valueRules): the enable-*-command family only to no, and each setting applied live
+// (package liveconf) only to a value Valkey takes, so that a value Valkey would refuse at CONFIG
+// SET is refused at admission, with a message saying what to write, instead of failing every
+// pass of every cluster on the config. Each has a CEL rule of its own too (ValueRuleCEL), kept in
+// step with this table by the same test.
 
 // ownedDirectiveReasons maps each refused directive to why the operator owns it.
 var ownedDirectiveReasons = map[string]string{}
@@ -38,6 +47,7 @@ const (
 	reasonReplicaof    = "Valkey refuses replicaof in cluster mode; the operator assigns replicas to shards"
 	reasonRename       = "renaming CLUSTER, ACL or CONFIG would lock the operator out"
 	reasonAnnounce     = "forced: peers, replicas, clients and the operator reach every node at its pod IP on ports 6379 and 16379; another announced address cuts the node off from its cluster"
+	reasonModule       = "a module is native code loaded into valkey-server, with every key and every user of the node; on a platform shared by teams none may load one"
 )
 
 func init() {
@@ -61,6 +71,9 @@ func init() {
 		reasonRequirepass: {"requirepass"},
 		reasonReplicaof:   {"replicaof", "slaveof"},
 		reasonRename:      {"rename-command"},
+		// Code of the team's choosing inside the node (a .so file the image holds): refused, not
+		// bounded, since no value of it is harmless.
+		reasonModule: {"loadmodule"},
 		// Announced addresses: a node that announces another IP or port than its pod's is
 		// unreachable on the bus (break test: a roll with cluster-announce-ip retired the
 		// shard's healthy replica, then retried its failover to the unreachable new node
@@ -113,7 +126,7 @@ func OwnedDirectiveMessage(name string) string {
 
 // CheckDirective returns why a ValkeyConfig may not set the valkey.conf directive name to
 // value, or nil: the CRD's rules on spec.valkey, in Go (names lowercase, not owned by the
-// operator, values on one line). The operator runs it over a resolved inheritance chain before
+// operator, values on one line, bounded directives within their rule). The operator runs it over a resolved inheritance chain before
 // rendering, so that a config stored before a rule existed (or written around admission) makes
 // its clusters Invalid instead of reaching valkey.conf.
 func CheckDirective(name, value string) error {
@@ -128,7 +141,131 @@ func CheckDirective(name, value string) error {
 	if msg := OwnedDirectiveMessage(name); msg != "" {
 		return fmt.Errorf("%s", msg)
 	}
+	if msg := checkValue(name, value); msg != "" {
+		return fmt.Errorf("%s", msg)
+	}
 	return nil
+}
+
+// RefusedDirective returns why the operator refuses to render the directive name with value
+// from a resolved config chain (a relative clause: "which the operator owns"), "" when it may: an owned directive (IsOwnedDirective), or a
+// directive bounded to no (enable-debug-command…) set to anything else. Admission refuses both; a
+// config stored before a rule existed still must not reach valkey.conf. The value rules of the
+// settings applied live are left to Valkey there: a value it refuses is reported as refused
+// (LiveSettingsRefused) while the nodes keep the value they run, rather than making the cluster
+// Invalid.
+func RefusedDirective(name, value string) string {
+	if IsOwnedDirective(name) {
+		return "which the operator owns"
+	}
+	if r, ok := valueRules[strings.ToLower(name)]; ok && r.pattern == patternOnlyNo && checkValue(strings.ToLower(name), value) != "" {
+		return "which can only be no on a shared platform"
+	}
+	return ""
+}
+
+// valueRule is what a ValkeyConfig may set a bounded directive to: a value that matches pattern
+// whole (RE2) and, when max is above zero, is a decimal integer of at most max. Valkey reads every
+// value of these as one word, so a rule leaves no room for valkey.conf quotes: the value is
+// written bare.
+type valueRule struct {
+	pattern string
+	max     int64
+	message string
+}
+
+// The value patterns the settings applied live share. Valkey 8.0.1 and 9.1.2 parse them alike
+// (config.c: string2ll for integers, no sign but '-', no leading zero; memtoull for sizes; enums
+// and booleans in any case): each bound below was tried with CONFIG SET on both. Where Valkey's
+// own bound is the 64-bit limit, the rule stops at 18 digits (or, for sizes, at what cannot
+// overflow the unit's multiplication, which memtoull does not check: 99999999999gb runs as
+// 15140462030378500096 bytes) rather than spell the limit in a regular expression.
+const (
+	patternInt32   = `^(0|[1-9][0-9]{0,9})$`
+	patternInt64   = `^(0|[1-9][0-9]{0,17})$`
+	patternYesNo   = `^(?i:yes|no)$`
+	patternOnlyNo  = `^(?i:no)$`
+	patternMemory  = `^([0-9]{1,19}[bB]?|[0-9]{1,16}[kK][bB]?|[0-9]{1,13}[mM][bB]?|[0-9]{1,10}[gG][bB]?)$`
+	patternPolicy  = `^(?i:volatile-lru|volatile-lfu|volatile-random|volatile-ttl|allkeys-lru|allkeys-lfu|allkeys-random|noeviction)$`
+	maxInt32       = 2147483647
+	maxUint32      = 4294967295
+	reasonProtects = "; yes, or local, which anyone who may exec into the pod meets, would open it to every team's clients on a shared platform); remove it from spec.valkey or set it to no"
+)
+
+// valueRules are the bounded directives, by name.
+var valueRules = map[string]valueRule{
+	// Settings applied live (liveconf): a value Valkey refuses would fail CONFIG SET on every
+	// pass and a new node's start.
+	"maxmemory":                 {pattern: patternMemory, message: "valkey directive maxmemory must be a size in bytes with an optional unit, without quotes: 1500mb, 2gb, 0 for no limit (k, m, g are powers of 1000, kb, mb, gb of 1024; no fraction, no percentage)"},
+	"maxmemory-policy":          {pattern: patternPolicy, message: "valkey directive maxmemory-policy must be one of volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"},
+	"maxmemory-samples":         {pattern: `^([1-9]|[1-5][0-9]|6[0-4])$`, message: "valkey directive maxmemory-samples must be a whole number from 1 to 64"},
+	"hz":                        {pattern: patternInt32, max: maxInt32, message: "valkey directive hz must be a whole number from 0 to 2147483647 (Valkey runs it between 1 and 500)"},
+	"timeout":                   {pattern: patternInt32, max: maxInt32, message: "valkey directive timeout must be a whole number of seconds from 0 (idle clients are never closed) to 2147483647"},
+	"maxclients":                {pattern: `^[1-9][0-9]{0,9}$`, max: maxUint32, message: "valkey directive maxclients must be a whole number from 1 to 4294967295"},
+	"slowlog-log-slower-than":   {pattern: `^(-1|0|[1-9][0-9]{0,17})$`, message: "valkey directive slowlog-log-slower-than must be a whole number of microseconds from -1 (log nothing) to 999999999999999999"},
+	"slowlog-max-len":           {pattern: patternInt64, message: "valkey directive slowlog-max-len must be a whole number from 0 to 999999999999999999"},
+	"latency-monitor-threshold": {pattern: patternInt64, message: "valkey directive latency-monitor-threshold must be a whole number of milliseconds from 0 (off) to 999999999999999999"},
+	"lazyfree-lazy-eviction":    {pattern: patternYesNo, message: "valkey directive lazyfree-lazy-eviction must be yes or no"},
+	"lazyfree-lazy-expire":      {pattern: patternYesNo, message: "valkey directive lazyfree-lazy-expire must be yes or no"},
+	// Commands that open the node beyond what a team's ACL user may do: no only (their default),
+	// so that a config that spells the default out stays valid. Valkey takes them from
+	// valkey.conf only (not CONFIG SET).
+	"enable-debug-command":     {pattern: patternOnlyNo, message: "valkey directive enable-debug-command can only be no (DEBUG can crash, stall or rewrite a node" + reasonProtects},
+	"enable-module-command":    {pattern: patternOnlyNo, message: "valkey directive enable-module-command can only be no (MODULE LOAD runs native code of the client's choosing inside the node" + reasonProtects},
+	"enable-protected-configs": {pattern: patternOnlyNo, message: "valkey directive enable-protected-configs can only be no (CONFIG SET of dir, dbfilename and the other protected settings lets a client write files wherever the node may" + reasonProtects},
+}
+
+// compiledValueRules are valueRules' patterns, compiled once.
+var compiledValueRules = func() map[string]*regexp.Regexp {
+	out := map[string]*regexp.Regexp{}
+	for name, r := range valueRules {
+		out[name] = regexp.MustCompile(r.pattern)
+	}
+	return out
+}()
+
+// ValueRuleDirectives returns the bounded directives (those with a rule on their value), sorted.
+func ValueRuleDirectives() []string {
+	names := make([]string, 0, len(valueRules))
+	for name := range valueRules {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ValueRuleCEL returns the CEL rule on spec.valkey that bounds the directive name, as the CRD
+// carries it, and its message; "" for a directive without a rule on its value. The integer
+// conversion comes after the pattern, which CEL's || and && evaluate first, so it never sees a
+// value it cannot convert.
+func ValueRuleCEL(name string) (rule, message string) {
+	r, ok := valueRules[name]
+	if !ok {
+		return "", ""
+	}
+	match := fmt.Sprintf("self['%s'].matches('%s')", name, r.pattern)
+	if r.max > 0 {
+		match = fmt.Sprintf("(%s && int(self['%s']) <= %d)", match, name, r.max)
+	}
+	return fmt.Sprintf("!('%s' in self) || %s", name, match), r.message
+}
+
+// checkValue returns the message of the rule name's value breaks, "" when it passes or name has
+// no rule.
+func checkValue(name, value string) string {
+	r, ok := valueRules[name]
+	if !ok {
+		return ""
+	}
+	if !compiledValueRules[name].MatchString(value) {
+		return r.message
+	}
+	if r.max > 0 {
+		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n > r.max {
+			return r.message
+		}
+	}
+	return ""
 }
 
 // IsOwnedDirective reports whether a ValkeyConfig may not set the directive name because the

@@ -42,6 +42,13 @@ const (
 	// retired once the new node has caught up. Removed once the node has joined and its shard is
 	// back to its count (plan/upkeep.go, settled).
 	AnnotationMovedFrom = KeyPrefix + "moved-from"
+	// AnnotationConfirmLiveSettings, on a ValkeyCluster (that cluster only) or a ValkeyConfig
+	// (every cluster whose chain holds it), confirms live settings changes that evict and are held
+	// until confirmed (a lower maxmemory, another maxmemory-policy, a removed maxmemory): key=value
+	// pairs separated by commas, each the setting and the value it goes to
+	// ("maxmemory=4mb,maxmemory-policy=allkeys-lru"; a removed maxmemory is maxmemory=0). A
+	// confirmation of another value confirms nothing. Written by people, read by the operator.
+	AnnotationConfirmLiveSettings = KeyPrefix + "confirm-live-settings"
 )
 
 // JoinType is the value of LabelJoinType.
@@ -76,6 +83,10 @@ func NodeConfigMapName(node string) string { return node + "-config" }
 func ShardDisruptionBudgetName(cluster string, shard int) string {
 	return cluster + "-shard-" + strconv.Itoa(shard)
 }
+
+// NetworkPolicyName is the name of the NetworkPolicy that keeps everyone but the pods of the
+// ValkeyCluster named cluster off its cluster bus: {cluster}-network.
+func NetworkPolicyName(cluster string) string { return cluster + "-network" }
 
 // IsReservedKey reports whether a label or annotation key is under KeyPrefix, the operator's
 // own prefix.
@@ -168,4 +179,11 @@ const (
 	// zones the cluster may use are fewer than a shard's copies (1 + replicasPerShard), so two
 	// copies of a shard share a zone; False once there are enough.
 	ConditionZoneSpreadDegraded = "ZoneSpreadDegraded"
+
+	// ConditionLiveSettingsHeld is True while a change of the ValkeyConfig's live settings that
+	// evicts keys (a lower maxmemory, another maxmemory-policy, a removed maxmemory) is held until
+	// confirmed with AnnotationConfirmLiveSettings; its message names the settings, the values the
+	// nodes keep and the confirmation to write. Absent when nothing is held. The cluster stays
+	// Ready meanwhile: it serves as before.
+	ConditionLiveSettingsHeld = "LiveSettingsHeld"
 )

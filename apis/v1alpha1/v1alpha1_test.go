@@ -61,6 +61,10 @@ func TestCRDDirectiveRulesMatchGoTable(t *testing.T) {
 	for _, d := range v1alpha1.OwnedDirectives() {
 		want[fmt.Sprintf("!('%s' in self)", d)] = v1alpha1.OwnedDirectiveMessage(d)
 	}
+	for _, d := range v1alpha1.ValueRuleDirectives() {
+		rule, msg := v1alpha1.ValueRuleCEL(d)
+		want[rule] = msg
+	}
 	for rule, msg := range want {
 		if got[rule] != msg {
 			t.Errorf("CRD rule %s\n  has message %q\n  want        %q", rule, got[rule], msg)
@@ -99,6 +103,16 @@ func TestCheckDirective(t *testing.T) {
 		{name: "", value: "x", wantErr: v1alpha1.LowercaseMessage},
 		{name: "maxmemory", value: "1mb\nport 7000", wantErr: "valkey directive maxmemory: valkey directive values must be one line: a line break would start another directive"},
 		{name: "maxmemory", value: "1mb\rport 7000", wantErr: "values must be one line"},
+		{name: "loadmodule", value: "/usr/lib/valkey/modules/x.so", wantErr: "valkey directive loadmodule cannot be set (a module is native code"},
+		{name: "enable-debug-command", value: "no"},
+		{name: "enable-debug-command", value: "NO"},
+		{name: "enable-debug-command", value: "local", wantErr: "valkey directive enable-debug-command can only be no"},
+		{name: "enable-module-command", value: "yes", wantErr: "valkey directive enable-module-command can only be no"},
+		{name: "enable-protected-configs", value: "yes", wantErr: "valkey directive enable-protected-configs can only be no"},
+		{name: "maxmemory-policy", value: "sometimes", wantErr: "valkey directive maxmemory-policy must be one of"},
+		{name: "maxmemory", value: "1.5gb", wantErr: "valkey directive maxmemory must be a size in bytes"},
+		{name: "timeout", value: "2147483648", wantErr: "valkey directive timeout must be a whole number"},
+		{name: "timeout", value: "2147483647"},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%q=%q", tc.name, tc.value), func(t *testing.T) {
@@ -137,6 +151,8 @@ func TestOwnedDirectivesAreTheForcedSettingsAndNoMore(t *testing.T) {
 		"replica-announce-ip", "replica-announce-port", "slave-announce-ip", "slave-announce-port",
 		// Cannot work beside them.
 		"daemonize", "include", "user", "requirepass", "replicaof", "slaveof", "rename-command",
+		// Native code inside a node of a shared platform.
+		"loadmodule",
 	}
 	slices.Sort(want)
 	if got := v1alpha1.OwnedDirectives(); !slices.Equal(got, want) {
@@ -146,7 +162,7 @@ func TestOwnedDirectivesAreTheForcedSettingsAndNoMore(t *testing.T) {
 		t.Error("logfile is allowed, want it refused")
 	}
 	for _, d := range []string{
-		"loglevel", "save", "appendonly", "maxmemory", "pidfile", "unixsocket", "unixsocketperm",
+		"loglevel", "save", "appendonly", "pidfile", "unixsocket", "unixsocketperm",
 		"dbfilename", "appendfilename", "cluster-allow-reads-when-down",
 		"cluster-require-full-coverage", "cluster-replica-validity-factor",
 		"tls-protocols", "tls-ciphersuites", "tls-ciphers", "tls-prefer-server-ciphers",
@@ -154,6 +170,9 @@ func TestOwnedDirectivesAreTheForcedSettingsAndNoMore(t *testing.T) {
 		if err := v1alpha1.CheckDirective(d, "x"); err != nil {
 			t.Errorf("%s refused: %v", d, err)
 		}
+	}
+	if err := v1alpha1.CheckDirective("maxmemory", "1gb"); err != nil {
+		t.Errorf("maxmemory refused: %v", err)
 	}
 	if !slices.IsSorted(v1alpha1.OwnedDirectives()) {
 		t.Error("OwnedDirectives is not sorted")

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -118,6 +119,13 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule=`self.all(k, !k.startsWith('seccomp.security.alpha.kubernetes.io/') && !k.startsWith('container.seccomp.security.alpha.kubernetes.io/'))`,messageExpression=`"podAnnotations key " + self.filter(k, k.startsWith('seccomp.security.alpha.kubernetes.io/') || k.startsWith('container.seccomp.security.alpha.kubernetes.io/'))[0] + " would set the seccomp profile of the cluster's pods, which the operator sets itself (RuntimeDefault); an annotation may not override it: remove the key"`
 	// +kubebuilder:validation:XValidation:rule=`self.map(k, k.size() + bytes(self[k]).size()).sum() <= 131072`,message="podAnnotations may hold at most 131072 bytes, keys and values together: Kubernetes refuses a pod whose annotations exceed 262144 bytes, and the rest is kept for the operator's own annotations and those that other controllers add; keep large data in a ConfigMap and annotate its name"
 	PodAnnotations map[string]AnnotationValue `json:"podAnnotations,omitempty"`
+
+	// network says who may reach the cluster's nodes. By default the operator keeps a
+	// NetworkPolicy {cluster}-network that lets only the cluster's own pods reach the cluster
+	// bus (16379), which has no authentication: a stranger that reaches it can join the cluster
+	// and take its slots (docs/user/network-policy.md).
+	// +optional
+	Network *Network `json:"network,omitempty"`
 }
 
 // NodeCount returns the number of Valkey nodes the spec asks for: shards × (1 + replicas).
@@ -167,6 +175,48 @@ type Placement struct {
 	// (defaultZoneSpread in ConfigMap valkey-operator-config, itself bestEffort by default).
 	// +optional
 	ZoneSpread ZoneSpread `json:"zoneSpread,omitempty"`
+}
+
+// Network is who may reach a cluster's nodes: the NetworkPolicy the operator keeps for it.
+type Network struct {
+	// policy turns the operator's NetworkPolicy {cluster}-network on (Enabled) or off
+	// (Disabled: the operator deletes the one it made, and segmentation is the platform's, as
+	// with the original operator). Omitted, the operator's default applies
+	// (defaultNetworkPolicy in ConfigMap valkey-operator-config, itself Enabled by default).
+	// +optional
+	Policy NetworkPolicyMode `json:"policy,omitempty"`
+
+	// clients are the peers that may reach the client port (6379), as in a NetworkPolicy's
+	// ingress "from": pods by podSelector (in the cluster's namespace, or in the namespaces a
+	// namespaceSelector beside it selects), whole namespaces by namespaceSelector, or addresses
+	// by ipBlock. Omitted or empty, the client port is open to every source, as it is without a
+	// policy. The cluster's own pods (replication) and the operator may always reach it. At most
+	// 32 entries; each sets podSelector and/or namespaceSelector, or ipBlock alone. An entry a
+	// NetworkPolicy cannot hold (a selector label that is no label, a cidr that is no CIDR)
+	// makes the cluster Invalid, naming it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(p, has(p.podSelector) || has(p.namespaceSelector) || has(p.ipBlock))",message="network.clients entries must set podSelector, namespaceSelector or ipBlock: an empty entry selects nothing in a NetworkPolicy; use {namespaceSelector: {}} for every pod of every namespace"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.ipBlock) || (!has(p.podSelector) && !has(p.namespaceSelector)))",message="network.clients entries set ipBlock alone, as a NetworkPolicy requires: put the selectors in an entry of their own"
+	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
+}
+
+// NetworkPolicyMode turns the operator's NetworkPolicy of a cluster on or off.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type NetworkPolicyMode string
+
+// The NetworkPolicy modes.
+const (
+	// NetworkPolicyEnabled: the operator keeps the cluster's NetworkPolicy.
+	NetworkPolicyEnabled NetworkPolicyMode = "Enabled"
+	// NetworkPolicyDisabled: the operator keeps none (and deletes the one it made).
+	NetworkPolicyDisabled NetworkPolicyMode = "Disabled"
+)
+
+// IsValid reports whether m is Enabled or Disabled. The empty value, "use the operator's
+// default", is not valid as a resolved mode.
+func (m NetworkPolicyMode) IsValid() bool {
+	return m == NetworkPolicyEnabled || m == NetworkPolicyDisabled
 }
 
 // AnnotationValue is the value of one pod annotation. It is an alias of string, so
@@ -282,11 +332,16 @@ type ValkeyClusterStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=2147483647
 	ReadyNodes int32 `json:"readyNodes"`
-	// nodes are the cluster's pods with their shard, role and node id, by pod name.
+	// nodes are the names of the cluster's pods, as in the original's schema (an array of
+	// strings, which the original reserves and leaves empty). nodeDetails says more of each.
+	// +optional
+	Nodes NodeNames `json:"nodes,omitempty"`
+	// nodeDetails are the cluster's pods with their shard, role, node id and readiness, by pod
+	// name.
 	// +optional
 	// +listType=map
 	// +listMapKey=pod
-	Nodes []NodeStatus `json:"nodes,omitempty"`
+	NodeDetails []NodeStatus `json:"nodeDetails,omitempty"`
 	// conditions, each with its observedGeneration: Ready (every desired node exists and runs
 	// the current pod spec, every replica is synced and every slot is served), Progressing (the
 	// operator is working toward Ready), Degraded (a cluster formed once that is not Ready, or
@@ -307,11 +362,37 @@ type ValkeyClusterStatus struct {
 	// it Active or Upgrading.
 	// +optional
 	FormedAt *metav1.Time `json:"formedAt,omitempty"`
+	// targetSpec is the topology a cluster not yet formed bootstraps toward, as in the
+	// original: configRef, shards and replicasPerShard, copied from spec when bootstrap starts
+	// (Bootstrapping) and cleared when the cluster is first Active. An edit of spec.shards or
+	// spec.replicasPerShard meanwhile waits, and is carried out once the cluster is Active.
+	// Every other field is read live from spec and not copied here (spec.acl's password hashes
+	// stay out of status).
+	// +optional
+	TargetSpec *TargetSpec `json:"targetSpec,omitempty"`
 	// failover is the failover the operator issued and waits for, written before it is issued
 	// so that neither the next pass nor a restarted operator issues a second one for the same
 	// shard; cleared once no node follows the lost primary any more.
 	// +optional
 	Failover *FailoverStatus `json:"failover,omitempty"`
+}
+
+// TargetSpec is status.targetSpec: the part of ValkeyClusterSpec a bootstrap takes from its
+// snapshot, under the spec's own field names, so that a client of the original's schema (where
+// targetSpec has the spec's shape) decodes it. It is its own type, not ValkeyClusterSpec, so the
+// spec's admission rules are not evaluated again on every status write.
+type TargetSpec struct {
+	// configRef is spec.configRef when bootstrap started.
+	// +kubebuilder:validation:MaxLength=253
+	ConfigRef string `json:"configRef"`
+	// shards is the number of shards the bootstrap forms.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Shards int32 `json:"shards"`
+	// replicasPerShard is the replicas of each primary the bootstrap forms.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=999
+	ReplicasPerShard int32 `json:"replicasPerShard"`
 }
 
 // FailoverStatus is one failover the operator issued: on which replica, for which lost primary,

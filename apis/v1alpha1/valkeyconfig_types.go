@@ -50,9 +50,14 @@ type ValkeyConfigSpec struct {
 	// -port, -bus-port, -tls-port, -client-ipv4, -client-ipv6, replica-announce-ip and -port)
 	// are refused rather than silently overridden, as are
 	// directives that cannot work beside them: logfile, daemonize, include, user, requirepass,
-	// replicaof, slaveof, rename-command. Every other directive passes through. Values are one
-	// line of at most 4096 characters; at most 256 entries (bounds the API server needs to
-	// estimate the cost of these rules).
+	// replicaof, slaveof, rename-command, and loadmodule (no team may load native code into a
+	// node of a shared platform). enable-debug-command, enable-module-command and
+	// enable-protected-configs may only be no. The settings applied live (maxmemory,
+	// maxmemory-policy, maxmemory-samples, hz, timeout, maxclients, slowlog-log-slower-than,
+	// slowlog-max-len, latency-monitor-threshold, lazyfree-lazy-eviction, lazyfree-lazy-expire)
+	// must be values Valkey takes, written without quotes. Every other directive passes through.
+	// Values are one line of at most 4096 characters; at most 256 entries (bounds the API server
+	// needs to estimate the cost of these rules).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",messageExpression="'valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy), so that the refusal of forced directives sees every spelling: ' + self.filter(k, !k.matches('^[a-z0-9][a-z0-9-]*$'))[0]"
@@ -78,6 +83,7 @@ type ValkeyConfigSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!('daemonize' in self)",message="valkey directive daemonize cannot be set (valkey-server must stay the container's foreground process, or the pod exits as soon as it starts); remove it from spec.valkey"
 	// +kubebuilder:validation:XValidation:rule="!('dir' in self)",message="valkey directive dir cannot be set (forced: the operator renders and mounts the node's data directory and ACL file); remove it from spec.valkey"
 	// +kubebuilder:validation:XValidation:rule="!('include' in self)",message="valkey directive include cannot be set (the operator includes its own file of credentials; another include could override forced settings); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule="!('loadmodule' in self)",message="valkey directive loadmodule cannot be set (a module is native code loaded into valkey-server, with every key and every user of the node; on a platform shared by teams none may load one); remove it from spec.valkey"
 	// +kubebuilder:validation:XValidation:rule="!('masterauth' in self)",message="valkey directive masterauth cannot be set (forced: replicas authenticate to their primary as the operator's replication user); remove it from spec.valkey"
 	// +kubebuilder:validation:XValidation:rule="!('masteruser' in self)",message="valkey directive masteruser cannot be set (forced: replicas authenticate to their primary as the operator's replication user); remove it from spec.valkey"
 	// +kubebuilder:validation:XValidation:rule="!('port' in self)",message="valkey directive port cannot be set (forced: the Service, the probes and the operator reach every node on port 6379 of its pod IP); remove it from spec.valkey"
@@ -96,6 +102,20 @@ type ValkeyConfigSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!('tls-port' in self)",message="valkey directive tls-port cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
 	// +kubebuilder:validation:XValidation:rule="!('tls-replication' in self)",message="valkey directive tls-replication cannot be set (forced in TLS mode: TLS is configured from the ValkeyCluster's spec.tls, and a ValkeyConfig may serve TLS and plaintext clusters alike); remove it from spec.valkey"
 	// +kubebuilder:validation:XValidation:rule="!('user' in self)",message="valkey directive user cannot be set (Valkey refuses user lines beside the operator's ACL file; bind users in spec.acl with ValkeyRoles); remove it from spec.valkey"
+	// +kubebuilder:validation:XValidation:rule=`!('enable-debug-command' in self) || self['enable-debug-command'].matches('^(?i:no)$')`,message="valkey directive enable-debug-command can only be no (DEBUG can crash, stall or rewrite a node; yes, or local, which anyone who may exec into the pod meets, would open it to every team's clients on a shared platform); remove it from spec.valkey or set it to no"
+	// +kubebuilder:validation:XValidation:rule=`!('enable-module-command' in self) || self['enable-module-command'].matches('^(?i:no)$')`,message="valkey directive enable-module-command can only be no (MODULE LOAD runs native code of the client's choosing inside the node; yes, or local, which anyone who may exec into the pod meets, would open it to every team's clients on a shared platform); remove it from spec.valkey or set it to no"
+	// +kubebuilder:validation:XValidation:rule=`!('enable-protected-configs' in self) || self['enable-protected-configs'].matches('^(?i:no)$')`,message="valkey directive enable-protected-configs can only be no (CONFIG SET of dir, dbfilename and the other protected settings lets a client write files wherever the node may; yes, or local, which anyone who may exec into the pod meets, would open it to every team's clients on a shared platform); remove it from spec.valkey or set it to no"
+	// +kubebuilder:validation:XValidation:rule=`!('hz' in self) || (self['hz'].matches('^(0|[1-9][0-9]{0,9})$') && int(self['hz']) <= 2147483647)`,message="valkey directive hz must be a whole number from 0 to 2147483647 (Valkey runs it between 1 and 500)"
+	// +kubebuilder:validation:XValidation:rule=`!('latency-monitor-threshold' in self) || self['latency-monitor-threshold'].matches('^(0|[1-9][0-9]{0,17})$')`,message="valkey directive latency-monitor-threshold must be a whole number of milliseconds from 0 (off) to 999999999999999999"
+	// +kubebuilder:validation:XValidation:rule=`!('lazyfree-lazy-eviction' in self) || self['lazyfree-lazy-eviction'].matches('^(?i:yes|no)$')`,message="valkey directive lazyfree-lazy-eviction must be yes or no"
+	// +kubebuilder:validation:XValidation:rule=`!('lazyfree-lazy-expire' in self) || self['lazyfree-lazy-expire'].matches('^(?i:yes|no)$')`,message="valkey directive lazyfree-lazy-expire must be yes or no"
+	// +kubebuilder:validation:XValidation:rule=`!('maxclients' in self) || (self['maxclients'].matches('^[1-9][0-9]{0,9}$') && int(self['maxclients']) <= 4294967295)`,message="valkey directive maxclients must be a whole number from 1 to 4294967295"
+	// +kubebuilder:validation:XValidation:rule=`!('maxmemory' in self) || self['maxmemory'].matches('^([0-9]{1,19}[bB]?|[0-9]{1,16}[kK][bB]?|[0-9]{1,13}[mM][bB]?|[0-9]{1,10}[gG][bB]?)$')`,message="valkey directive maxmemory must be a size in bytes with an optional unit, without quotes: 1500mb, 2gb, 0 for no limit (k, m, g are powers of 1000, kb, mb, gb of 1024; no fraction, no percentage)"
+	// +kubebuilder:validation:XValidation:rule=`!('maxmemory-policy' in self) || self['maxmemory-policy'].matches('^(?i:volatile-lru|volatile-lfu|volatile-random|volatile-ttl|allkeys-lru|allkeys-lfu|allkeys-random|noeviction)$')`,message="valkey directive maxmemory-policy must be one of volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"
+	// +kubebuilder:validation:XValidation:rule=`!('maxmemory-samples' in self) || self['maxmemory-samples'].matches('^([1-9]|[1-5][0-9]|6[0-4])$')`,message="valkey directive maxmemory-samples must be a whole number from 1 to 64"
+	// +kubebuilder:validation:XValidation:rule=`!('slowlog-log-slower-than' in self) || self['slowlog-log-slower-than'].matches('^(-1|0|[1-9][0-9]{0,17})$')`,message="valkey directive slowlog-log-slower-than must be a whole number of microseconds from -1 (log nothing) to 999999999999999999"
+	// +kubebuilder:validation:XValidation:rule=`!('slowlog-max-len' in self) || self['slowlog-max-len'].matches('^(0|[1-9][0-9]{0,17})$')`,message="valkey directive slowlog-max-len must be a whole number from 0 to 999999999999999999"
+	// +kubebuilder:validation:XValidation:rule=`!('timeout' in self) || (self['timeout'].matches('^(0|[1-9][0-9]{0,9})$') && int(self['timeout']) <= 2147483647)`,message="valkey directive timeout must be a whole number of seconds from 0 (idle clients are never closed) to 2147483647"
 	Valkey map[string]DirectiveValue `json:"valkey,omitempty"`
 
 	// acl are platform-level user bindings, applied to every cluster that uses this config.

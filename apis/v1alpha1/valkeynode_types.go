@@ -96,12 +96,26 @@ type ValkeyNodeSpec struct {
 	Lifecycle NodeLifecycle `json:"lifecycle,omitempty"`
 }
 
+// ValkeyNodeStatus is the operator's record of the pod it created for the node. Only the
+// operator writes it: the status subresource is granted to no tenant role (valkey-operator-view
+// grants get, list and watch on valkeynodes alone), so what it records holds even against a
+// team that may create pods in the namespace.
+type ValkeyNodeStatus struct {
+	// podUID is the UID of the pod the operator created for this node. A pod of the node's name
+	// with another UID is not the node's: the operator never connects to it. Empty until the
+	// operator recorded the pod (nodes created by an operator before this field).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	PodUID string `json:"podUID,omitempty"`
+}
+
 // ValkeyNode is the operator's record of one Valkey node of a ValkeyCluster. The operator
 // creates, updates and deletes it; users read it. It is owned by its ValkeyCluster and owns the
 // pod and the {name}-config ConfigMap of the same name, so deleting the cluster deletes it and
-// them. It has no status: the pod of the same name and the cluster's status say how the node
-// is. Namespaced.
+// them. Its status records which pod is the node's (its UID, which no one else can give a pod);
+// the pod of the same name and the cluster's status say how the node is. Namespaced.
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=valkey
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
@@ -112,6 +126,10 @@ type ValkeyNode struct {
 
 	// spec is what the node was created from, and its lifecycle.
 	Spec ValkeyNodeSpec `json:"spec"`
+
+	// status records the pod the operator created for the node.
+	// +optional
+	Status ValkeyNodeStatus `json:"status,omitempty"`
 }
 
 // ValkeyNodeList is a list of ValkeyNode.

@@ -22,10 +22,12 @@ type ValkeyRoleSpec struct {
 
 // CategoryRule allows or denies the commands of one Valkey ACL category (+@name / -@name).
 type CategoryRule struct {
-	// name is the category without the '@', such as read, write, admin or dangerous.
+	// name is the category without the '@', such as read, write, admin or dangerous, or one a
+	// module adds (json, bloom, search). As in the original, any name of a letter then letters,
+	// digits, '-' and '_' is admitted; a name a node of a cluster using the role does not know
+	// (ACL CAT) makes that cluster Invalid, naming it and the node, before any node is given it.
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z][a-zA-Z0-9_-]*$')",message="category name must be a Valkey ACL category without the @, like read or dangerous"
-	// +kubebuilder:validation:XValidation:rule="self in ['all', 'keyspace', 'read', 'write', 'set', 'sortedset', 'list', 'hash', 'string', 'bitmap', 'hyperloglog', 'geo', 'stream', 'pubsub', 'admin', 'fast', 'slow', 'blocking', 'dangerous', 'connection', 'transaction', 'scripting']",message="category name must be one of Valkey's ACL categories (ACL CAT, the same on 8.0 and 9.1), in lowercase: all, keyspace, read, write, set, sortedset, list, hash, string, bitmap, hyperloglog, geo, stream, pubsub, admin, fast, slow, blocking, dangerous, connection, transaction, scripting; an unknown one would make every node refuse the ACL file and new pods fail to start"
 	Name string `json:"name"`
 
 	// access is allow or deny.
@@ -35,7 +37,9 @@ type CategoryRule struct {
 // CommandRule allows or denies one Valkey command (+name / -name), or one of its subcommands
 // (+name|subcommand).
 type CommandRule struct {
-	// name is the command, such as get, flushall or cluster.
+	// name is the command, such as get, flushall or cluster. A command (or subcommand) a node
+	// of a cluster using the role does not know (COMMAND LIST) makes that cluster Invalid,
+	// naming it and the node.
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z][a-zA-Z0-9_-]*$')",message="command name must be a single Valkey command like get or flushall; for cluster|info write name: cluster and subcommand: info"
 	Name string `json:"name"`

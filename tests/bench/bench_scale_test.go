@@ -139,7 +139,7 @@ func fleetPods(b *testing.B, f fleet) map[string][]string {
 }
 
 // waitFleetReady waits until every cluster of f is Ready for its current generation with
-// exactly one running pod, the one status.nodes names; for a cluster in replaced, that pod must
+// exactly one running pod, the one status.nodeDetails names; for a cluster in replaced, that pod must
 // not be the one killed. readyAt, when not nil, gets the time each cluster was first seen so.
 func waitFleetReady(b *testing.B, f fleet, replaced map[string]string, timeout time.Duration, readyAt map[string]time.Time) {
 	b.Helper()
@@ -154,7 +154,7 @@ func waitFleetReady(b *testing.B, f fleet, replaced map[string]string, timeout t
 				running := pods[vc.Name]
 				ok := meta.IsStatusConditionTrue(vc.Status.Conditions, v1.ConditionReady) &&
 					vc.Status.ObservedGeneration == vc.Generation && len(running) == 1 &&
-					len(vc.Status.Nodes) == 1 && vc.Status.Nodes[0].Pod == running[0] &&
+					len(vc.Status.NodeDetails) == 1 && vc.Status.NodeDetails[0].Pod == running[0] &&
 					running[0] != replaced[vc.Name]
 				if !ok {
 					behind = append(behind, vc.Name)

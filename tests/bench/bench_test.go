@@ -117,7 +117,7 @@ func valkeyProgress(ctx context.Context, vc *v1.ValkeyCluster) (formed, synced b
 	if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: v1.OperatorAuthSecretName(vc.Name)}, &s); err != nil {
 		return false, false
 	}
-	creds := valkey.Credentials{Username: "_momento_operator", Password: string(s.Data["password"])}
+	creds := valkey.Credentials{Username: "_momento_operator", Password: string(s.Data["operator-password"])}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	linked := 0

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,6 +64,23 @@ func BuildOperator(dir string) (string, error) {
 	cmd.Dir = RepoRoot()
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+// ImpostorImage is an image name reserved for tests: the local kubelet runs tests/cmd/impostor
+// (built by StartEnv) for a container of it without a command, where any other image runs Valkey.
+// A pod of it answers on Valkey's port what no Valkey would, and logs what it was sent.
+const ImpostorImage = "valkey-operator-tests/impostor"
+
+// buildProgram builds the main package at pkg (relative to the repository root) into dir and
+// returns the binary's path.
+func buildProgram(dir, pkg, name string) (string, error) {
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = RepoRoot()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 	}
 	return out, nil
 }
@@ -137,6 +156,21 @@ func (o *Operator) Kill(sig syscall.Signal) {
 
 // Pid is the operator's process id (for /proc/<pid>/stat and status in benchmarks).
 func (o *Operator) Pid() int { return o.cmd.Process.Pid }
+
+// RSS is the operator's resident set in MB (/proc/<pid>/status VmRSS).
+func (o *Operator) RSS() (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.Pid()))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", o.Pid())
+}
 
 // Exited reports whether the process has exited, and its exit code.
 func (o *Operator) Exited() (bool, int) {
@@ -218,7 +252,11 @@ func StartEnv(ctx context.Context, prefix string) (*Env, error) {
 			return nil, err
 		}
 	}
-	if e.Cluster, err = localcluster.Start(ctx, localcluster.Options{}); err != nil {
+	impostor, err := buildProgram(dir, "./tests/cmd/impostor", "impostor")
+	if err != nil {
+		return nil, err
+	}
+	if e.Cluster, err = localcluster.Start(ctx, localcluster.Options{Images: map[string]string{ImpostorImage: impostor}}); err != nil {
 		return nil, fmt.Errorf("local cluster: %w", err)
 	}
 	if err := InstallCRDs(e.Cluster); err != nil {

@@ -16,19 +16,19 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 )
 
-// PodWithRole returns a pod whose node has role, from status.nodes.
+// PodWithRole returns a pod whose node has role, from status.nodeDetails.
 func PodWithRole(t testing.TB, vc *v1.ValkeyCluster, role v1.NodeRole) string {
 	t.Helper()
 	var cur v1.ValkeyCluster
 	if err := K8s.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range cur.Status.Nodes {
+	for _, n := range cur.Status.NodeDetails {
 		if n.Role == role {
 			return n.Pod
 		}
 	}
-	t.Fatalf("no %s in status.nodes %+v", role, cur.Status.Nodes)
+	t.Fatalf("no %s in status.nodeDetails %+v", role, cur.Status.NodeDetails)
 	return ""
 }
 

@@ -50,6 +50,10 @@ func Main(m *testing.M, name string) int {
 		return 1
 	}
 	WorkDir, OperatorBinary, Cluster, K8s = env.WorkDir, env.Binary, env.Cluster, env.K8s
+	if Cluster.NetworkPolicies {
+		// Said, so that a benchmark's figures say which local cluster they were measured on.
+		fmt.Fprintln(os.Stderr, "local cluster: NetworkPolicies enforced (kube-network-policies on every node)")
+	}
 	defer func() {
 		if Op != nil {
 			Op.Kill(syscall.SIGTERM)

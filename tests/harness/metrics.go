@@ -10,7 +10,7 @@ import (
 )
 
 // MetricsToken is harness.MetricsReaderToken, for a test.
-func MetricsToken(t *testing.T) string {
+func MetricsToken(t testing.TB) string {
 	t.Helper()
 	token, err := MetricsReaderToken(context.Background(), K8s)
 	if err != nil {

@@ -47,7 +47,7 @@ func QuorumLossByNetworkCut(t testing.TB, ns string, c CutCluster) CutTimings {
 		t.Fatal(err)
 	}
 	cut := map[string]bool{}
-	for _, n := range cur.Status.Nodes {
+	for _, n := range cur.Status.NodeDetails {
 		if n.Role == v1.NodeRolePrimary && len(cut) < 2 {
 			cut[n.Pod] = true
 		}

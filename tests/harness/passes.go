@@ -43,7 +43,7 @@ func PassMark(t *testing.T, vc *v1.ValkeyCluster) func(n int) {
 
 // clusterPasses reads valkey_cluster_reconcile_passes_total of vc from the operator's metrics
 // endpoint (0 before its first pass).
-func clusterPasses(t *testing.T, vc *v1.ValkeyCluster) float64 {
+func clusterPasses(t testing.TB, vc *v1.ValkeyCluster) float64 {
 	t.Helper()
 	readerTokenOnce.Do(func() { readerToken = MetricsToken(t) })
 	var body []byte
@@ -72,4 +72,34 @@ func clusterPasses(t *testing.T, vc *v1.ValkeyCluster) float64 {
 		return v
 	}
 	return 0
+}
+
+// PassGaps samples the operator's passes over vc (valkey_cluster_reconcile_passes_total) every
+// half second until to, and returns the time between consecutive passes seen from from on, the
+// last one being from the last pass to to (a pass overdue counts). It samples on purpose, at its
+// own interval: the gaps are what it measures. An operator restarted meanwhile fails the test.
+func PassGaps(t testing.TB, vc *v1.ValkeyCluster, from, to time.Time) []time.Duration {
+	t.Helper()
+	addr := Op.MetricsAddr
+	count := clusterPasses(t, vc)
+	var seen []time.Time
+	for now := time.Now(); now.Before(to); now = time.Now() {
+		time.Sleep(500 * time.Millisecond)
+		if Op.MetricsAddr != addr {
+			t.Fatal("the operator restarted while its passes were sampled")
+		}
+		if got := clusterPasses(t, vc); got > count {
+			count = got
+			if now.After(from) {
+				seen = append(seen, time.Now())
+			}
+		}
+	}
+	var gaps []time.Duration
+	last := from
+	for _, at := range seen {
+		gaps = append(gaps, at.Sub(last))
+		last = at
+	}
+	return append(gaps, to.Sub(last))
 }

@@ -187,18 +187,18 @@ func ClusterHealthy(t testing.TB, vc *v1.ValkeyCluster, shards, replicas int, ex
 	return ValkeyHealthy(context.Background(), addrs, Creds(t, vc), shards, replicas)
 }
 
-// Primaries returns the primaries of status.nodes, by pod name.
+// Primaries returns the primaries of status.nodeDetails, by pod name.
 func Primaries(t *testing.T, vc *v1.ValkeyCluster) []v1.NodeStatus {
 	t.Helper()
 	var out []v1.NodeStatus
-	for _, n := range CurrentCluster(t, vc).Status.Nodes {
+	for _, n := range CurrentCluster(t, vc).Status.NodeDetails {
 		if n.Role == v1.NodeRolePrimary {
 			out = append(out, n)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
 	if len(out) < 2 {
-		t.Fatalf("%d primaries in status.nodes", len(out))
+		t.Fatalf("%d primaries in status.nodeDetails", len(out))
 	}
 	return out
 }

@@ -45,7 +45,11 @@ func OperatorCreds(ctx context.Context, c client.Client, vc *v1.ValkeyCluster) (
 	if err := c.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: vc.Name + "-operator-auth"}, &s); err != nil {
 		return valkey.Credentials{}, fmt.Errorf("operator credentials of %s/%s: %w", vc.Namespace, vc.Name, err)
 	}
-	return valkey.Credentials{Username: "_momento_operator", Password: string(s.Data["password"])}, nil
+	pw := s.Data["operator-password"]
+	if len(pw) == 0 {
+		pw = s.Data["password"] // a Secret an operator before the original's key names made
+	}
+	return valkey.Credentials{Username: "_momento_operator", Password: string(pw)}, nil
 }
 
 // ServiceHost is the DNS name of vc's headless Service, which a TLS certificate covers.

@@ -183,24 +183,30 @@ type grant struct{ group, resource, verbs string }
 // tokenreviews and subjectaccessreviews: create, to let a scrape of its metrics in. Nodes: list
 // and watch only, for their zones (the spread of a cluster over zones). No deletion of Pods, Services, ConfigMaps or Secrets, nor of its users' kinds (owner references and the garbage collector remove them; the kinds it deletes
 // are its own ValkeyNode, whose pod and ConfigMap go with it, and the PodDisruptionBudget of a
-// removed shard), no Deployments or StatefulSets. Pods: patch, for spec.podAnnotations only.
-// Namespaces: get only, to leave alone the clusters of a namespace being deleted.
+// removed shard, and the cluster's NetworkPolicy once turned off), no Deployments or
+// StatefulSets. Pods: patch, for spec.podAnnotations only. NetworkPolicies: get by name when the
+// cache has none (one without the cluster label is still found), patch back to as built.
+// Namespaces: get only, to leave alone the clusters of a namespace being deleted. Services: patch,
+// for a Service an earlier version made, brought to the original's ports and selector.
+// ValkeyNodes' status: patch, to record which pod is each node's (controllers/identity.go).
 var wantGrants = []grant{
 	{"", "configmaps", "create,get,list,update,watch"},
 	{"", "namespaces", "get"},
 	{"", "nodes", "list,watch"},
 	{"", "pods", "create,get,list,patch,watch"},
 	{"", "secrets", "create,get,list,update,watch"},
-	{"", "services", "create,get,list,watch"},
+	{"", "services", "create,get,list,patch,watch"},
 	{"authentication.k8s.io", "tokenreviews", "create"},
 	{"authorization.k8s.io", "subjectaccessreviews", "create"},
 	{"events.k8s.io", "events", "create,patch"},
+	{"networking.k8s.io", "networkpolicies", "create,delete,get,list,patch,watch"},
 	{"policy", "poddisruptionbudgets", "create,delete,list,patch,watch"},
 	{"valkey.gomomento.com", "valkeyclusters", "get,list,watch"},
 	{"valkey.gomomento.com", "valkeyclusters/status", "patch"},
 	{"valkey.gomomento.com", "valkeyconfigs", "list,watch"},
 	{"valkey.gomomento.com", "valkeyimages", "list,watch"},
 	{"valkey.gomomento.com", "valkeynodes", "create,delete,list,update,watch"},
+	{"valkey.gomomento.com", "valkeynodes/status", "patch"},
 	{"valkey.gomomento.com", "valkeyroles", "list,watch"},
 }
 

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -37,9 +39,11 @@ const operatorNamespace = "valkey-operator"
 // rareCalls are the grants whose requests the install test does not provoke, each with the code
 // that makes them: they are allowed without a matching request in the audit log.
 var rareCalls = map[string]string{
-	// checkCollision (controllers/creates.go): the name of a node's ConfigMap or pod was taken.
+	// checkCollision (controllers/creates.go): the name of a node's ConfigMap was taken.
 	"get configmaps": "a node's {node}-config ConfigMap already exists (createNode, checkCollision)",
-	"get pods":       "a node's pod already exists (createNode, checkCollision)",
+	"get pods":       "a node's pod already exists (createNode, checkCollision), or a ValkeyNode's pod is not among the pods with the cluster label (controllers/identity.go, unlistedPods)",
+	// ensureObjects (controllers/valkeycluster_controller.go): a Service an older operator made.
+	"patch services": "a Service created by an operator before the original's port names and selector (ensureObjects)",
 	// client-go's events broadcaster: the same Event again within 6 minutes becomes a series.
 	"patch events.events.k8s.io": "an Event repeated within 6 minutes (client-go's events broadcaster patches its series)",
 }
@@ -57,8 +61,9 @@ var defaultGrants = []string{
 // exerciseDay2 makes the operator use its day-2 grants on the sample: a ValkeyRole and an ACL
 // binding (the ACL Secret is updated), a pod annotation (pods are patched), a second shard
 // (ValkeyNodes, ConfigMaps, pods and a PodDisruptionBudget created, slots moved), then back to one
-// (a PodDisruptionBudget and ValkeyNodes deleted), and a setting applied live (ConfigMaps and
-// ValkeyNodes updated).
+// (a PodDisruptionBudget and ValkeyNodes deleted), a setting applied live (ConfigMaps and
+// ValkeyNodes updated), the client port narrowed (the NetworkPolicy patched) and the policy
+// turned off (deleted).
 func exerciseDay2(t *testing.T, c *localcluster.Cluster, k8s client.Client) {
 	t.Helper()
 	role := `apiVersion: valkey.gomomento.com/v1alpha1
@@ -82,8 +87,9 @@ spec:
 	user(t, c, `kubectl -n my-app patch valkeycluster my-cluster --type merge -p '{"spec":{"shards":1}}'`)
 	waitShards(t, k8s, 1)
 	// A setting applied live: every node's ConfigMap and ValkeyNode record it (update configmaps).
-	user(t, c, `kubectl patch valkeyconfig standard --type merge -p '{"spec":{"valkey":{"maxmemory":"64mb"}}}'`)
-	waitFor(t, "every ValkeyNode of the sample to record maxmemory 64mb", func() (bool, string) {
+	// Raised: a lower maxmemory evicts, and waits for a confirmation.
+	user(t, c, `kubectl patch valkeyconfig standard --type merge -p '{"spec":{"valkey":{"maxmemory":"220mb"}}}'`)
+	waitFor(t, "every ValkeyNode of the sample to record maxmemory 220mb", func() (bool, string) {
 		var nodes v1.ValkeyNodeList
 		if err := k8s.List(context.Background(), &nodes, client.InNamespace(sampleKey.Namespace)); err != nil {
 			return false, err.Error()
@@ -93,9 +99,24 @@ spec:
 		for _, n := range nodes.Items {
 			v := n.Spec.ValkeySettings["maxmemory"]
 			got = append(got, n.Name+": "+v)
-			done = done && v == "64mb"
+			done = done && v == "220mb"
 		}
 		return done, strings.Join(got, ", ")
+	})
+	// The NetworkPolicy: patched for spec.network.clients, deleted once turned off.
+	user(t, c, `kubectl -n my-app patch valkeycluster my-cluster --type merge -p '{"spec":{"network":{"clients":[{"podSelector":{"matchLabels":{"valkey-client":"true"}}}]}}}'`)
+	waitFor(t, "the NetworkPolicy to admit only the listed clients", func() (bool, string) {
+		var np networkingv1.NetworkPolicy
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: sampleKey.Namespace, Name: v1.NetworkPolicyName(sampleKey.Name)}, &np); err != nil {
+			return false, err.Error()
+		}
+		rules := np.Spec.Ingress
+		return len(rules) == 3 && len(rules[2].From) == 1, fmt.Sprintf("%d rules", len(rules))
+	})
+	user(t, c, `kubectl -n my-app patch valkeycluster my-cluster --type merge -p '{"spec":{"network":{"policy":"Disabled"}}}'`)
+	waitFor(t, "the NetworkPolicy deleted", func() (bool, string) {
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: sampleKey.Namespace, Name: v1.NetworkPolicyName(sampleKey.Name)}, &networkingv1.NetworkPolicy{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
 

@@ -252,6 +252,10 @@ func TestTenantRBAC(t *testing.T) {
 		{"owner", nil, "delete", "valkeyclusters", teamNamespace, true},
 		{"owner", nil, "get", "valkeynodes", teamNamespace, true},
 		{"owner", nil, "update", "valkeynodes", teamNamespace, false},
+		// The record of which pod is a node's (controllers/identity.go) is the operator's alone.
+		{"alice", team, "patch", "valkeynodes/status", teamNamespace, false},
+		{"editor", nil, "patch", "valkeynodes/status", teamNamespace, false},
+		{"owner", nil, "update", "valkeynodes/status", teamNamespace, false},
 		{"owner", nil, "create", "valkeyclusters", otherNamespace, false},
 	}
 	for _, c := range checks {

@@ -11,13 +11,17 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/tests/harness"
 )
 
@@ -46,7 +50,7 @@ func TestChartRendersTheManifests(t *testing.T) {
 	chart := renderChart(t)
 	manifest := manifestObjects(t)
 	for _, key := range []string{"ServiceAccount/valkey-operator", "ClusterRole/valkey-operator", "ClusterRoleBinding/valkey-operator",
-		"Role/valkey-operator", "RoleBinding/valkey-operator", "Service/valkey-operator-metrics", "ClusterRole/valkey-operator-metrics-reader", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator",
+		"Role/valkey-operator", "RoleBinding/valkey-operator", "Service/valkey-operator-metrics", "ClusterRole/valkey-operator-metrics-reader", "NetworkPolicy/valkey-operator-metrics", "ConfigMap/valkey-operator-config", "Deployment/valkey-operator",
 		"ClusterRole/valkey-menu-reader", "ClusterRole/valkey-operator-view", "ClusterRole/valkey-operator-edit"} {
 		m, ok := manifest[key]
 		if !ok {
@@ -352,22 +356,108 @@ func TestDocsNetworkPolicySelectsTheOperator(t *testing.T) {
 		if !podSelector.Matches(labels.Set(d.Spec.Template.Labels)) {
 			t.Errorf("%s: the operator's pod labels %v do not match the docs' podSelector %s", source, d.Spec.Template.Labels, podSelector)
 		}
+		// And the rule of every cluster's own NetworkPolicy that lets the operator in.
+		vc := &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "team"}}
+		from := resources.BuildNetworkPolicy(vc, d.Namespace).Spec.Ingress[1].From[0]
+		ns, _ := metav1.LabelSelectorAsSelector(from.NamespaceSelector)
+		pods, _ := metav1.LabelSelectorAsSelector(from.PodSelector)
+		if !ns.Matches(labels.Set{"kubernetes.io/metadata.name": d.Namespace}) || !pods.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("%s: a cluster's NetworkPolicy does not let the operator's pods (%v in %s) in: %+v", source, d.Spec.Template.Labels, d.Namespace, from)
+		}
 	}
 }
 
 // DEFAULT_ZONE_SPREAD comes from the ConfigMap's defaultZoneSpread, optional, so that a
-// missing ConfigMap or key falls back to bestEffort (reference/operator-configuration.md).
+// missing ConfigMap or key falls back to bestEffort (reference/operator-configuration.md);
+// DEFAULT_NETWORK_POLICY from defaultNetworkPolicy the same way (missing: Enabled).
 func TestZoneSpreadWiredFromTheConfigMap(t *testing.T) {
 	for source, objs := range map[string]map[string][]byte{"manifests/operator.yaml": manifestObjects(t), "the chart": renderChart(t)} {
 		d := decode[appsv1.Deployment](t, objs["Deployment/valkey-operator"])
-		var ref *corev1.ConfigMapKeySelector
-		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-			if e.Name == "DEFAULT_ZONE_SPREAD" && e.ValueFrom != nil {
-				ref = e.ValueFrom.ConfigMapKeyRef
+		cm := decode[corev1.ConfigMap](t, objs["ConfigMap/valkey-operator-config"])
+		for env, key := range map[string]string{"DEFAULT_ZONE_SPREAD": "defaultZoneSpread", "DEFAULT_NETWORK_POLICY": "defaultNetworkPolicy"} {
+			var ref *corev1.ConfigMapKeySelector
+			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+				if e.Name == env && e.ValueFrom != nil {
+					ref = e.ValueFrom.ConfigMapKeyRef
+				}
+			}
+			if ref == nil || ref.Name != "valkey-operator-config" || ref.Key != key || ref.Optional == nil || !*ref.Optional {
+				t.Errorf("%s: %s from %+v, want the optional key %s of ConfigMap valkey-operator-config", source, env, ref, key)
+			}
+			if _, ok := cm.Data[key]; !ok {
+				t.Errorf("%s: ConfigMap valkey-operator-config has no %s", source, key)
 			}
 		}
-		if ref == nil || ref.Name != "valkey-operator-config" || ref.Key != "defaultZoneSpread" || ref.Optional == nil || !*ref.Optional {
-			t.Errorf("%s: DEFAULT_ZONE_SPREAD from %+v, want the optional key defaultZoneSpread of ConfigMap valkey-operator-config", source, ref)
+	}
+}
+
+// TestMetricsNetworkPolicy: manifests and chart ship a NetworkPolicy on the operator's pods (the
+// docs' label, app: valkey-operator) that admits the metrics port only from the configured peers
+// (the platform's Prometheus) and the probes port from any peer, and nothing else: a made-up
+// token from any pod costs the operator a TokenReview. The ports it names are the Deployment's.
+// The chart's peers come from metrics.networkPolicy.from; metrics.networkPolicy.enabled=false or
+// metrics.enabled=false render none.
+func TestMetricsNetworkPolicy(t *testing.T) {
+	prometheus := []networkingv1.NetworkPolicyPeer{{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "prometheus"}},
+	}}
+	custom := []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "observability"}}}}
+	for source, tc := range map[string]struct {
+		objs map[string][]byte
+		from []networkingv1.NetworkPolicyPeer
+	}{
+		"manifests/operator.yaml": {manifestObjects(t), prometheus},
+		"the chart":               {renderChart(t), prometheus},
+		"the chart with metrics.networkPolicy.from": {renderChart(t, "--set-json", `metrics.networkPolicy.from=[{"namespaceSelector":{"matchLabels":{"team":"observability"}}}]`), custom},
+	} {
+		doc, ok := tc.objs["NetworkPolicy/valkey-operator-metrics"]
+		if !ok {
+			t.Errorf("%s: no NetworkPolicy valkey-operator-metrics", source)
+			continue
+		}
+		p := decode[networkingv1.NetworkPolicy](t, doc)
+		d := decode[appsv1.Deployment](t, tc.objs["Deployment/valkey-operator"])
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) || p.Namespace != d.Namespace {
+			t.Errorf("%s: the policy (%s in %s) does not select the operator's pods %v in %s", source, sel, p.Namespace, d.Spec.Template.Labels, d.Namespace)
+		}
+		if p.Spec.PodSelector.MatchLabels["app"] != "valkey-operator" {
+			t.Errorf("%s: the policy selects %v, not the docs' app: valkey-operator", source, p.Spec.PodSelector)
+		}
+		if !reflect.DeepEqual(p.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+			t.Errorf("%s: policy types %v, want Ingress", source, p.Spec.PolicyTypes)
+		}
+		ports := map[string]int32{}
+		for _, cp := range d.Spec.Template.Spec.Containers[0].Ports {
+			ports[cp.Name] = cp.ContainerPort
+		}
+		admitted := map[int32][]networkingv1.NetworkPolicyPeer{}
+		for _, rule := range p.Spec.Ingress {
+			if len(rule.Ports) == 0 {
+				t.Errorf("%s: a rule admits every port: %+v", source, rule)
+			}
+			for _, port := range rule.Ports {
+				n, ok := ports[port.Port.String()]
+				if !ok {
+					t.Errorf("%s: the policy names port %s, which the operator's container does not", source, port.Port.String())
+				}
+				admitted[n] = rule.From
+			}
+		}
+		if from, ok := admitted[8443]; !ok || !reflect.DeepEqual(from, tc.from) {
+			t.Errorf("%s: the metrics port admits %+v, want only %+v", source, from, tc.from)
+		}
+		if from, ok := admitted[8081]; !ok || len(from) != 0 {
+			t.Errorf("%s: the probes port admits %+v, want every peer (the kubelet's probes)", source, from)
+		}
+		if len(admitted) != 2 {
+			t.Errorf("%s: the policy admits ports %v, want the metrics and probes ports only", source, admitted)
+		}
+	}
+	for _, set := range []string{"metrics.networkPolicy.enabled=false", "metrics.enabled=false"} {
+		if _, ok := renderChart(t, "--set", set)["NetworkPolicy/valkey-operator-metrics"]; ok {
+			t.Errorf("%s still renders the NetworkPolicy", set)
 		}
 	}
 }

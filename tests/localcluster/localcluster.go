@@ -87,6 +87,12 @@ type Options struct {
 	OnBusy func()
 	// CoreDNS is the CoreDNS binary run as the cluster DNS (dns.go). Default: DefaultCoreDNS().
 	CoreDNS string
+	// NetworkPolicies runs a NetworkPolicy enforcer on every Node (netpol.go), so policies are
+	// enforced as a network plugin would; off, they are stored and nothing enforces them.
+	// Default: off, unless $LOCALCLUSTER_NETWORK_POLICIES is 1.
+	NetworkPolicies bool
+	// Netpol is the enforcer's binary. Default: DefaultNetpol().
+	Netpol string
 }
 
 // DefaultNodes returns three Nodes, one in each of zone-a, zone-b and zone-c.
@@ -133,6 +139,8 @@ type Cluster struct {
 	Kubelet *kubelet.Kubelet
 	// Network is the pod network (bridge, CIDR, gateway) of this cluster's slot.
 	Network kubelet.NetworkConfig
+	// NetworkPolicies is true when an enforcer runs on every Node (Options.NetworkPolicies).
+	NetworkPolicies bool
 	// AuditLog is the API server's audit log (JSON lines, one event per request at Metadata
 	// level) of the requests made by AuditedUser: what the operator, run as its Deployment's
 	// pod, really asks of the API server (tests/install compares it with what RBAC grants).
@@ -149,6 +157,7 @@ type Cluster struct {
 	// resolvConf names the cluster DNS for host commands (CommandWithDNS).
 	resolvConf string
 	stopped    bool
+	netpolBin  string
 }
 
 // AuditedUser is the user whose requests the API server records in Cluster.AuditLog: the
@@ -202,6 +211,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	if len(opts.Nodes) == 0 {
 		opts.Nodes = DefaultNodes()
 	}
+	if os.Getenv("LOCALCLUSTER_NETWORK_POLICIES") == "1" {
+		opts.NetworkPolicies = true
+	}
+	if opts.Netpol == "" {
+		opts.Netpol = DefaultNetpol()
+	}
 	if opts.ImageCommands == nil {
 		opts.ImageCommands = DefaultImageCommands()
 	}
@@ -239,7 +254,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		return os.Create(filepath.Join(c.Dir, "logs", name+".log"))
 	}
 
-	// A previous run that was killed may have left its pods' namespaces behind.
+	// A previous run that was killed may have left its pods' namespaces behind, and its
+	// enforcer's rules.
+	c.netpolBin = opts.Netpol
+	c.cleanNetpol(c.netpolBin)
 	_ = kubelet.TeardownNetwork(c.network)
 	if err := kubelet.SetupNetwork(c.network); err != nil {
 		return nil, fmt.Errorf("localcluster: pod network: %w", err)
@@ -367,6 +385,16 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	}
 	if err := c.startDNS(ctx, pctx, opts.CoreDNS, dnsOut); err != nil {
 		return nil, err
+	}
+
+	if opts.NetworkPolicies {
+		netpolOut, err := logOut("netpol")
+		if err != nil {
+			return nil, err
+		}
+		if err := c.startNetpol(ctx, pctx, opts.Netpol, slot, opts.Nodes, netpolOut); err != nil {
+			return nil, err
+		}
 	}
 
 	k, err := kubelet.Start(pctx, kubelet.Config{
@@ -507,6 +535,7 @@ func (c *Cluster) Stop() error {
 	if err := kubelet.TeardownNetwork(c.network); err != nil {
 		errs = append(errs, err)
 	}
+	c.cleanNetpol(c.netpolBin) // each enforcer deletes its table as it stops; one killed does not
 	if c.removeDir && c.Dir != "" {
 		if err := os.RemoveAll(c.Dir); err != nil {
 			errs = append(errs, err)

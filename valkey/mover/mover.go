@@ -153,6 +153,28 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 	// refusing writes for 8.2 s, the rest of the pass). What is left open is settled next pass.
 	stop := make(chan struct{})
 	var stopOnce sync.Once
+	// fail records err as a failure of pair i (its first error is kept) and stops the batch.
+	fail := func(i int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		stopOnce.Do(func() { close(stop) })
+		if failed[i]++; errs[i] == nil {
+			errs[i] = err
+		}
+	}
+	// recovered, deferred by every goroutine of the batch, turns its panic into a failure of
+	// pair i, logged with its stack: nothing else recovers the goroutines a reconcile starts, and
+	// one that panics would end the operator for every team.
+	panicked := func(i int, r any) {
+		p := logging.Recovered(r)
+		logging.LogPanic(log, order[i][0], p)
+		fail(i, fmt.Errorf("slots from %s to %s: %w", order[i][0], order[i][1], p))
+	}
+	recovered := func(i int) {
+		if r := recover(); r != nil {
+			panicked(i, r)
+		}
+	}
 	// classic moves pair i's slots with the classic protocol, slotsInFlight at a time, and
 	// returns when they are done, a move failed, or the pass has no time left for another.
 	classic := func(i int, moves []plan.SlotMove) {
@@ -160,6 +182,7 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 		next := make(chan plan.SlotMove)
 		go func() {
 			defer close(next)
+			defer recovered(i)
 			for _, m := range moves {
 				if dl, ok := ctx.Deadline(); ok && time.Until(dl) < moveReserve {
 					return
@@ -183,21 +206,19 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 			pair.Add(1)
 			go func() {
 				defer pair.Done()
+				defer recovered(i)
 				for m := range next {
 					keys, err := moveSlot(ctx, mig, ipOf, m)
 					tally.add(0, keys)
-					mu.Lock()
 					if err != nil {
-						stopOnce.Do(func() { close(stop) })
 						// The first error only, and how many more: the moves in flight when it
 						// came usually fail alike (NOREPLICAS from a slow replica, say), and one
 						// line per slot made a reconcile error of dozens of lines.
-						if failed[i]++; errs[i] == nil {
-							errs[i] = fmt.Errorf("slot %d from %s to %s: %w", m.Slot, m.Source, m.Target, err)
-						}
-					} else {
-						moved[i]++
+						fail(i, fmt.Errorf("slot %d from %s to %s: %w", m.Slot, m.Source, m.Target, err))
+						continue
 					}
+					mu.Lock()
+					moved[i]++
 					mu.Unlock()
 				}
 			}()
@@ -214,6 +235,7 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer recovered(i)
 				classic(i, byPair[k])
 			}()
 			continue
@@ -227,7 +249,14 @@ func moveSlots(ctx context.Context, log *zap.Logger, node func(string) (*valkey.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			cur := atomicByTarget[target][0]
+			defer func() {
+				if r := recover(); r != nil {
+					panicked(cur, r)
+				}
+			}()
 			for _, i := range atomicByTarget[target] {
+				cur = i
 				k := order[i]
 				method[i] = logging.MethodAtomic
 				n, err := migrateAtomic(ctx, node, byPair[k])

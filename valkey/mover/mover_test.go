@@ -432,3 +432,41 @@ func TestPoolForFollowsMaxclients(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveRecoversPanics: a goroutine of the batch that panics (a classic move's worker, an
+// atomic move's) fails its pair with the panic, logged at ERROR with its stack, and the batch
+// returns; before, the panic of a mover goroutine ended the process.
+func TestMoveRecoversPanics(t *testing.T) {
+	t.Run("classic", func(t *testing.T) {
+		s := newScripted(t, "8.0.1")
+		s.holds("a", map[int][]string{6: {"k6-a"}})
+		s.mover.IP = func(string) string { panic("boom in a worker") }
+		_, err := s.mover.Move(context.Background(), s.log, plan.MoveSlots{Moves: []plan.SlotMove{move(6), move(7)}})
+		var pe *logging.PanicError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "boom in a worker") {
+			t.Fatalf("err %v", err)
+		}
+		lines := s.logs.FilterMessage(logging.MsgNodeStepPanicked).AllUntimed()
+		if len(lines) == 0 || lines[0].ContextMap()[logging.FieldPod] != "a" || !strings.Contains(lines[0].ContextMap()[logging.FieldStack].(string), "moveSlot") {
+			t.Errorf("want a %q line for pod a with the stack: %v", logging.MsgNodeStepPanicked, lines)
+		}
+	})
+	t.Run("atomic", func(t *testing.T) {
+		s := newScripted(t, "9.1.2")
+		for pod := range ips {
+			s.fleet.Node(addr(pod)).On("ACL LIST", enforcing(t))
+		}
+		client := s.mover.Client
+		versions := 0
+		s.mover.Client = func(pod string) (*valkey.Client, error) {
+			if versions++; versions > 2 { // the version checks, then the move itself
+				panic("boom in an atomic move")
+			}
+			return client(pod)
+		}
+		_, err := s.mover.Move(context.Background(), s.log, plan.MoveSlots{Moves: []plan.SlotMove{move(5)}})
+		if err == nil || !strings.Contains(err.Error(), "boom in an atomic move") {
+			t.Fatalf("err %v", err)
+		}
+	})
+}

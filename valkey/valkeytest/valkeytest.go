@@ -65,8 +65,16 @@ func (r mapReply) write(w *bufio.Writer) {
 	}
 }
 
+type raw string
+
+func (r raw) write(w *bufio.Writer) { _, _ = w.WriteString(string(r)) }
+
 // OK is +OK.
 func OK() Reply { return simple("OK") }
+
+// Raw is bytes sent as they are, RESP or not: a node that answers what no Valkey would (a
+// length below -1, a reply cut short), for tests of what the client refuses to read.
+func Raw(s string) Reply { return raw(s) }
 
 // Err is an error reply; msg starts with its code ("ERR ...", "NOREPLICAS ...").
 func Err(msg string) Reply { return errReply(msg) }
@@ -471,10 +479,10 @@ func readLine(r *bufio.Reader) (string, error) {
 // announcing ip: a primary that knows no other node, serves the slots CLUSTER ADDSLOTSRANGE
 // gives it, and reports them in CLUSTER NODES, CLUSTER INFO and CLUSTER MYID; INFO and CONFIG
 // GET answer as a node started with Valkey's defaults does; ACL LIST shows the users ACL
-// SETUSER set (rules as sent, after a leading reset) beside the default user, and ACL DELUSER
-// removes them, so the ACL controller's passes settle as on a real 8.x node. Enough for a 1×0
-// cluster's passes (formation, the steady state) to run against it; rules added afterwards
-// still win.
+// SETUSER set (rules as sent, after a leading reset) beside the default user, ACL USERS their
+// names, and ACL DELUSER removes them, so the ACL controller's passes settle as on a real 8.x
+// node. Enough for a 1×0 cluster's passes (formation, the steady state) to run against it;
+// rules added afterwards still win.
 func Simulate(n *Node, id, ip string) *Node {
 	var mu sync.Mutex
 	var slots [][2]int
@@ -489,6 +497,16 @@ func Simulate(n *Node, id, ip string) *Node {
 		}
 		slices.Sort(lines)
 		return Strs(lines...)
+	})
+	n.OnFunc("ACL USERS", func([]string) Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		var names []string
+		for name := range users {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return Strs(names...)
 	})
 	n.OnFunc("ACL SETUSER", func(args []string) Reply {
 		if len(args) < 3 {

@@ -278,16 +278,31 @@ func TestACL(t *testing.T) {
 	harness.WaitStateMessage(t, vc, v1.StateActive, "")
 	onEveryNode(t, "user of the late role", one, nodeCheck{"late", "l", []string{"SET", "l:1", "v"}, allowed, "write l"})
 
-	// A role naming a command Valkey lacks: Invalid with the role and command named; the nodes
-	// keep their ACL; removing the binding brings the cluster back.
+	// A role naming a command, or a category (a module's, admitted as the original admits it),
+	// that the nodes do not know: Invalid with the role, the name and a node named, from the
+	// node's own COMMAND LIST / ACL CAT; the nodes keep their ACL; removing the binding brings the
+	// cluster back.
 	harness.Create(t, harness.Role("acl-bad", []string{"read"}, v1.CommandRule{Name: "nosuchcmd", Access: v1.RuleAllow}))
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {
-		c.Spec.ACL = append(c.Spec.ACL, harness.Bind("bad", []string{"b"}, harness.Permit("acl-bad", "b:*", v1.KeyAccessRead)))
-	})
-	harness.WaitStateMessage(t, vc, v1.StateInvalid, `ValkeyRole "acl-bad": unknown command "nosuchcmd" (neither Valkey 8.0 nor 9.1 has it)`)
-	onEveryNode(t, "ACL kept while a role is unknown", one, nodeCheck{"late", "l", []string{"PING"}, harness.Answered, "late"})
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL = c.Spec.ACL[:len(c.Spec.ACL)-1] })
-	harness.WaitStateMessage(t, vc, v1.StateActive, "")
+	harness.Create(t, harness.Role("acl-json", []string{"read", "json"}))
+	for _, bad := range []struct{ role, want string }{
+		{"acl-bad", `ValkeyRole "acl-bad": command "nosuchcmd" is not known to node ` + vc.Name + `-`},
+		{"acl-json", `ValkeyRole "acl-json": category "json" is not known to node ` + vc.Name + `-`},
+	} {
+		harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {
+			c.Spec.ACL = append(c.Spec.ACL, harness.Bind("bad", []string{"b"}, harness.Permit(bad.role, "b:*", v1.KeyAccessRead)))
+		})
+		harness.WaitFor(t, "Invalid naming "+bad.role+"'s unknown name and a node", time.Minute, func() string {
+			cur := harness.CurrentCluster(t, vc)
+			if cur.Status.State == v1.StateInvalid && strings.HasPrefix(cur.Status.Message, bad.want) {
+				return ""
+			}
+			return fmt.Sprintf("state %s message %q", cur.Status.State, cur.Status.Message)
+		})
+		onEveryNode(t, "ACL kept while a role is unknown", one, nodeCheck{"late", "l", []string{"PING"}, harness.Answered, "late"})
+		onEveryNode(t, "the unknown name never reached a node", one, nodeCheck{"bad", "b", []string{"PING"}, harness.Refused, "bad"})
+		harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL = c.Spec.ACL[:len(c.Spec.ACL)-1] })
+		harness.WaitStateMessage(t, vc, v1.StateActive, "")
+	}
 
 	// The user removed: AUTH refused everywhere.
 	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {

@@ -19,11 +19,13 @@ import (
 	"github.com/gomomento/valkey-operator/tests/localcluster"
 )
 
-// TestLiveConfig: a 3×1 cluster under the writer has maxmemory and maxmemory-policy changed in
-// its ValkeyConfig. Every node runs the new values (CONFIG GET), no pod is replaced (same names
-// and UIDs), no shard fails over (same primaries, no failover line), the ValkeyNodes and their
-// ConfigMaps record the new values, no write is refused and every acknowledged key reads back.
-// Then maxmemory is changed by hand on one node: the operator says so at WARN and puts it back.
+// TestLiveConfig: a 3×1 cluster under the writer has maxmemory raised and maxmemory-policy
+// changed in its ValkeyConfig (the policy change confirmed beforehand on the config: it evicts,
+// and is otherwise held, see TestEvictingChangesHeld). Every node runs the new values (CONFIG
+// GET), no pod is replaced (same names and UIDs), no shard fails over (same primaries, no
+// failover line), the ValkeyNodes and their ConfigMaps record the new values, no write is refused
+// and every acknowledged key reads back. Then maxmemory is changed by hand on one node: the
+// operator says so at WARN and puts it back.
 func TestLiveConfig(t *testing.T) {
 	ns := "live-config"
 	vc := harness.ActiveCluster(t, ns, 3, 1)
@@ -49,6 +51,7 @@ func checkLiveConfig(t *testing.T, vc *v1.ValkeyCluster) {
 	logStart := len(harness.ParseLog(t, harness.Op.Logs()))
 	start := time.Now()
 	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) {
+		c.Annotations = map[string]string{v1.AnnotationConfirmLiveSettings: "maxmemory-policy=allkeys-lru"}
 		c.Spec.Valkey["maxmemory"] = "120mb"
 		c.Spec.Valkey["maxmemory-policy"] = "allkeys-lru"
 	})
@@ -120,7 +123,8 @@ func checkLiveConfig(t *testing.T, vc *v1.ValkeyCluster) {
 	checkRefusedLiveValue(t, vc, uids)
 }
 
-// checkRefusedLiveValue sets a maxmemory-policy that passes admission but that Valkey refuses:
+// checkRefusedLiveValue sets a maxclients that passes admission (every value Valkey's syntax
+// takes does) but that Valkey refuses, more clients than the node's file-descriptor limit allows:
 // status.message and the Ready condition (reason LiveSettingsRefused) quote Valkey's reply while
 // it stands, `applying settings live` is said once per node however often the pass retries, the
 // nodes keep the value they ran and no pod is replaced; once the ValkeyConfig is fixed, the
@@ -128,7 +132,11 @@ func checkLiveConfig(t *testing.T, vc *v1.ValkeyCluster) {
 func checkRefusedLiveValue(t *testing.T, vc *v1.ValkeyCluster, uids map[string]types.UID) {
 	ns := vc.Namespace
 	logStart := len(harness.ParseLog(t, harness.Op.Logs()))
-	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["maxmemory-policy"] = "sometimes" })
+	ran := map[string]string{}
+	for _, p := range harness.Pods(t, vc) {
+		ran[p.Name] = harness.ConfigGet(t, p, "maxclients")
+	}
+	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["maxclients"] = "10000000" })
 	start := time.Now()
 	var cur *v1.ValkeyCluster
 	for {
@@ -143,7 +151,7 @@ func checkRefusedLiveValue(t *testing.T, vc *v1.ValkeyCluster, uids map[string]t
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("status.message %s after the change: %q", time.Since(start).Round(time.Millisecond), cur.Status.Message)
-	for _, want := range []string{"Valkey refused the live settings maxmemory-policy=sometimes on pod ", "config set maxmemory-policy on ", "fix the value in the ValkeyConfig"} {
+	for _, want := range []string{"Valkey refused the live settings maxclients=10000000 on pod ", "config set maxclients on ", "fix the value in the ValkeyConfig"} {
 		if !strings.Contains(cur.Status.Message, want) {
 			t.Errorf("status.message %q lacks %q", cur.Status.Message, want)
 		}
@@ -160,8 +168,8 @@ func checkRefusedLiveValue(t *testing.T, vc *v1.ValkeyCluster, uids map[string]t
 		t.Errorf("status.message while the refusal stands: %q", cur.Status.Message)
 	}
 	for _, p := range harness.Pods(t, vc) {
-		if got := harness.ConfigGet(t, p, "maxmemory-policy"); got != "allkeys-lru" {
-			t.Errorf("%s runs maxmemory-policy %q, want the value it ran (allkeys-lru)", p.Name, got)
+		if got := harness.ConfigGet(t, p, "maxclients"); got != ran[p.Name] {
+			t.Errorf("%s runs maxclients %q, want the value it ran (%s)", p.Name, got, ran[p.Name])
 		}
 	}
 	applied, retries := map[string]int{}, 0
@@ -171,7 +179,7 @@ func checkRefusedLiveValue(t *testing.T, vc *v1.ValkeyCluster, uids map[string]t
 		case l.Message() == logging.MsgApplyingSettingsLive:
 			pod, _ := l.Fields[logging.FieldPod].(string)
 			applied[pod]++
-		case l.Message() == logging.MsgReconcileError && strings.Contains(fmt.Sprint(l.Fields[logging.FieldError]), "maxmemory-policy"):
+		case l.Message() == logging.MsgReconcileError && strings.Contains(fmt.Sprint(l.Fields[logging.FieldError]), "maxclients"):
 			retries++
 		}
 	}
@@ -189,7 +197,7 @@ func checkRefusedLiveValue(t *testing.T, vc *v1.ValkeyCluster, uids map[string]t
 	}
 
 	// Fixed: the message clears, Ready again, nothing replaced.
-	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Valkey["maxmemory-policy"] = "allkeys-lru" })
+	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { delete(c.Spec.Valkey, "maxclients") })
 	start = time.Now()
 	for {
 		cur = harness.CurrentCluster(t, vc)
@@ -207,7 +215,7 @@ func checkRefusedLiveValue(t *testing.T, vc *v1.ValkeyCluster, uids map[string]t
 	}
 }
 
-// primaryPods are the names of the pods whose node serves slots, sorted (status.nodes).
+// primaryPods are the names of the pods whose node serves slots, sorted (status.nodeDetails).
 func primaryPods(t *testing.T, vc *v1.ValkeyCluster) []string {
 	t.Helper()
 	var out []string

@@ -295,7 +295,7 @@ func placeForNodeLoss(t *testing.T, vc *v1.ValkeyCluster) (victims []string, nod
 	return nil, nil
 }
 
-// clusterLayout is where a cluster's pods run and what they are, from status.nodes.
+// clusterLayout is where a cluster's pods run and what they are, from status.nodeDetails.
 type clusterLayout struct {
 	shards   []int32
 	primary  map[int32]string   // shard -> primary pod
@@ -321,7 +321,7 @@ func layoutOf(t *testing.T, vc *v1.ValkeyCluster) clusterLayout {
 	for _, p := range harness.Pods(t, vc) {
 		l.node[p.Name] = p.Spec.NodeName
 	}
-	for _, n := range harness.CurrentCluster(t, vc).Status.Nodes {
+	for _, n := range harness.CurrentCluster(t, vc).Status.NodeDetails {
 		if _, ok := l.node[n.Pod]; !ok {
 			continue
 		}
@@ -366,13 +366,13 @@ func promote(t *testing.T, vc *v1.ValkeyCluster, pod string) {
 	t.Fatalf("no running pod %s", pod)
 }
 
-// waitPrimaries waits until each pod of want is a primary in status.nodes.
+// waitPrimaries waits until each pod of want is a primary in status.nodeDetails.
 func waitPrimaries(t *testing.T, vc *v1.ValkeyCluster, want []v1.NodeStatus) {
 	t.Helper()
 	harness.WaitFor(t, "primaries moved", time.Minute, func() string {
 		cur := harness.CurrentCluster(t, vc)
 		ok := 0
-		for _, n := range cur.Status.Nodes {
+		for _, n := range cur.Status.NodeDetails {
 			for _, w := range want {
 				if n.Pod == w.Pod && n.Role == v1.NodeRolePrimary {
 					ok++
@@ -382,7 +382,7 @@ func waitPrimaries(t *testing.T, vc *v1.ValkeyCluster, want []v1.NodeStatus) {
 		if ok == len(want) {
 			return ""
 		}
-		return fmt.Sprintf("status.nodes %+v", cur.Status.Nodes)
+		return fmt.Sprintf("status.nodeDetails %+v", cur.Status.NodeDetails)
 	})
 }
 

@@ -66,7 +66,7 @@ func TestPrimaryDeletedWhileAnotherCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	var primaries []string
-	for _, n := range harness.CurrentCluster(t, vc).Status.Nodes {
+	for _, n := range harness.CurrentCluster(t, vc).Status.NodeDetails {
 		if n.Role == v1.NodeRolePrimary {
 			primaries = append(primaries, n.Pod)
 		}

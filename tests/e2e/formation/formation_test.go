@@ -49,16 +49,16 @@ func TestFormation(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := int(c.shards * (c.replicas + 1))
-			if int(got.Status.ReadyNodes) != n || len(got.Status.Nodes) != n || got.Status.Shards != c.shards {
-				t.Fatalf("status: ready %d, nodes %d, shards %d", got.Status.ReadyNodes, len(got.Status.Nodes), got.Status.Shards)
+			if int(got.Status.ReadyNodes) != n || len(got.Status.NodeDetails) != n || got.Status.Shards != c.shards {
+				t.Fatalf("status: ready %d, nodes %d, shards %d", got.Status.ReadyNodes, len(got.Status.NodeDetails), got.Status.Shards)
 			}
 			// Healthy: status.message is empty (users alert on it), every node ready, nothing lost.
 			if got.Status.Message != "" {
 				t.Errorf("status.message %q on a healthy cluster", got.Status.Message)
 			}
-			for _, nd := range got.Status.Nodes {
+			for _, nd := range got.Status.NodeDetails {
 				if !nd.Ready || nd.NodeID == "" || nd.Role == "" {
-					t.Errorf("status.nodes: %+v", nd)
+					t.Errorf("status.nodeDetails: %+v", nd)
 				}
 			}
 			if c := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionDataLost); c != nil {

@@ -163,8 +163,12 @@ func TestQuickstart(t *testing.T) {
 	kubectl(t, nil, "create", "namespace", ns)
 	kubectl(t, docManifest(t, "quickstart-3.yaml"), "apply", "-f", "-")
 
-	// 4. Watch it come up: `kubectl -n my-app get valkeycluster -w` until Active.
+	// 4. Watch it come up: `kubectl -n my-app get valkeycluster -w` until Active. Meanwhile
+	// status.targetSpec holds the topology the bootstrap works toward (reference/cluster-status.md).
 	key := client.ObjectKey{Namespace: ns, Name: "my-cluster"}
+	if ts := waitTargetSpec(t, key); ts.ConfigRef != "standard" || ts.Shards != 3 || ts.ReplicasPerShard != 1 {
+		t.Errorf("status.targetSpec while bootstrapping: %+v", ts)
+	}
 	vc, err := harness.WaitState(ctx, harness.K8s, key, v1.StateActive, harness.FormTimeout)
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +179,7 @@ func TestQuickstart(t *testing.T) {
 		"NAME", "CONFIG", "SHARDS", "REPLICAS", "STATE")
 	checkNodesAndPods(t, ns, 6)
 	harness.VerifyValkey(t, vc, 3, 1)
+	t.Run("what the original's tooling reads", func(t *testing.T) { originalTooling(t, ns, harness.Pods(t, vc)) })
 
 	t.Run("kubectl exec, logs and attach on a Valkey pod", func(t *testing.T) {
 		pod := harness.Pods(t, vc)[0].Name

@@ -63,7 +63,7 @@ func TestSoleNodeShardIsServedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var shard int32 = -1
-	for _, n := range vc.Status.Nodes {
+	for _, n := range vc.Status.NodeDetails {
 		if n.Pod == victim {
 			shard = n.Shard
 		}
@@ -110,7 +110,9 @@ func TestPodsFailingOnStartAreNotReplacedWithoutEnd(t *testing.T) {
 	ns := "crashing"
 	harness.SetupNamespace(t, ns)
 	cfg := harness.NewConfig("crashing-config", "crashing-image")
-	cfg.Spec.Valkey["maxmemory"] = "banana"
+	// A value admission takes (loglevel is no live setting, whose values it checks) and
+	// valkey-server refuses at start.
+	cfg.Spec.Valkey["loglevel"] = "banana"
 	harness.Create(t, harness.NewImage("crashing-image"), cfg)
 	vc := harness.NewCluster(ns, "vc", "crashing-config", harness.WithShards(1), harness.WithReplicas(0))
 	harness.Create(t, vc)
@@ -130,7 +132,7 @@ func TestPodsFailingOnStartAreNotReplacedWithoutEnd(t *testing.T) {
 	if err := harness.K8s.Get(context.Background(), client.ObjectKey{Name: "crashing-config"}, &fixed); err != nil {
 		t.Fatal(err)
 	}
-	fixed.Spec.Valkey["maxmemory"] = "100mb"
+	fixed.Spec.Valkey["loglevel"] = "notice"
 	if err := harness.K8s.Update(context.Background(), &fixed); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +172,7 @@ func TestLostShardIsServedAgain(t *testing.T) {
 	harness.VerifyValkey(t, vc, 3, 1)
 	var shard int32 = -1
 	var victims []string
-	for _, n := range vc.Status.Nodes {
+	for _, n := range vc.Status.NodeDetails {
 		if shard == -1 || n.Shard == shard {
 			shard = n.Shard
 			victims = append(victims, n.Pod)
@@ -330,7 +332,7 @@ func TestStatusWipedShardLost(t *testing.T) {
 	harness.Op.Kill(syscall.SIGKILL)
 	cur := harness.CurrentCluster(t, vc)
 	exclude := map[string]bool{}
-	for _, n := range cur.Status.Nodes {
+	for _, n := range cur.Status.NodeDetails {
 		if n.Shard == lost {
 			exclude[n.Pod] = true
 		}

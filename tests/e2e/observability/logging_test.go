@@ -33,7 +33,7 @@ func secrets(t *testing.T) []string {
 	}
 	var out []string
 	for _, s := range list.Items {
-		if pw := string(s.Data["password"]); strings.HasSuffix(s.Name, "-operator-auth") && pw != "" {
+		if pw := string(s.Data["operator-password"]); strings.HasSuffix(s.Name, "-operator-auth") && pw != "" {
 			out = append(out, pw)
 		}
 	}
@@ -277,7 +277,7 @@ func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
 	harness.WaitFor(t, "a WARN line for the missing credential", time.Until(deadline), func() string {
 		for _, l := range harness.ParseLog(t, harness.Op.Logs()) {
 			if l.Message() == logging.MsgCredentialMissing && l.Ref() == "ValkeyCluster.v1alpha1.valkey.gomomento.com/vc."+ns {
-				if l.Level != "WARN" || l.Fields["secret"] != secretKey.Name || l.Fields["key"] != "password" {
+				if l.Level != "WARN" || l.Fields["secret"] != secretKey.Name || l.Fields["key"] != "operator-password" {
 					t.Fatalf("line: %s", l.Raw)
 				}
 				return ""
@@ -326,7 +326,7 @@ func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
 
 	// The user recreates the Secret with the original password: the cluster recovers.
 	restored := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretKey.Name},
-		Data: map[string][]byte{"password": []byte(creds.Password)}}
+		Data: map[string][]byte{"operator-password": []byte(creds.Password)}}
 	if err := harness.K8s.Create(ctx, restored); err != nil {
 		t.Fatal(err)
 	}

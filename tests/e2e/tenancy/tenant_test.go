@@ -103,7 +103,7 @@ func TestForeignObjectsAreNeitherChangedNorTrusted(t *testing.T) {
 	if err := harness.K8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "planted-operator-auth"}, &cred); err != nil {
 		t.Fatal(err)
 	}
-	if !metav1.IsControlledBy(&cred, clusters["planted"]) || string(cred.Data["password"]) == "chosen-by-someone" {
+	if !metav1.IsControlledBy(&cred, clusters["planted"]) || string(cred.Data["operator-password"]) == "chosen-by-someone" || string(cred.Data["password"]) == "chosen-by-someone" {
 		t.Error("the operator's credential is not its own")
 	}
 	for _, l := range harness.ParseLog(t, harness.Op.Logs()) {
@@ -269,9 +269,9 @@ func TestImpostorPodIsNoNode(t *testing.T) {
 		t.Errorf("the operator connected to the impostor:\n%s", logs)
 	}
 	cur := harness.CurrentCluster(t, vc)
-	for _, n := range cur.Status.Nodes {
+	for _, n := range cur.Status.NodeDetails {
 		if n.Pod == impostor.Name {
-			t.Errorf("the impostor is in status.nodes: %+v", n)
+			t.Errorf("the impostor is in status.nodeDetails: %+v", n)
 		}
 	}
 	harness.WaitReady(t, vc, 1, 0, map[string]bool{impostor.Name: true}, harness.FormTimeout) // the test's own Valkey check lists pods by label

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	valkeygo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -136,6 +137,68 @@ func TestUpgrade8To9(t *testing.T) {
 	reportRefusals(t, r)
 	harness.CheckFailoversPerShard(t, vc, 3)
 	checkForgetLines(t, vc, oldIDs)
+
+	// And back: platform-guide/valkey-upgrades.md promises downgrades by "the identical
+	// mechanism in reverse".
+	downgrade9To8(t, vc, ns+"-config", ns+"-image")
+}
+
+// downgrade9To8 rolls vc, a 3×1 on Valkey 9.1.2 whose config is config, back to the 8.0.1 image
+// eight, under a writer. First with a key whose hash fields expire (HSETEX), which Valkey 8.0.1
+// can neither load in a full sync nor apply as a command: the cluster is Invalid, saying so,
+// before any pod is replaced. Once the key is gone, the roll goes through: every node runs 8.0.1
+// and every acknowledged write reads back (a graceful failover loses none).
+func downgrade9To8(t *testing.T, vc *v1.ValkeyCluster, config, eight string) {
+	ctx := context.Background()
+	var addrs []string
+	for _, p := range harness.Pods(t, vc) {
+		addrs = append(addrs, harness.PodAddr(p))
+	}
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: addrs, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const hfe = "downgrade:fields-that-expire"
+	if err := c.Do(ctx, c.B().Arbitrary("HSETEX").Keys(hfe).Args("EX", "600", "FIELDS", "1", "f", "v").Build()).Error(); err != nil {
+		t.Fatalf("HSETEX on Valkey 9: %v", err)
+	}
+	before := harness.PodNameSet(t, vc)
+	harness.EditConfig(t, config, func(c *v1.ValkeyConfig) { c.Spec.ImageRef = eight })
+	want := "Valkey " + localcluster.Valkey9Version + " to 8.0.1: node " + vc.Name + "-"
+	harness.WaitFor(t, "Invalid for the key with expiring fields", time.Minute, func() string {
+		cur := harness.CurrentCluster(t, vc)
+		if cur.Status.State == v1.StateInvalid && strings.HasPrefix(cur.Status.Message, want) {
+			return ""
+		}
+		return fmt.Sprintf("state %s message %q", cur.Status.State, cur.Status.Message)
+	})
+	harness.PassMark(t, vc)(2)
+	if now := harness.PodNameSet(t, vc); !maps.Equal(now, before) {
+		t.Fatalf("pods replaced while the downgrade was refused: %v, before %v", now, before)
+	}
+	t.Logf("refused: %s", harness.CurrentCluster(t, vc).Status.Message)
+
+	created := harness.WatchCreatedNodes(t, vc.Namespace)
+	w, opts := harness.StartWriterPrefix(t, vc, vc.Namespace+"-down:")
+	if err := c.Do(ctx, c.B().Del().Key(hfe).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	harness.WaitRolled(t, vc, 3, 1, before, harness.RollTimeout)
+	t.Logf("%s -> 8.0.1 in %s", localcluster.Valkey9Version, time.Since(start).Round(time.Second))
+	for _, p := range harness.Pods(t, vc) {
+		if v := harness.ValkeyVersion(t, vc, p); v != "8.0.1" {
+			t.Errorf("%s: valkey_version %s after the downgrade", p.Name, v)
+		}
+	}
+	checkOneShardAtATime(t, created())
+	r := harness.FinishWriter(t, w, vc, opts)
+	if r.LostUnreplicated > 0 {
+		t.Errorf("%d keys acknowledged by the primary were lost: a graceful failover loses none", r.LostUnreplicated)
+	}
+	reportRefusals(t, r)
+	harness.VerifyValkey(t, harness.CurrentCluster(t, vc), 3, 1)
 }
 
 // watchRetiringReplicas polls vc's pods every 100 ms until the returned check runs: each pod being

@@ -154,14 +154,14 @@ func retiredIn(t *testing.T, ns string) []retirement {
 	return out
 }
 
-// podWithShardRole is the running pod of shard with role in status.nodes.
+// podWithShardRole is the running pod of shard with role in status.nodeDetails.
 func podWithShardRole(t *testing.T, vc *v1.ValkeyCluster, shard int32, role v1.NodeRole) string {
 	t.Helper()
-	for _, n := range harness.CurrentCluster(t, vc).Status.Nodes {
+	for _, n := range harness.CurrentCluster(t, vc).Status.NodeDetails {
 		if n.Shard == shard && n.Role == role {
 			return n.Pod
 		}
 	}
-	t.Fatalf("no %s of shard %d in status.nodes", role, shard)
+	t.Fatalf("no %s of shard %d in status.nodeDetails", role, shard)
 	return ""
 }

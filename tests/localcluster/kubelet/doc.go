@@ -75,8 +75,11 @@
 //     at mountPath (configMap, secret, downwardAPI and projected read-only).
 //     Mount points missing on the host are created there (mkdir -p, or an
 //     empty file for a file subPath): the mount namespace shares the host's
-//     file system, so e.g. /etc/valkey or /var/run/secrets/... appear on the
-//     host as empty directories. With fsGroup, volume files belong to that
+//     file system, so e.g. /etc/valkey/acl or /var/run/secrets/... appear on the
+//     host as empty directories. A host directory above a mount point that others
+//     cannot pass through (Debian's /etc/valkey, 2770) gets an empty tmpfs of mode
+//     0755 over it in the container's namespace, as a missing directory of an
+//     image would be created. With fsGroup, volume files belong to that
 //     group. ConfigMap/Secret/downward/projected volumes are resynced every 2 s
 //     and swapped atomically through a "..data" symlink as the kubelet does;
 //     subPath mounts see no updates, as on a real kubelet.

@@ -338,6 +338,20 @@ func (k *Kubelet) setPodLink(namespace, name string, up bool) error {
 	return k.ipam.setLink(slot, up)
 }
 
+// PodNetns is the path of the pod's network namespace (/run/netns/…), for a test that opens a
+// connection from inside the pod, as its own process would.
+func (k *Kubelet) PodNetns(namespace, name string) (string, error) {
+	p, err := k.pod(namespace, name)
+	if err != nil {
+		return "", err
+	}
+	slot, ok := p.sandboxSlot()
+	if !ok {
+		return "", fmt.Errorf("kubelet: pod %s/%s has no network yet", namespace, name)
+	}
+	return "/run/netns/" + k.cfg.Network.netnsName(slot), nil
+}
+
 // LogPath is the file that collects stdout and stderr of a pod's container.
 func (k *Kubelet) LogPath(namespace, name, container string) (string, error) {
 	p, err := k.pod(namespace, name)

@@ -235,3 +235,18 @@ func output(args ...string) (string, error) {
 	}
 	return out.String(), nil
 }
+
+// BridgeNetfilter turns the bridge's own nf_call_iptables option on or off: on, the IPv4
+// traffic it bridges between pods passes the host's inet netfilter hooks, where a NetworkPolicy
+// enforcer judges it. The kernel ORs the option with the machine-wide bridge-nf-call-iptables
+// sysctl (off: SetupNetwork), so one slot's choice leaves the other slots' bridges as they are.
+func BridgeNetfilter(cfg NetworkConfig, on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	if err := run("ip", "link", "set", cfg.Bridge, "type", "bridge", "nf_call_iptables", v); err != nil {
+		return fmt.Errorf("bridge %s nf_call_iptables %s (needs br_netfilter): %w", cfg.Bridge, v, err)
+	}
+	return nil
+}

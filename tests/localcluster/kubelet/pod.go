@@ -390,7 +390,15 @@ func (p *podRuntime) buildCommand(pod *corev1.Pod, c *corev1.Container, resolvCo
 
 	var script strings.Builder
 	script.WriteString("set -e\n")
-	script.WriteString(`m() { if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")"; [ -e "$2" ] || : > "$2"; fi; ` +
+	// o makes the directories above a mount point that the container's user could not pass
+	// through reachable, as an image's root filesystem does: a container runtime creates a
+	// missing mount point's directories 0755 in the image, whereas this kubelet shares the host's
+	// file system, where a package may own one (Debian's valkey-server makes /etc/valkey 2770 for
+	// its own user, which would hide /etc/valkey/acl from uid 999). Such a directory gets an
+	// empty tmpfs of mode 0755 over it, in the container's mount namespace only.
+	script.WriteString(`o() { d=""; rest="${1#/}"; while [ "${rest#*/}" != "$rest" ]; do part="${rest%%/*}"; rest="${rest#*/}"; d="$d/$part"; ` +
+		`if [ -d "$d" ]; then case "$(stat -c %A "$d")" in *x|*t) ;; *) mount -t tmpfs -o mode=755 tmpfs "$d" ;; esac; fi; done; }` + "\n")
+	script.WriteString(`m() { o "$2"; if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")"; [ -e "$2" ] || : > "$2"; fi; ` +
 		`mount --bind "$1" "$2"; if [ "$3" = ro ]; then mount -o remount,bind,ro "$2"; fi; }` + "\n")
 	fmt.Fprintf(&script, "echo %s > /proc/sys/kernel/hostname\n", shellQuote(podHostname(pod)))
 	if dir, ok := p.k.imageCommands(c.Image); ok {
