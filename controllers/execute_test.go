@@ -518,6 +518,10 @@ func TestFailoverEventSaysWhatTheLogSays(t *testing.T) {
 	for _, a := range kinds {
 		t.Run(a.String(), func(t *testing.T) {
 			f := newExecFixture(t, 3)
+			if _, ok := a.(plan.FailoverForce); ok {
+				// It takes: a refused FORCE adds a takeover's line (TestExecuteTakesOverWhenAForceDoesNotTake).
+				f.node(1).On("CLUSTER NODES", valkeytest.Str(nodesLine(hexID(1), "10.0.0.2", "myself,master", "-")))
+			}
 			rec := events.NewFakeRecorder(10)
 			f.r.Events = rec
 			if err := f.run(t, a); err != nil {
