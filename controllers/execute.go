@@ -254,6 +254,10 @@ func promotesLost(a plan.Action) bool {
 	switch a.(type) {
 	case plan.FailoverForce, plan.Takeover:
 		return true
+	case plan.AddSlots, plan.AnnotatePod, plan.CloseSlots, plan.CreatePod, plan.DeleteBudget, plan.DeleteNetworkPolicy,
+		plan.DeletePod, plan.Detach, plan.Failover, plan.Forget, plan.MarkActive, plan.Meet, plan.MoveSlots, plan.RecordPod,
+		plan.Replicate, plan.SetBudget, plan.SetConfig, plan.SetNetworkPolicy, plan.SettleMove, plan.WriteACLSecret:
+		// A graceful failover's shard serves meanwhile; the rest promote nobody.
 	}
 	return false
 }

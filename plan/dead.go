@@ -50,7 +50,7 @@ func planDead(in Input) Step {
 	var ids []string
 	for _, p := range s.Pods {
 		id := p.ClaimedID()
-		if id == "" || claimed[id] || !(p.Phase == fsm.PodFailed || p.Exited) {
+		if id == "" || claimed[id] || (p.Phase != fsm.PodFailed && !p.Exited) {
 			continue
 		}
 		if f, ok := deadForget(live, id); ok && len(f.Pods) > 0 {

@@ -196,24 +196,6 @@ func TestGracefulIntentDoesNotHoldBackAfterTheCrash(t *testing.T) {
 // slotsOf is shard's even share of the slots among shards.
 func slotsOf(shard, shards int) slot.Set { return slot.Set{slot.EvenSpread(shards)[shard]} }
 
-// votersKnow makes every reachable node's view see id as a replica of primary, or as a primary
-// when primary is "".
-func votersKnow(id, primary string) opt {
-	return func(s *fsm.Snapshot) {
-		for i := range s.Pods {
-			n := s.Pods[i].Node
-			if n == nil || !n.Reachable {
-				continue
-			}
-			if primary == "" {
-				delete(n.Follows, id)
-			} else {
-				n.Follows[id] = primary
-			}
-		}
-	}
-}
-
 // A takeover is recorded as the intent of its pass, as a FORCE is.
 func TestNextFailoverRecordsATakeover(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
