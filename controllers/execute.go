@@ -58,7 +58,11 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		if holdsPushes(a) {
 			// The ACL and TLS controllers keep off the cluster's nodes from now until a pass
 			// has observed the step's effect (fanout.Guard).
-			end := r.Guard.Begin(ctx, clusterKey(vc), a.String())
+			begin := r.Guard.Begin
+			if promotesLost(a) {
+				begin = r.Guard.BeginNow
+			}
+			end := begin(ctx, clusterKey(vc), a.String())
 			defer func() { end(time.Now()) }()
 		}
 		var err error
@@ -112,15 +116,18 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		case plan.Takeover:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
-				if err = c.Failover(ctx, valkey.FailoverTakeover); err == nil {
-					log.Info(failoverMessage(a), logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
-				}
+				err = takeOver(ctx, log, c, a)
 			}
 		case plan.FailoverForce:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
 				if err = c.Failover(ctx, valkey.FailoverForce); err == nil {
 					log.Info(failoverMessage(a), logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
+					if !becamePrimary(ctx, c, plan.FailoverCheck) {
+						// Refused: its next election is barred for 4 × cluster-node-timeout, and
+						// the primary's container is gone (plan.FailoverForce).
+						err = takeOver(ctx, log, c, plan.Takeover{Pod: a.Pod, PrimaryID: a.PrimaryID, Shard: a.Shard, Reason: plan.TakeoverForceRefused})
+					}
 				}
 			}
 		case plan.Failover:
@@ -238,6 +245,69 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 	}
 	return errors.Join(deferred, failed)
 }
+
+// promotesLost reports whether a promotes the replica of a lost primary: its shard refuses
+// writes until it lands, so it does not wait for an ACL or TLS push under way (fanout.Guard's
+// BeginNow). A push to a node that does not answer costs its dial timeout: chaos seed 60606's
+// second network cut had its takeover wait 2 s for one.
+func promotesLost(a plan.Action) bool {
+	switch a.(type) {
+	case plan.FailoverForce, plan.Takeover:
+		return true
+	case plan.AddSlots, plan.AnnotatePod, plan.CloseSlots, plan.CreatePod, plan.DeleteBudget, plan.DeleteNetworkPolicy,
+		plan.DeletePod, plan.Detach, plan.Failover, plan.Forget, plan.MarkActive, plan.Meet, plan.MoveSlots, plan.RecordPod,
+		plan.Replicate, plan.SetBudget, plan.SetConfig, plan.SetNetworkPolicy, plan.SettleMove, plan.WriteACLSecret:
+		// A graceful failover's shard serves meanwhile; the rest promote nobody.
+	}
+	return false
+}
+
+// takeOver sends CLUSTER FAILOVER TAKEOVER to a's replica and says so: the quorum planner's
+// (no majority of primaries) or the failover planner's (a FORCE would not take, a.Reason). A
+// replica that is a primary by now has taken the shard over already.
+func takeOver(ctx context.Context, log *zap.Logger, c *valkey.Client, a plan.Takeover) error {
+	err := c.Failover(ctx, valkey.FailoverTakeover)
+	if alreadyPrimary(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fields := []zap.Field{logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard)}
+	if a.Reason != "" {
+		fields = append(fields, zap.String(logging.FieldReason, a.Reason))
+	}
+	log.Info(failoverMessage(a), fields...)
+	return nil
+}
+
+// becamePrimary asks c's node, every FailoverPoll for up to wait, whether it is a primary now
+// (its own CLUSTER NODES line): whether the FORCE sent to it took. The command's reply only says
+// the request was accepted; a refused election leaves the node a replica.
+func becamePrimary(ctx context.Context, c *valkey.Client, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		qctx, cancel := context.WithTimeout(ctx, FailoverPoll)
+		entries, err := c.ClusterNodes(qctx)
+		cancel()
+		if err == nil {
+			if me, ok := valkey.Myself(entries); ok && me.Role == valkey.RolePrimary {
+				return true
+			}
+		}
+		if !time.Now().Add(FailoverPoll).Before(deadline) || ctx.Err() != nil {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(FailoverPoll):
+		}
+	}
+}
+
+// FailoverPoll is how often becamePrimary asks.
+const FailoverPoll = 50 * time.Millisecond
 
 // holdsPushes reports whether a keeps the ACL and TLS controllers off the cluster's nodes while
 // it runs and until its effect is observed (fanout.Guard): every disruptive step but the slot

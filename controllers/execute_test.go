@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -125,8 +126,14 @@ func TestExecuteSendsTheCommandsOfEachAction(t *testing.T) {
 			want: []string{"1: CLUSTER REPLICATE n0"}},
 		{name: "takeover", action: plan.Takeover{Pod: "p1", PrimaryID: "n0"},
 			want: []string{"1: CLUSTER FAILOVER TAKEOVER"}},
-		{name: "forced failover", action: plan.FailoverForce{Pod: "p1", PrimaryID: "n0"},
-			want: []string{"1: CLUSTER FAILOVER FORCE"}},
+		{name: "forced failover, then the replica says it is a primary",
+			script: func(f *execFixture) {
+				f.node(1).On("CLUSTER NODES", valkeytest.Str(nodesLine(hexID(1), "10.0.0.2", "myself,master", "-")))
+			},
+			action: plan.FailoverForce{Pod: "p1", PrimaryID: "n0"},
+			want:   []string{"1: CLUSTER FAILOVER FORCE", "1: CLUSTER NODES"}},
+		{name: "a takeover for a lost primary whose FORCE would not take", action: plan.Takeover{Pod: "p1", PrimaryID: "n0", Reason: plan.TakeoverStaleView},
+			want: []string{"1: CLUSTER FAILOVER TAKEOVER"}},
 		{name: "graceful failover", action: plan.Failover{Pod: "p1", PrimaryID: "n0", Roll: true},
 			want: []string{"1: CLUSTER FAILOVER"}},
 		{name: "graceful failover of a replica promoted since",
@@ -150,6 +157,53 @@ func TestExecuteSendsTheCommandsOfEachAction(t *testing.T) {
 			}
 			f.wantCommands(t, tc.want...)
 		})
+	}
+}
+
+// hexID is a node id as Valkey prints one, 40 hex digits, numbered i.
+func hexID(i int) string { return fmt.Sprintf("%040x", i+1) }
+
+// nodesLine is one CLUSTER NODES line of node id at ip, with its flags and primary ("-" for a
+// primary).
+func nodesLine(id, ip, flags, primary string) string {
+	slots := ""
+	if primary == "-" {
+		slots = " 0-5460"
+	}
+	return fmt.Sprintf("%s %s:6379@16379 %s %s 0 0 1 connected%s\n", id, ip, flags, primary, slots)
+}
+
+// A FORCE that does not take within plan.FailoverCheck (the replica still says it is one: the
+// primaries refused it their vote, chaos seed 60606) is followed at once by a TAKEOVER on the
+// same replica, said with its reason; one that takes is not.
+func TestExecuteTakesOverWhenAForceDoesNotTake(t *testing.T) {
+	f := newExecFixture(t, 3)
+	f.node(1).On("CLUSTER NODES", valkeytest.Str(nodesLine(hexID(1), "10.0.0.2", "myself,slave", hexID(0))))
+	began := time.Now()
+	if err := f.run(t, plan.FailoverForce{Pod: "p1", PrimaryID: "n0", Shard: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took < plan.FailoverCheck-FailoverPoll {
+		t.Fatalf("the takeover came %s after the FORCE, want %s of waiting for it to take first", took, plan.FailoverCheck)
+	}
+	got := f.fleet.Commands()
+	if len(got) < 3 || got[0] != nodeAddr(podIP(1))+" CLUSTER FAILOVER FORCE" || got[len(got)-1] != nodeAddr(podIP(1))+" CLUSTER FAILOVER TAKEOVER" {
+		t.Fatalf("commands: %v, want FORCE, CLUSTER NODES until %s, TAKEOVER", got, plan.FailoverCheck)
+	}
+	for _, c := range got[1 : len(got)-1] {
+		if c != nodeAddr(podIP(1))+" CLUSTER NODES" {
+			t.Fatalf("commands: %v, want only CLUSTER NODES between FORCE and TAKEOVER", got)
+		}
+	}
+	lines := f.logs.FilterMessage(logging.MsgPrimaryGoneTakeover).All()
+	if len(lines) != 1 || lines[0].ContextMap()[logging.FieldReason] != plan.TakeoverForceRefused {
+		t.Fatalf("%d %q lines (%v), want one with reason %q", len(lines), logging.MsgPrimaryGoneTakeover, lines, plan.TakeoverForceRefused)
+	}
+	if n := f.logs.FilterMessage(logging.MsgPrimaryGonePromoting).Len(); n != 1 {
+		t.Fatalf("%d %q lines, want 1", n, logging.MsgPrimaryGonePromoting)
+	}
+	if n := f.logs.FilterMessage(logging.MsgNoQuorumTakeover).Len(); n != 0 {
+		t.Fatalf("%d %q lines, want none: the primaries are a majority", n, logging.MsgNoQuorumTakeover)
 	}
 }
 
@@ -458,11 +512,16 @@ func TestFailoverEventSaysWhatTheLogSays(t *testing.T) {
 		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Spread: true, Zone: "zone-a"},
 		plan.FailoverForce{Pod: "p1", PrimaryID: "n0", Shard: 2},
 		plan.Takeover{Pod: "p1", PrimaryID: "n0", Shard: 2},
+		plan.Takeover{Pod: "p1", PrimaryID: "n0", Shard: 2, Reason: plan.TakeoverStaleView},
 	}
 	seen := map[string]bool{}
 	for _, a := range kinds {
 		t.Run(a.String(), func(t *testing.T) {
 			f := newExecFixture(t, 3)
+			if _, ok := a.(plan.FailoverForce); ok {
+				// It takes: a refused FORCE adds a takeover's line (TestExecuteTakesOverWhenAForceDoesNotTake).
+				f.node(1).On("CLUSTER NODES", valkeytest.Str(nodesLine(hexID(1), "10.0.0.2", "myself,master", "-")))
+			}
 			rec := events.NewFakeRecorder(10)
 			f.r.Events = rec
 			if err := f.run(t, a); err != nil {

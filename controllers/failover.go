@@ -16,7 +16,10 @@ func failoverStatus(f *fsm.FailoverIntent) *v1.FailoverStatus {
 		return nil
 	}
 	mode := ""
-	if f.Force {
+	switch {
+	case f.Takeover:
+		mode = string(valkey.FailoverTakeover)
+	case f.Force:
 		mode = string(valkey.FailoverForce)
 	}
 	return &v1.FailoverStatus{Shard: int32(f.Shard), Pod: f.Pod, PrimaryNodeID: f.PrimaryID, Mode: mode, StartedAt: metav1.NewTime(f.StartedAt.Truncate(time.Second))}

@@ -177,17 +177,20 @@ func failoverMessage(a plan.Action) string {
 	if _, ok := a.(plan.FailoverForce); ok {
 		return logging.MsgPrimaryGonePromoting
 	}
-	if _, ok := a.(plan.Takeover); ok {
+	if t, ok := a.(plan.Takeover); ok {
+		if t.Reason != "" {
+			return logging.MsgPrimaryGoneTakeover
+		}
 		return logging.MsgNoQuorumTakeover
 	}
 	return ""
 }
 
 // failoverNote is the Event of a failover: its shard, its log message and the fields of its log
-// line (the replica promoted, the zone a spread leaves).
+// line (the replica promoted, the zone a spread leaves, why a takeover where a FORCE would do).
 func failoverNote(a plan.Action) string {
 	var shard int
-	var pod, zone string
+	var pod, zone, reason string
 	if f, ok := a.(plan.Failover); ok {
 		shard, pod = f.Shard, f.Pod
 		if f.Spread {
@@ -198,11 +201,14 @@ func failoverNote(a plan.Action) string {
 		shard, pod = f.Shard, f.Pod
 	}
 	if f, ok := a.(plan.Takeover); ok {
-		shard, pod = f.Shard, f.Pod
+		shard, pod, reason = f.Shard, f.Pod, f.Reason
 	}
 	note := fmt.Sprintf("shard %d: %s (pod %s", shard, failoverMessage(a), pod)
 	if zone != "" {
 		note += ", leaving zone " + zone
+	}
+	if reason != "" {
+		note += ", " + reason
 	}
 	return note + ")"
 }

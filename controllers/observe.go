@@ -307,6 +307,12 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 		if e.PFail {
 			n.Suspected[e.ID] = true
 		}
+		if e.Role == valkey.RoleReplica && e.PrimaryID != "" {
+			if n.Follows == nil {
+				n.Follows = map[string]string{}
+			}
+			n.Follows[e.ID] = e.PrimaryID
+		}
 		if e.Myself {
 			n.Primary = e.Role == valkey.RolePrimary
 			n.PrimaryID = e.PrimaryID
@@ -333,5 +339,5 @@ func failoverIntent(f *v1.FailoverStatus) *fsm.FailoverIntent {
 	if f == nil {
 		return nil
 	}
-	return &fsm.FailoverIntent{Shard: int(f.Shard), Pod: f.Pod, PrimaryID: f.PrimaryNodeID, Force: f.Mode == string(valkey.FailoverForce), StartedAt: f.StartedAt.Time}
+	return &fsm.FailoverIntent{Shard: int(f.Shard), Pod: f.Pod, PrimaryID: f.PrimaryNodeID, Force: f.Mode == string(valkey.FailoverForce), Takeover: f.Mode == string(valkey.FailoverTakeover), StartedAt: f.StartedAt.Time}
 }

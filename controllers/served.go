@@ -13,9 +13,17 @@ import (
 // graceful handover of the lease takes well under the hold) knows nothing of what the previous
 // one handed over, so its first pass of a cluster takes every node as serving then, and holds
 // each retirement of the hold's kind once, for at most MovedHold.
+//
+// It also remembers the node id each pod's node last answered with, and gives it to a pod whose
+// node does not answer and whose last status holds none (fsm.Pod.LastNodeID): status.nodes lists
+// live pods only, so a pod whose container died loses its id from the status a pass later, and
+// the dead planner (plan/dead.go) forgets a dead primary's id as soon as its slots are taken over
+// only if it can tell whose it was. In memory only, like the rest: after a restart such an id is
+// forgotten once Valkey flags it `fail` (plan/cleanup.go).
 type servedSlots struct {
 	mu   sync.Mutex
 	at   map[string]map[string]time.Time
+	ids  map[string]map[string]string
 	seen map[string]bool // clusters observed since the operator started
 }
 
@@ -32,6 +40,7 @@ func (t *servedSlots) observe(cluster string, s *fsm.Snapshot) {
 	}
 	first := !t.seen[cluster]
 	t.seen[cluster] = true
+	t.rememberIDs(cluster, s)
 	old := t.at[cluster]
 	cur := map[string]time.Time{}
 	for i := range s.Pods {
@@ -48,6 +57,32 @@ func (t *servedSlots) observe(cluster string, s *fsm.Snapshot) {
 		return
 	}
 	t.at[cluster] = cur
+}
+
+// rememberIDs records the id each answering pod's node gave and fills in the remembered one for
+// the others that have none. Callers hold t.mu.
+func (t *servedSlots) rememberIDs(cluster string, s *fsm.Snapshot) {
+	if t.ids == nil {
+		t.ids = map[string]map[string]string{}
+	}
+	old := t.ids[cluster]
+	cur := map[string]string{}
+	for i := range s.Pods {
+		p := &s.Pods[i]
+		switch n := p.Node; {
+		case n != nil && n.Reachable && n.ID != "":
+			cur[p.Name] = n.ID
+		case p.LastNodeID != "":
+			cur[p.Name] = p.LastNodeID
+		case old[p.Name] != "":
+			cur[p.Name], p.LastNodeID = old[p.Name], old[p.Name]
+		}
+	}
+	if len(cur) == 0 {
+		delete(t.ids, cluster)
+		return
+	}
+	t.ids[cluster] = cur
 }
 
 // handedOver records that pod's node gave its slots away at when (a failover, a slot move).
@@ -68,5 +103,6 @@ func (t *servedSlots) forget(cluster string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.at, cluster)
+	delete(t.ids, cluster)
 	delete(t.seen, cluster)
 }

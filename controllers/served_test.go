@@ -45,3 +45,24 @@ func TestServedAfterRestartHoldsEveryPodOnce(t *testing.T) {
 		t.Errorf("a cluster forgotten and seen again is new: the demoted node served at %v, want %v", got, t2)
 	}
 }
+
+// A pod whose container died keeps, in this operator's memory, the node id its node last
+// answered with, once the status (live pods only) no longer holds it: the dead planner needs it
+// to forget a lost primary's id at once.
+func TestServedRemembersNodeIDs(t *testing.T) {
+	var s servedSlots
+	alive := fsm.Snapshot{Now: time.Unix(100, 0), Pods: []fsm.Pod{{Name: "a", Phase: fsm.PodRunning, Node: &fsm.Node{Reachable: true, ID: "id-a"}}}}
+	s.observe("ns/vc", &alive)
+	dead := fsm.Snapshot{Now: time.Unix(101, 0), Pods: []fsm.Pod{{Name: "a", Phase: fsm.PodFailed}}}
+	s.observe("ns/vc", &dead)
+	if got := dead.Pods[0].LastNodeID; got != "id-a" {
+		t.Fatalf("LastNodeID = %q, want id-a", got)
+	}
+	gone := fsm.Snapshot{Now: time.Unix(102, 0)}
+	s.observe("ns/vc", &gone)
+	again := fsm.Snapshot{Now: time.Unix(103, 0), Pods: []fsm.Pod{{Name: "a", Phase: fsm.PodFailed}}}
+	s.observe("ns/vc", &again)
+	if got := again.Pods[0].LastNodeID; got != "" {
+		t.Fatalf("a pod gone from the snapshot is forgotten, got %q", got)
+	}
+}

@@ -90,6 +90,14 @@ func TestBuildStatus(t *testing.T) {
 			},
 			pl:     plan.Plan{Actions: []plan.Action{plan.CreatePod{Shard: 1}}, Waiting: "waiting for the cluster to agree"},
 			reason: ReasonNotFormed, message: "waiting for the cluster to agree", degraded: true, readyN: 5, requeue: waitInterval},
+		{name: "a lost primary's replica promoted: looked at again at once, to forget the lost id", state: fsm.Active,
+			snap: func() fsm.Snapshot {
+				s := formedSnapshot(3, 1)
+				s.Pods[2].Phase, s.Pods[2].Node = fsm.PodFailed, &fsm.Node{Err: "connection refused"}
+				return s
+			},
+			pl:     plan.Plan{Actions: []plan.Action{plan.CreatePod{Shard: 1}, plan.FailoverForce{Pod: "p1-1", PrimaryID: "n2", Shard: 1}}, Waiting: "waiting for the failover of shard 1"},
+			reason: ReasonNotFormed, message: "waiting for the failover of shard 1", degraded: true, readyN: 5, requeue: promotedInterval},
 		{name: "invalid", state: fsm.Invalid, problem: `ValkeyConfig "x" not found`,
 			snap:   func() fsm.Snapshot { s := formedSnapshot(1, 0); s.SpecHash = ""; return s },
 			reason: ReasonInvalid, message: `ValkeyConfig "x" not found`, readyN: 1, requeue: TickInterval},

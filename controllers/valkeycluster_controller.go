@@ -42,6 +42,10 @@ const (
 	// waitInterval is how soon a pass that waits on the world (pods starting, gossip
 	// converging) looks again.
 	waitInterval = time.Second
+	// promotedInterval is how soon the pass after the promotion of a lost primary's replica
+	// looks: it forgets the lost primary's id (plan/dead.go), which clients reading CLUSTER
+	// SHARDS may still send the shard's writes to.
+	promotedInterval = 100 * time.Millisecond
 	// healthyInterval is how often a Ready cluster with nothing to do is observed again. Nothing
 	// in Kubernetes changes when a node stops answering while its pod runs (a network cut, a
 	// partition, a hung host), so no watch reports it: the operator learns of it only by
@@ -343,7 +347,8 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	return ctrl.Result{RequeueAfter: after}, nil
 }
 
-// requeueAfter says when the next pass looks again. A pass that acted, or a cluster that is not
+// requeueAfter says when the next pass looks again. A pass that promoted a lost primary's replica
+// is followed at once (promotedInterval). A pass that acted, or a cluster that is not
 // Ready while the operator can still get it there (pods starting, nodes meeting, replicas
 // syncing), is looked at again after waitInterval, so that Ready is reported within a second of
 // becoming true. A Ready cluster with nothing to do is looked at every healthyInterval: the loss
@@ -351,6 +356,8 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 // the operator (which the watches report) is looked at on the tick.
 func requeueAfter(h health, pl plan.Plan) time.Duration {
 	switch {
+	case slices.ContainsFunc(pl.Actions, promotesLost):
+		return promotedInterval
 	case changesCluster(pl) || (!h.Ready && !h.Outside):
 		return waitInterval
 	case h.Ready:

@@ -150,20 +150,32 @@ type push struct {
 // push under way there has ended (at most BeginWait, or until ctx ends). The returned func
 // records the step's end; call it once the step returned, failed or not.
 func (g *Guard) Begin(ctx context.Context, cluster, what string) (end func(at time.Time)) {
+	return g.begin(ctx, cluster, what, BeginWait)
+}
+
+// BeginNow is Begin without waiting for a push under way: for a step that ends a refusal of
+// writes (a lost primary's replica promoted), which a push to a node that does not answer (a
+// dial timeout per node) must not hold back. The pushes that start after it wait for it as
+// for any step.
+func (g *Guard) BeginNow(ctx context.Context, cluster, what string) (end func(at time.Time)) {
+	return g.begin(ctx, cluster, what, 0)
+}
+
+func (g *Guard) begin(ctx context.Context, cluster, what string, wait time.Duration) (end func(at time.Time)) {
 	if g == nil {
 		return func(time.Time) {}
 	}
 	g.mu.Lock()
-	if p := g.pushes[cluster]; p != nil && p.running > 0 {
+	if p := g.pushes[cluster]; p != nil && p.running > 0 && wait > 0 {
 		done := p.idle
 		g.mu.Unlock()
-		wait := time.NewTimer(BeginWait)
+		timer := time.NewTimer(wait)
 		select {
 		case <-done:
-		case <-wait.C:
+		case <-timer.C:
 		case <-ctx.Done():
 		}
-		wait.Stop()
+		timer.Stop()
 		g.mu.Lock()
 	}
 	s := &step{what: what}

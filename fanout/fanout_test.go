@@ -238,3 +238,25 @@ func TestBeginWaitsForAPush(t *testing.T) {
 		t.Fatalf("a step waited %s for a push that does not end, want BeginWait (%s)", d, BeginWait)
 	}
 }
+
+// TestBeginNowWaitsForNoPush: a step that promotes a lost primary's replica begins at once,
+// whatever push is under way (a push to a cut node waits out its dial timeout), and the pushes
+// after it are held as after any step.
+func TestBeginNowWaitsForNoPush(t *testing.T) {
+	g := &Guard{}
+	const key = "ns/vc"
+	_, stuck, ok := g.Push(key, time.Now())
+	if !ok {
+		t.Fatal("held with no step in flight")
+	}
+	defer stuck()
+	start := time.Now()
+	end := g.BeginNow(t.Context(), key, "takeover")
+	if d := time.Since(start); d > BeginWait/4 {
+		t.Fatalf("the step waited %s for a push under way", d)
+	}
+	if _, _, ok := g.Push(key, time.Now()); ok {
+		t.Fatal("a push went ahead while the step runs")
+	}
+	end(time.Now())
+}

@@ -141,6 +141,15 @@ func withFailed(name string) opt {
 	}
 }
 
+// withReplacement: a new pod of shard runs, an empty primary that knows only itself.
+func withReplacement(shard int) opt {
+	return func(s *Snapshot) {
+		name := fmt.Sprintf("p%d-new", shard)
+		s.Pods = append(s.Pods, Pod{Name: name, Shard: shard, Phase: PodRunning, IP: "10.244.9.9",
+			Node: &Node{Reachable: true, ID: "id-" + name, Primary: true, Known: map[string]slot.Set{"id-" + name: nil}}})
+	}
+}
+
 // formedOnce: status.formedAt is set.
 func formedOnce(s *Snapshot) { s.FormedAt = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }
 
@@ -214,6 +223,9 @@ func TestDecide(t *testing.T) {
 		{"bootstrapping with the marker (an older operator's status): activate", newSnapshot(Bootstrapping, 3, 1, formedOnce, allFailed), EventActivate},
 		{"forming with the marker: activate", newSnapshot(Forming, 3, 1, formedOnce, meshed), EventActivate},
 		{"active, formed once, every pod dead: stays active", newSnapshot(Active, 3, 1, formed, formedOnce, allFailed), ""},
+		// Chaos seed 60606: a lost primary's replacement, an empty primary not yet attached,
+		// while the replica that takes over still follows the lost one. Healing, not resharding.
+		{"active, a lost primary's replacement up before the failover: stays active", newSnapshot(Active, 3, 1, formed, withFailed("p0-0"), withReplacement(0)), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -91,12 +91,13 @@ type Snapshot struct {
 
 // FailoverIntent is a failover the operator issued: Pod, a replica of PrimaryID (the lost
 // primary of Shard), was asked to take over at StartedAt. Force says CLUSTER FAILOVER FORCE was
-// sent rather than a graceful CLUSTER FAILOVER.
+// sent rather than a graceful CLUSTER FAILOVER, Takeover that CLUSTER FAILOVER TAKEOVER was.
 type FailoverIntent struct {
 	Shard     int
 	Pod       string
 	PrimaryID string
 	Force     bool
+	Takeover  bool
 	StartedAt time.Time
 }
 
@@ -252,6 +253,10 @@ type Node struct {
 	// agree to turn the suspicion into `fail`, which is exactly what happens when most primaries
 	// are gone. Only the quorum planner reads it; forgetting needs `fail`.
 	Suspected map[string]bool
+	// Follows are, for each node this node knows as a replica, the primary it follows in this
+	// node's view (the ids of Known). A primary votes on a failover from its own view: it refuses
+	// a replica it still sees as a primary (ReplicaInViews).
+	Follows map[string]string
 	// LinkUp is master_link_status:up (replicas only).
 	LinkUp bool
 	// ReplOffset is master_repl_offset: how much of the replication stream the node applied.
@@ -300,6 +305,16 @@ func (s Snapshot) LivePods() []Pod {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Pod is the pod of that name, any phase; nil when the snapshot has none.
+func (s Snapshot) Pod(name string) *Pod {
+	for i := range s.Pods {
+		if s.Pods[i].Name == name {
+			return &s.Pods[i]
+		}
+	}
+	return nil
 }
 
 // Lost reports whether Kubernetes says the pod's node is gone (NodeLost) and its Valkey node does
@@ -452,6 +467,41 @@ func (s Snapshot) FormedOnce() bool {
 		}
 	}
 	return false
+}
+
+// RolesDisagree says which reachable live node still sees another as other than that node says
+// it is (a replica as a primary, or as the replica of another primary), "" when every view
+// agrees. A node's role reaches the others with its own heartbeats, up to half
+// cluster-node-timeout after it changed: right after a graceful failover the other primaries
+// may still see the old primary as one, and would refuse it their vote if the new primary died
+// (chaos seed 60606).
+func (s Snapshot) RolesDisagree() string {
+	live := s.LivePods()
+	for _, y := range live {
+		if y.Node == nil || !y.Node.Reachable || y.Node.ID == "" {
+			continue
+		}
+		want := ""
+		if !y.Node.Primary {
+			want = y.Node.PrimaryID
+		}
+		for _, x := range live {
+			if x.Name == y.Name || x.Node == nil || !x.Node.Reachable {
+				continue
+			}
+			if _, knows := x.Node.Known[y.Node.ID]; !knows {
+				continue
+			}
+			if got := x.Node.Follows[y.Node.ID]; got != want {
+				role := "a primary"
+				if got != "" {
+					role = "a replica of " + got
+				}
+				return fmt.Sprintf("%s still sees %s as %s", x.Name, y.Name, role)
+			}
+		}
+	}
+	return ""
 }
 
 // Synced reports whether every replica's link to its primary is up: a replica that is
@@ -691,10 +741,20 @@ func (s Snapshot) Changing() string {
 		}
 	}
 	// Slots: while every slot is served, each shard's primary serves its even share. (Slots
-	// nobody serves are a loss that formation assigns again, not a change.)
+	// nobody serves are a loss that formation assigns again, not a change; nor is a shard whose
+	// primary was lost while a replica that can take over follows it: its pod's replacement, an
+	// empty primary until it is attached, would read as a shard serving no slot, and the cluster
+	// turned Upgrading for the seconds of a failover (chaos seed 60606).)
 	if s.Serving() {
 		spread := slot.EvenSpread(s.Shards)
+		healing := map[int]bool{}
+		for _, w := range s.AwaitingFailover() {
+			healing[w.Shard] = true
+		}
 		for shard, pods := range s.ShardPods() {
+			if healing[shard] {
+				continue
+			}
 			if p := ShardPrimary(pods); p != nil && p.Node.MySlots.Count() != spread[shard].Count() {
 				return fmt.Sprintf("resharding: shard %d serves %d slots, %d wanted", shard, p.Node.MySlots.Count(), spread[shard].Count())
 			}

@@ -172,6 +172,12 @@ const (
 	// MsgPrimaryGonePromoting (INFO, TargetCluster): cluster_name, pod (the replica promoted
 	// with CLUSTER FAILOVER FORCE), node (the lost primary's id), shard.
 	MsgPrimaryGonePromoting = "primary pod gone, promoting synced replica"
+	// MsgPrimaryGoneTakeover (INFO, TargetCluster): cluster_name, pod (the replica promoted
+	// with CLUSTER FAILOVER TAKEOVER), node (the lost primary's id), shard, reason (why a FORCE
+	// would not do: it did not take, or the primaries that vote do not see the replica as one
+	// yet). Ours: a primary whose container is gone while a majority of primaries lives, taken
+	// over without their vote (plan/failover.go rule 6).
+	MsgPrimaryGoneTakeover = "primary pod gone, synced replica taking over"
 	// MsgPrimaryLeavingHandover (INFO, TargetCluster): cluster_name, pod (the replica promoted
 	// with a graceful CLUSTER FAILOVER), node (the leaving primary's id), shard.
 	MsgPrimaryLeavingHandover = "primary pod deleting, handing its slots to synced replica"
@@ -374,6 +380,7 @@ var Catalogue = []Entry{
 	{MsgAssigningSlots, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSlots}},
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgPrimaryGonePromoting, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
+	{MsgPrimaryGoneTakeover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard, FieldReason}},
 	{MsgPrimaryLeavingHandover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgRealigningShard, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgSpreadingPrimaries, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard, FieldZone}},

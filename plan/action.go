@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/slot"
@@ -80,19 +81,43 @@ type DeletePod struct{ Pod, Reason string }
 type Detach struct{ Pod string }
 
 // Takeover sends CLUSTER FAILOVER TAKEOVER to Pod's node, a synced replica of PrimaryID, the lost
-// primary of Shard.
+// primary of Shard. Reason is "" for the quorum planner's takeover (no majority of primaries
+// left to vote); the failover planner's, whose primary's container is gone while a majority
+// lives, says why a FORCE would not do (TakeoverStaleView, TakeoverForceRefused).
 type Takeover struct {
 	Pod, PrimaryID string
 	Shard          int
+	Reason         string
 }
+
+// The failover planner's reasons for a TAKEOVER where a majority of primaries lives.
+const (
+	// TakeoverStaleView: too few of the primaries that vote see the replica as a replica of the
+	// lost primary yet (a graceful failover made it one a moment ago, and the news travels with
+	// its next heartbeat): they would refuse it their vote.
+	TakeoverStaleView = "the primaries that vote do not see it as a replica yet"
+	// TakeoverForceRefused: a CLUSTER FAILOVER FORCE on it did not take, and Valkey bars its
+	// next election for four times cluster-node-timeout.
+	TakeoverForceRefused = "a FORCE on it did not take"
+)
 
 // FailoverForce sends CLUSTER FAILOVER FORCE to Pod's node, a synced replica of PrimaryID, the
 // primary of Shard whose container Kubernetes says is gone: no handshake with the dead primary,
-// but a vote of the other primaries, without waiting for cluster-node-timeout.
+// but a vote of the other primaries, without waiting for cluster-node-timeout. The executor
+// waits FailoverCheck for the replica to say it is a primary and, when it does not, sends it
+// CLUSTER FAILOVER TAKEOVER: a refused election bars the replica's next one, Valkey's own
+// failover included, for four times cluster-node-timeout (20 s), and with the old primary's
+// container gone no write can reach it, so a takeover loses nothing the FORCE would keep.
 type FailoverForce struct {
 	Pod, PrimaryID string
 	Shard          int
 }
+
+// FailoverCheck is how long the executor waits for a CLUSTER FAILOVER FORCE to take before it
+// takes over (FailoverForce). An election is a round trip to each primary: on this 2-core
+// machine under load a FORCE that takes has taken within a few tens of milliseconds, one that
+// was refused never does.
+const FailoverCheck = 500 * time.Millisecond
 
 // Failover sends a graceful CLUSTER FAILOVER to Pod's node, a synced replica of PrimaryID, the
 // primary of Shard: the old primary stops writes, the replica catches up, and they swap, so no
@@ -383,6 +408,9 @@ func (a Detach) String() string { return "detach " + a.Pod + " from its primary"
 
 // String describes the action.
 func (a Takeover) String() string {
+	if a.Reason != "" {
+		return fmt.Sprintf("%s takes over shard %d from %s (%s)", a.Pod, a.Shard, a.PrimaryID, a.Reason)
+	}
 	return fmt.Sprintf("%s takes over shard %d from %s", a.Pod, a.Shard, a.PrimaryID)
 }
 

@@ -180,6 +180,7 @@ func Default() Chain {
 		pods,
 		failover,
 		quorum,
+		dead,
 		misplaced,
 		formation,
 		reshard,

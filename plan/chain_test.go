@@ -225,8 +225,13 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 		if s.OwnedIDs()[f.NodeID] {
 			t.Fatalf("snapshot %d, %s: forgets %s, which a live pod owns\n%s", i, st, f.NodeID, dump(s))
 		}
-		if s.AllAnswer() != "" {
+		if s.AllAnswer() != "" && !deadID(s, f.NodeID) {
 			t.Fatalf("snapshot %d, %s: forgets %s while %s\n%s", i, st, f.NodeID, s.AllAnswer(), dump(s))
+		}
+		for _, p := range s.LivePods() {
+			if n := p.Node; n != nil && n.Reachable && (len(n.Known[f.NodeID]) > 0 || (!n.Primary && n.PrimaryID == f.NodeID)) && !slices.Contains(f.Pods, p.Name) {
+				t.Fatalf("snapshot %d, %s: forgets %s, which %s sees serve slots or follows\n%s", i, st, f.NodeID, p.Name, dump(s))
+			}
 		}
 	}
 	if m, ok := a.(MoveSlots); ok {
@@ -270,6 +275,11 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 	if f, ok := a.(Failover); ok {
 		promoted, lost = f.Pod, f.PrimaryID
 	}
+	if to, ok := a.(Takeover); ok && to.Reason != "" {
+		// The failover planner's: the quorum planner's TAKEOVER ends a quorum loss, which no
+		// FORCE awaited can.
+		checkNotAwaited(t, i, st, s, a, to.PrimaryID)
+	}
 	if promoted != "" {
 		for _, p := range s.Pods {
 			if p.Name == promoted && (p.Node == nil || p.Node.ReplOffset <= 0 || p.Node.PrimaryID != lost || p.Lifecycle != string(v1.LifecycleActive)) {
@@ -284,14 +294,7 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 				t.Fatalf("snapshot %d, %s: %s while live pod %s owns %s\n%s", i, st, a, p.Name, lost, dump(s))
 			}
 		}
-		if f := s.Failover; f != nil && f.PrimaryID == lost && s.Now.Sub(f.StartedAt) < FailoverRetry {
-			// Only a graceful failover whose primary's container is gone since may be overtaken.
-			owner, known := ownerOf(s, lost)
-			gone := known && (owner == nil || owner.Phase == fsm.PodFailed || owner.Exited)
-			if f.Force || !gone {
-				t.Fatalf("snapshot %d, %s: %s while a failover of %s issued %s ago is awaited\n%s", i, st, a, lost, s.Now.Sub(f.StartedAt), dump(s))
-			}
-		}
+		checkNotAwaited(t, i, st, s, a, lost)
 	}
 	if to, ok := a.(Takeover); ok {
 		for _, p := range s.Pods {
@@ -300,6 +303,51 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 			}
 		}
 	}
+}
+
+// deadID reports whether id may be forgotten while some live node does not answer (the dead
+// planner): a pod whose container is gone claims it, no live pod does, and no reachable live node
+// sees it serve a slot or follows it.
+func deadID(s fsm.Snapshot, id string) bool {
+	dead := false
+	for _, p := range s.Pods {
+		if p.ClaimedID() == id && (p.Phase == fsm.PodFailed || p.Exited) {
+			dead = true
+		}
+	}
+	for _, p := range s.LivePods() {
+		if p.ClaimedID() == id {
+			return false
+		}
+		if n := p.Node; n != nil && n.Reachable && (len(n.Known[id]) > 0 || (!n.Primary && n.PrimaryID == id) || n.Follows[id] != "") {
+			return false
+		}
+	}
+	return dead
+}
+
+// checkNotAwaited fails unless a, which promotes a replica of lost, may overtake the failover of
+// lost that status.failover records (plan/failover.go rule 3): only when none younger than
+// FailoverRetry is recorded, when its replica's pod is no longer live, when it was graceful and
+// lost's container is gone since, or when a is the TAKEOVER answering a FORCE that did not take.
+func checkNotAwaited(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action, lost string) {
+	t.Helper()
+	f := s.Failover
+	if f == nil || f.PrimaryID != lost || s.Now.Sub(f.StartedAt) >= FailoverRetry {
+		return
+	}
+	if c := s.Pod(f.Pod); c == nil || !isLive(*c) {
+		return
+	}
+	owner, known := ownerOf(s, lost)
+	gone := known && (owner == nil || owner.Phase == fsm.PodFailed || owner.Exited)
+	if !f.Force && !f.Takeover && gone {
+		return
+	}
+	if to, ok := a.(Takeover); ok && to.Reason == TakeoverForceRefused && f.Force && s.Now.Sub(f.StartedAt) >= forceUnlanded {
+		return
+	}
+	t.Fatalf("snapshot %d, %s: %s while a failover of %s issued %s ago is awaited\n%s", i, st, a, lost, s.Now.Sub(f.StartedAt), dump(s))
 }
 
 // randomSnapshot draws a cluster of 1-4 shards × 0-2 replicas in any condition: each pod may be
@@ -380,8 +428,9 @@ func randomSnapshot(rng *rand.Rand) fsm.Snapshot {
 func randomIntent(rng *rand.Rand, s *fsm.Snapshot, pool []string) {
 	s.Now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	if rng.IntN(3) == 0 {
+		mode := rng.IntN(3) // graceful, FORCE, TAKEOVER
 		s.Failover = &fsm.FailoverIntent{Shard: rng.IntN(max(s.Shards, 1)), Pod: "p0-1", PrimaryID: pool[rng.IntN(len(pool))],
-			Force: rng.IntN(2) == 0, StartedAt: s.Now.Add(-time.Duration(rng.IntN(20)) * time.Second)}
+			Force: mode == 1, Takeover: mode == 2, StartedAt: s.Now.Add(-time.Duration(rng.IntN(20)) * time.Second)}
 	}
 }
 

@@ -7,12 +7,24 @@ package plan
 //  1. Only a cluster formed once (Forming, Active, Upgrading). There is no gate on nodes
 //     answering: every judgement is made from the nodes that answered and from Kubernetes.
 //  2. A lost primary is a node id P that a reachable live replica follows, that holds slots in
-//     that replica's view, and that no reachable live pod reports as its own id. Shards are
+//     that replica's view, and that no reachable live pod reports as its own id, while no
+//     other reachable node serves those slots itself (a replica of P promoted already, which
+//     P's other replicas have not heard of yet). Shards are
 //     taken in index order, one failover per pass.
 //  3. No second failover: while status.failover records a failover for P younger than
-//     FailoverRetry, the pass waits for it. After that, Valkey has not done it, and it may be
-//     issued again. A graceful one (a rolling upgrade's, a drained primary's) whose primary's
-//     container is gone since can never land: it is not waited for.
+//     FailoverRetry, the pass waits for it, except:
+//     a. its replica is a primary serving slots now: it landed, whatever the other replicas of P
+//     still say; the next lost primary is looked at;
+//     b. its replica's pod is gone (not live): it can never land; a replica is chosen again;
+//     c. a graceful one (a rolling upgrade's, a drained primary's) whose primary's container is
+//     gone since can never land: it is not waited for;
+//     d. a FORCE whose replica still follows P forceUnlanded after it was issued did not take
+//     (the executor takes over after FailoverCheck itself; this is for a pass that ended before
+//     it could, an operator killed in between): TAKEOVER.
+//     After FailoverRetry a failover that has not landed is issued again, a FORCE as a TAKEOVER:
+//     a replica whose election was refused has its next one, Valkey's own failover included,
+//     barred for four times cluster-node-timeout, and the primaries that voted for it refuse
+//     every other replica of P for twice that timeout.
 //  4. Who ran P decides, from Kubernetes and the last status:
 //     a. a live pod (not deleting, not Failed) whose node does not answer and whose last known
 //     id is P, or whose id is not known at all (it ran but never answered): it may be P and
@@ -30,6 +42,15 @@ package plan
 //     is Active, which is written only once its sync was loaded, and its replication offset is
 //     above 0) with the largest offset, then the first by name (bestReplica, forFailover). A
 //     Joining replica holds no usable copy and is never promoted; with none, nothing is done.
+//  6. The cluster's view decides FORCE or TAKEOVER (rule 4c): a primary votes from its own
+//     view, and refuses a replica it still sees as a primary. Right after a graceful failover
+//     (a spread's, a roll's) the old primary is a replica of the new one, but the other
+//     primaries learn it only from its next heartbeat, up to half cluster-node-timeout later:
+//     kill the new primary then and a FORCE on the old one is refused, which bars its next
+//     election for 20 s (chaos seed 60606: 20.6 s refused). When fewer of the reachable voting
+//     primaries than Valkey's quorum see the replica as one of P, TAKEOVER on it instead: P's
+//     container is gone, so no write can reach P, and the takeover loses nothing the FORCE
+//     would keep.
 
 import (
 	"fmt"
@@ -37,6 +58,7 @@ import (
 	"time"
 
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/slot"
 )
 
 // FailoverRetry is how long an issued failover is awaited before it may be issued again: twice
@@ -53,14 +75,26 @@ func planFailover(in Input) Step {
 	}
 	live := reachable(s)
 	owned := s.OwnedIDs()
+lost:
 	for _, c := range lostPrimaries(s, owned) {
 		owner, ok := ownerOf(s, c.primary)
-		if f := s.Failover; f != nil && f.PrimaryID == c.primary && s.Now.Sub(f.StartedAt) < FailoverRetry {
-			// A graceful failover needs its primary: once that primary's container is gone it can
-			// never land, so it holds nothing back (a FORCE, or TAKEOVER, goes ahead at once).
-			gone := ok && (owner == nil || owner.Phase == fsm.PodFailed || owner.Exited)
-			if f.Force || !gone {
-				return Step{Wait: fmt.Sprintf("waiting for the failover of shard %d", c.shard)}
+		// P's container is gone: nothing of P can take part in a handover any more.
+		gone := ok && (owner == nil || owner.Phase == fsm.PodFailed || owner.Exited)
+		wait := fmt.Sprintf("waiting for the failover of shard %d", c.shard)
+		refused := false // rules 3d and 3's end: a FORCE that did not take
+		if f := s.Failover; f != nil && f.PrimaryID == c.primary {
+			age := s.Now.Sub(f.StartedAt)
+			switch candidate := s.Pod(f.Pod); {
+			case candidate != nil && candidate.Node != nil && candidate.Node.Reachable && candidate.Node.Primary && len(candidate.Node.MySlots) > 0:
+				continue lost // rule 3a
+			case age >= FailoverRetry:
+				refused = f.Force
+			case candidate == nil || !isLive(*candidate):
+				// rule 3b: choose again
+			case f.Force && gone && age >= forceUnlanded && candidate.Node != nil && candidate.Node.Reachable && candidate.Node.PrimaryID == c.primary:
+				refused = true // rule 3d
+			case f.Force || f.Takeover || !gone:
+				return Step{Wait: wait} // rule 3, 3c for a graceful one
 			}
 		}
 		if !ok {
@@ -74,13 +108,47 @@ func planFailover(in Input) Step {
 		if !planned && !majorityAlive(live, owned) {
 			continue // the quorum planner takes over
 		}
-		var a Action = FailoverForce{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard}
-		if planned {
+		var a Action
+		switch {
+		case planned:
 			a = Failover{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard}
+		case refused:
+			a = Takeover{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard, Reason: TakeoverForceRefused}
+		case !forceCanWin(live, *best, c.primary):
+			a = Takeover{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard, Reason: TakeoverStaleView} // rule 6
+		default:
+			a = FailoverForce{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard}
 		}
-		return Step{Actions: []Action{a}, Wait: fmt.Sprintf("waiting for the failover of shard %d", c.shard)}
+		return Step{Actions: []Action{a}, Wait: wait}
 	}
 	return Step{}
+}
+
+// forceUnlanded is how old a FORCE intent is when the pass judges it did not take (rule 3d):
+// FailoverCheck, and the second status.failover.startedAt is rounded down to.
+const forceUnlanded = FailoverCheck + time.Second
+
+// isLive reports whether p is among the live pods (fsm.Snapshot.LivePods).
+func isLive(p fsm.Pod) bool {
+	return !p.Deleting && p.Phase != fsm.PodFailed && p.Phase != fsm.PodSucceeded && !p.Lost()
+}
+
+// forceCanWin reports whether enough of the primaries that vote, as the reachable nodes show
+// them, see candidate as a replica of primaryID for a FORCE on it to win its election (rule 6):
+// Valkey's quorum is a majority of the primaries holding slots (slotHolders), and a primary
+// votes only for a node it sees as a replica of a primary it knows.
+func forceCanWin(live []fsm.Pod, candidate fsm.Pod, primaryID string) bool {
+	votes := 0
+	for _, p := range live {
+		n := p.Node
+		if p.Name == candidate.Name || !n.Primary || len(n.MySlots) == 0 {
+			continue
+		}
+		if n.Follows[candidate.Node.ID] == primaryID {
+			votes++
+		}
+	}
+	return votes >= len(slotHolders(live))/2+1
 }
 
 type lostPrimary struct {
@@ -99,7 +167,7 @@ func lostPrimaries(s fsm.Snapshot, owned map[string]bool) []lostPrimary {
 			if n == nil || !n.Reachable || n.Primary || n.PrimaryID == "" || owned[n.PrimaryID] || seen[n.PrimaryID] {
 				continue
 			}
-			if len(n.Known[n.PrimaryID]) > 0 {
+			if held := n.Known[n.PrimaryID]; len(held) > 0 && !servedElsewhere(s, n.PrimaryID, held) {
 				seen[n.PrimaryID] = true
 				out = append(out, lostPrimary{shard: shard, primary: n.PrimaryID})
 			}
@@ -112,6 +180,20 @@ func lostPrimaries(s fsm.Snapshot, owned map[string]bool) []lostPrimary {
 		return out[i].primary < out[j].primary
 	})
 	return out
+}
+
+// servedElsewhere reports whether a reachable live node other than id says it serves some of
+// slots itself: a replica of id was promoted already (by the operator or by Valkey), and the
+// replicas that still follow id have not heard of it yet. Promoting one of them too would make
+// two primaries of the shard, the later one taking the slots and dropping the writes the
+// earlier one took meanwhile.
+func servedElsewhere(s fsm.Snapshot, id string, slots slot.Set) bool {
+	for _, p := range reachable(s) {
+		if p.Node.ID != id && p.Node.Primary && len(slot.Intersect(slots, p.Node.MySlots)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ownerOf returns the pod that ran primary id (nil when no pod claims it: gone from the API),
@@ -169,6 +251,9 @@ func slotHolders(live []fsm.Pod) map[string]bool {
 // second one (rule 3).
 func NextFailover(s fsm.Snapshot, p Plan) *fsm.FailoverIntent {
 	for _, a := range p.Actions {
+		if f, ok := a.(Takeover); ok {
+			return &fsm.FailoverIntent{Shard: f.Shard, Pod: f.Pod, PrimaryID: f.PrimaryID, Takeover: true, StartedAt: s.Now}
+		}
 		if f, ok := a.(FailoverForce); ok {
 			return &fsm.FailoverIntent{Shard: f.Shard, Pod: f.Pod, PrimaryID: f.PrimaryID, Force: true, StartedAt: s.Now}
 		}

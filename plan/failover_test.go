@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/slot"
 )
 
 // When Kubernetes says a primary's container is gone, its synced replica is promoted at once
@@ -57,12 +58,52 @@ func TestFailover(t *testing.T) {
 		{"no majority of primaries: TAKEOVER, not FORCE",
 			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withFailed("p1-0")),
 			[]Action{CreatePod{Shard: 0}, CreatePod{Shard: 1}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the takeover of shard 0"},
-		{"an intent younger than FailoverRetry: wait, no second FORCE",
-			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: true}, now, 3*time.Second)),
+		{"a FORCE issued a second ago: wait, no second promotion",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: true}, now, time.Second)),
 			[]Action{CreatePod{Shard: 0}}, waiting0},
-		{"an intent older than FailoverRetry that Valkey did not carry out: FORCE again",
+		// The executor takes over itself when a FORCE has not taken within FailoverCheck; a pass
+		// that finds one unlanded later (its operator killed in between) takes over at once
+		// rather than wait out FailoverRetry: the replica's next election is barred for 20 s.
+		{"a FORCE whose replica still follows the lost primary 3 s later did not take: TAKEOVER",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: true}, now, 3*time.Second)),
+			[]Action{CreatePod{Shard: 0}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0, Reason: TakeoverForceRefused}}, waiting0},
+		{"a FORCE older than FailoverRetry that Valkey did not carry out: TAKEOVER, not a second FORCE",
 			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: true}, now, FailoverRetry+time.Second)),
+			[]Action{CreatePod{Shard: 0}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0, Reason: TakeoverForceRefused}}, waiting0},
+		{"a TAKEOVER issued 3 s ago is awaited",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Takeover: true}, now, 3*time.Second)),
+			[]Action{CreatePod{Shard: 0}}, waiting0},
+		// Chaos seed 60606: a spread failover made p0-1 a replica of p0-0 1.3 s before p0-0 was
+		// killed; p1-0 still saw p0-1 as a primary and refused it its vote.
+		{"a voting primary still sees the replica as a primary: TAKEOVER at once, no FORCE",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withPod("p1-0", func(p *fsm.Pod) { delete(p.Node.Follows, "id-p0-1") })),
+			[]Action{CreatePod{Shard: 0}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0, Reason: TakeoverStaleView}}, waiting0},
+		{"a voting primary sees the replica follow another primary: TAKEOVER",
+			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withPod("p2-0", func(p *fsm.Pod) { p.Node.Follows["id-p0-1"] = "id-p2-0" })),
+			[]Action{CreatePod{Shard: 0}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0, Reason: TakeoverStaleView}}, waiting0},
+		{"one stale voter of four alive, three votes needed of five: FORCE",
+			newSnapshot(fsm.Active, 5, 1, formed, withFailed("p0-0"), withPod("p1-0", func(p *fsm.Pod) { delete(p.Node.Follows, "id-p0-1") })),
 			[]Action{CreatePod{Shard: 0}, force0}, waiting0},
+		{"the replica of a FORCE issued a second ago died: another one at once",
+			newSnapshot(fsm.Active, 3, 2, formed, withFailed("p0-0"), withFailed("p0-1"),
+				withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: true}, now, time.Second)),
+			[]Action{CreatePod{Shard: 0}, CreatePod{Shard: 0}, FailoverForce{Pod: "p0-2", PrimaryID: "id-p0-0", Shard: 0}}, waiting0},
+		{"the replica of a FORCE issued a second ago is silent: wait, it may be electing",
+			newSnapshot(fsm.Active, 3, 2, formed, withFailed("p0-0"), withCut("p0-1"),
+				withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: true}, now, time.Second)),
+			[]Action{CreatePod{Shard: 0}}, waiting0},
+		// The other replica of id-p0-0 has not heard of the promotion yet: it still follows the
+		// lost primary. Promoting it too would make two primaries of shard 0.
+		{"the intent's replica is a primary now: landed, its shard's other replica is left alone",
+			newSnapshot(fsm.Active, 3, 2, formed, withFailed("p0-0"), withPod("p0-1", func(p *fsm.Pod) {
+				p.Node.Primary, p.Node.PrimaryID, p.Node.MySlots = true, "", slotsOf(0, 3)
+			}), withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: true}, now, time.Second)),
+			[]Action{CreatePod{Shard: 0}, Replicate{Pod: "p0-2", PrimaryID: "id-p0-1"}}, "waiting for replicas to attach"},
+		{"a replica promoted without an intent (Valkey's own failover): no second promotion",
+			newSnapshot(fsm.Active, 3, 2, formed, withFailed("p0-0"), withFailed("p1-0"), withPod("p0-1", func(p *fsm.Pod) {
+				p.Node.Primary, p.Node.PrimaryID, p.Node.MySlots = true, "", slotsOf(0, 3)
+			})),
+			[]Action{CreatePod{Shard: 0}, CreatePod{Shard: 1}, Takeover{Pod: "p1-1", PrimaryID: "id-p1-0", Shard: 1}}, "waiting for the takeover of shard 1"},
 		{"an intent for another primary does not hold this one back",
 			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withIntent(fsm.FailoverIntent{Shard: 2, Pod: "p2-1", PrimaryID: "id-p2-0", Force: true}, now, time.Second)),
 			[]Action{CreatePod{Shard: 0}, force0}, waiting0},
@@ -139,7 +180,7 @@ func TestNextFailover(t *testing.T) {
 func TestGracefulIntentDoesNotHoldBackAfterTheCrash(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	intent := func(force bool) opt {
-		return withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: force}, now, 2*time.Second)
+		return withIntent(fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Force: force}, now, time.Second)
 	}
 	s := newSnapshot(fsm.Upgrading, 3, 1, formed, withFailed("p0-0"), intent(false))
 	p := run(failover, fsm.Upgrading, s)
@@ -148,6 +189,21 @@ func TestGracefulIntentDoesNotHoldBackAfterTheCrash(t *testing.T) {
 	}
 	s = newSnapshot(fsm.Upgrading, 3, 1, formed, withFailed("p0-0"), intent(true))
 	if p := run(failover, fsm.Upgrading, s); len(p.Actions) != 0 {
-		t.Fatalf("a FORCE issued 2 s ago is awaited, got %v", p.Actions)
+		t.Fatalf("a FORCE issued 1 s ago is awaited, got %v", p.Actions)
+	}
+}
+
+// slotsOf is shard's even share of the slots among shards.
+func slotsOf(shard, shards int) slot.Set { return slot.Set{slot.EvenSpread(shards)[shard]} }
+
+// A takeover is recorded as the intent of its pass, as a FORCE is.
+func TestNextFailoverRecordsATakeover(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	s := newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withPod("p1-0", func(p *fsm.Pod) { delete(p.Node.Follows, "id-p0-1") }))
+	s.Now = now
+	got := NextFailover(s, Pass(fsm.Active, s))
+	want := &fsm.FailoverIntent{Shard: 0, Pod: "p0-1", PrimaryID: "id-p0-0", Takeover: true, StartedAt: now}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
 	}
 }

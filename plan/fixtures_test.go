@@ -59,6 +59,12 @@ func formed(s *fsm.Snapshot) {
 	for i := range s.Pods {
 		for j := range s.Pods {
 			s.Pods[i].Node.Known[s.Pods[j].Node.ID] = s.Pods[j].Node.MySlots
+			if r := s.Pods[j].Node; !r.Primary {
+				if s.Pods[i].Node.Follows == nil {
+					s.Pods[i].Node.Follows = map[string]string{}
+				}
+				s.Pods[i].Node.Follows[r.ID] = r.PrimaryID
+			}
 		}
 	}
 }
@@ -180,4 +186,21 @@ func steps(actions []Action) []Action {
 		}
 	}
 	return out
+}
+
+// agreeViews makes every reachable node's view of who replicates whom (fsm.Node.Follows) the
+// nodes' own, as it is once gossip has settled.
+func agreeViews(s *fsm.Snapshot) {
+	for i := range s.Pods {
+		n := s.Pods[i].Node
+		if n == nil || !n.Reachable {
+			continue
+		}
+		n.Follows = map[string]string{}
+		for _, q := range s.Pods {
+			if r := q.Node; r != nil && r.Reachable && r.ID != "" && !r.Primary && r.PrimaryID != "" {
+				n.Follows[r.ID] = r.PrimaryID
+			}
+		}
+	}
 }

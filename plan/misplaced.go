@@ -82,6 +82,9 @@ func planMisplaced(in Input) Step {
 		}
 		if serving[x.Shard] == 0 && serving[p.Shard] > 1 {
 			if best := bestReplica(live, choice{purpose: forMisplaced, primaryID: p.Node.ID, primary: &p, shard: x.Shard}); best != nil {
+				if !forceCanWin(reachable(s), *best, p.Node.ID) {
+					return Step{Wait: fmt.Sprintf("shard %d: waiting for the primaries to see %s as a replica", x.Shard, best.Name)}
+				}
 				a := Failover{Pod: best.Name, PrimaryID: p.Node.ID, Shard: x.Shard, Realign: true}
 				return Step{Actions: []Action{a}, Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", x.Shard, best.Name)}
 			}

@@ -131,6 +131,7 @@ func seed4242(fdf29 func(*fsm.Node)) fsm.Snapshot {
 	}
 	s.Pods = append(live, lost...)
 	sort.Slice(s.Pods, func(i, j int) bool { return s.Pods[i].Name < s.Pods[j].Name })
+	agreeViews(&s)
 	return s
 }
 
@@ -274,6 +275,7 @@ func TestMisplacedAdoptsAShardWhoseNodesAreGone(t *testing.T) {
 			s.Pods[i].Node.Primary, s.Pods[i].Node.PrimaryID, s.Pods[i].Node.LinkUp, s.Pods[i].Node.ReplOffset = false, "id-p1-1", true, 500
 		}
 	}
+	agreeViews(&s)
 	if p := run(misplaced, fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != (Failover{Pod: "p0-0", PrimaryID: "id-p1-1", Shard: 0, Realign: true}) {
 		t.Fatalf("planned %v (waiting %q), want the failover to p0-0", p.Actions, p.Waiting)
 	}

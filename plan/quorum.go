@@ -11,7 +11,8 @@ package plan
 //     that the snapshot finds alive (owned by a live pod that reported its id) are a majority,
 //     do nothing: Valkey's own failover promotes a replica.
 //  3. Otherwise take the first shard (by shard index) awaiting failover: its primary is owned by
-//     no live pod while a reachable replica follows it. Judge that primary gone from what the
+//     no live pod while a reachable replica follows it, and no other reachable node serves its
+//     slots already (a replica promoted a pass ago, whose news has not reached the others). Judge that primary gone from what the
 //     reachable nodes say, not from pod existence alone: some reachable node flags it `fail` or
 //     `fail?`, or every live pod that ever ran reported its id (so none of them is it). A primary
 //     that only the operator cannot reach, while its replicas still can, is not gone.
@@ -38,7 +39,7 @@ func planQuorum(in Input) Step {
 		return Step{} // a majority can still elect: Valkey's own failover (or a FORCE) will do it
 	}
 	for _, w := range s.AwaitingFailover() {
-		if !gone(s, live, w.PrimaryID) {
+		if !gone(s, live, w.PrimaryID) || promotedAlready(s, w) {
 			continue
 		}
 		if best := bestReplica(live, choice{purpose: forTakeover, primaryID: w.PrimaryID}); best != nil {
@@ -49,6 +50,18 @@ func planQuorum(in Input) Step {
 		}
 	}
 	return Step{}
+}
+
+// promotedAlready reports whether another node serves w's lost primary's slots already, as the
+// replica w names still sees them: a replica of it was promoted and w's has not heard yet (a
+// takeover lands at once, its news a gossip round later). Taking over a second time would make
+// two primaries of the shard.
+func promotedAlready(s fsm.Snapshot, w fsm.FailoverWait) bool {
+	r := s.Pod(w.Replica)
+	if r == nil || r.Node == nil {
+		return false
+	}
+	return servedElsewhere(s, w.PrimaryID, r.Node.Known[w.PrimaryID])
 }
 
 // votingIDs are the node ids that can still vote, as far as the snapshot tells: those a

@@ -13,7 +13,10 @@ package plan
 //     healed is left to settle: a second fault often follows the first, and a move right after
 //     a heal would meet it half done), every replica is synced and every node answers,
 //     every shard has exactly its pods, all of the current spec, Active and bound to a node of
-//     a known zone, no failover is awaited, and at least two of the cluster's zones take pods
+//     a known zone, no failover is awaited, every node's view of who is whose replica agrees
+//     with the nodes' own (Snapshot.RolesDisagree: after a handover, until the other primaries
+//     have heard of it, the old primary could not be promoted by their vote if the new one
+//     died, so the next handover waits), and at least two of the cluster's zones take pods
 //     (Snapshot.ZonesUp). A cluster that is not healthy is healed first; a zone that is down is
 //     not a place to move to.
 //  2. Primaries: with Z zones up and S shards, no zone holds more than ceil(S/Z) primaries. For
@@ -60,7 +63,7 @@ var spread = Planner{Name: "spread", Plan: planSpread}
 
 // healthyForSpread is rule 1's condition: the shards' pods, when the planner may act.
 func healthyForSpread(s fsm.Snapshot) ([][]fsm.Pod, bool) {
-	if len(s.ZonesUp) < 2 || s.SpecHash == "" || !s.Formed() || !s.Synced() || s.AllAnswer() != "" {
+	if len(s.ZonesUp) < 2 || s.SpecHash == "" || !s.Formed() || !s.Synced() || s.AllAnswer() != "" || s.RolesDisagree() != "" {
 		return nil, false
 	}
 	shardPods := s.ShardPods()

@@ -46,8 +46,12 @@ func layoutSnapshot(shards, replicas int, zones, up []string, copies []copyAt) f
 	}
 	for i := range s.Pods {
 		s.Pods[i].Node.Known = map[string]slot.Set{}
+		s.Pods[i].Node.Follows = map[string]string{}
 		for _, q := range s.Pods {
 			s.Pods[i].Node.Known[q.Node.ID] = q.Node.MySlots
+			if !q.Node.Primary {
+				s.Pods[i].Node.Follows[q.Node.ID] = q.Node.PrimaryID
+			}
 		}
 	}
 	slices.SortFunc(s.Pods, func(a, b fsm.Pod) int { return strings.Compare(a.Name, b.Name) })
@@ -318,6 +322,29 @@ func TestSpreadWaitsForTheClusterToSettle(t *testing.T) {
 	s.ReadySince = time.Time{}
 	if p := Pass(fsm.Active, s); len(p.Actions) != 0 {
 		t.Fatalf("not Ready: got %v, want nothing", p.Actions)
+	}
+}
+
+// The spread hands one primary over per pass, and the next handover waits until every node's
+// view shows the last one: until the other primaries have heard that the old primary is a
+// replica now, they would refuse it their vote if the new primary died (chaos seed 60606).
+func TestSpreadWaitsForTheViewsToAgree(t *testing.T) {
+	zones := []string{"zone-a", "zone-b", "zone-c"}
+	copies := []copyAt{
+		{name: "a0", shard: 0, zone: "zone-a", primary: true}, {name: "b0", shard: 0, zone: "zone-b"},
+		{name: "a1", shard: 1, zone: "zone-a", primary: true}, {name: "c1", shard: 1, zone: "zone-c"},
+	}
+	s := layoutSnapshot(2, 1, zones, zones, copies)
+	for i := range s.Pods {
+		if s.Pods[i].Name == "a1" {
+			delete(s.Pods[i].Node.Follows, "id-b0") // a1 has not heard that b0 follows a0
+		}
+	}
+	if got := s.RolesDisagree(); got != "a1 still sees b0 as a primary" {
+		t.Fatalf("RolesDisagree = %q", got)
+	}
+	if p := Pass(fsm.Active, s); len(p.Actions) != 0 {
+		t.Fatalf("a view behind: got %v, want nothing", p.Actions)
 	}
 }
 

@@ -41,7 +41,10 @@ package plan
 //     graceful CLUSTER FAILOVER onto the caught-up Active replica in the zone holding fewest of
 //     the other shards' primaries, then with the largest offset (then the first by name; bestReplica, forUpgrade); its intent is persisted in status.failover first, and while it is
 //     younger than FailoverRetry the pass waits for it to land. Once it has, the new primary
-//     serves the slots (preflight) and the old primary is a replica of an older spec (rule a);
+//     serves the slots (preflight) and the old primary is a replica of an older spec (rule a).
+//     It waits, first, until enough of the voting primaries see that replica as one of the
+//     shard (forceCanWin): a replica that joined a moment ago is known as one only from its own
+//     heartbeats, and an election they refuse bars its next one for 4 × cluster-node-timeout;
 //     d. a node of an older spec while L <= R+1: create one node of the current spec (it joins
 //     as a replica, so the shard never drops below its replica target) and wait for it.
 
@@ -147,6 +150,12 @@ func planUpgrade(in Input) Step {
 		best := bestReplica(pods, choice{purpose: forUpgrade, primaryID: primary.Node.ID, primary: primary, primaries: primaryZones(shardPods, shard)})
 		if best == nil {
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to catch up", shard)}
+		}
+		if !forceCanWin(reachable(s), *best, primary.Node.ID) {
+			// The handover is an election too: until enough primaries have heard that the new
+			// node replicates this shard, they would refuse it their vote, and Valkey would bar
+			// its next election for 4 x cluster-node-timeout (a 2x2's roll stalled 24 s so).
+			return Step{Wait: fmt.Sprintf("shard %d: waiting for the primaries to see %s as a replica", shard, best.Name)}
 		}
 		a := Failover{Pod: best.Name, PrimaryID: primary.Node.ID, Shard: shard, Roll: true}
 		return Step{Actions: []Action{a}, Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, best.Name)}

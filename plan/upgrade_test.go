@@ -42,6 +42,7 @@ func withReplica(name string, shard int, synced bool) opt {
 			}
 		}
 		sortPods(s.Pods)
+		agreeViews(s)
 	}
 }
 
@@ -334,5 +335,21 @@ func TestInterruptedRetirementIsFinished(t *testing.T) {
 	}
 	if p := run(upgrade, fsm.Upgrading, s); len(p.Actions) != 0 {
 		t.Fatalf("a Leaving node that serves slots was retired: %v", p.Actions)
+	}
+}
+
+// A roll's handover is an election too: while a voting primary still sees the new replica as
+// anything but a replica of the shard's primary (it joined a moment ago), the handover waits
+// rather than be refused and have the replica's next election barred for 20 s.
+func TestRollHandoverWaitsForTheViews(t *testing.T) {
+	s := newSnapshot(fsm.Upgrading, 2, 0, formed, outdated, withReplica("p0-9", 0, true), withPrimaryOffset(1000))
+	for i := range s.Pods {
+		if s.Pods[i].Name == "p1-0" {
+			delete(s.Pods[i].Node.Follows, "id-p0-9")
+		}
+	}
+	p := run(upgrade, fsm.Upgrading, s)
+	if len(p.Actions) != 0 || !strings.Contains(p.Waiting, "waiting for the primaries to see p0-9 as a replica") {
+		t.Fatalf("got %v (waiting %q), want a wait for the views", p.Actions, p.Waiting)
 	}
 }

@@ -407,8 +407,10 @@ type FailoverStatus struct {
 	Pod string `json:"pod"`
 	// primaryNodeId is the node id of the primary being replaced.
 	PrimaryNodeID string `json:"primaryNodeId"`
-	// mode is the CLUSTER FAILOVER option sent: FORCE (the primary's container is gone) or
-	// empty (a graceful failover of a primary whose pod is being deleted).
+	// mode is the CLUSTER FAILOVER option sent: FORCE (the primary's container is gone),
+	// TAKEOVER (no majority of primaries left to vote, or the primary's container is gone and
+	// a FORCE would not take), or empty (a graceful failover of a primary whose pod is being
+	// deleted).
 	// +optional
 	Mode string `json:"mode,omitempty"`
 	// startedAt is when the failover was issued.

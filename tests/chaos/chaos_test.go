@@ -82,6 +82,7 @@ func runSeed(t *testing.T, i int, seed uint64, duration time.Duration) {
 			}
 			c.delete(ctx)
 		}
+		r.stopTwins(ctx)
 	}()
 	var failures []string
 	outcomes := map[string]*outcome{}
@@ -89,6 +90,7 @@ func runSeed(t *testing.T, i int, seed uint64, duration time.Duration) {
 		failures = append(failures, "setup: "+err.Error())
 	} else {
 		r.execute(ctx)
+		r.endTwins(ctx)
 		// Converge side by side, each timed from the end of the schedule.
 		var mu sync.Mutex
 		var wg sync.WaitGroup

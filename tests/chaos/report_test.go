@@ -51,10 +51,12 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 		"(a pair's under its second fault):\n")
 	evs := r.sortedFired()
 	lost := r.attributeLosses(evs, outcomes)
-	fired, notFired := map[schedule.Kind]int{}, map[schedule.Kind]int{}
+	firedBy, notFired := map[schedule.Kind]int{}, map[schedule.Kind]int{}
 	// The longest run of refused writes on one slot after each kind of event (a pair's under
 	// its second fault), over every cluster.
 	longestBy := map[string]time.Duration{}
+	// managedOf is each event's longest refusal on one slot by cluster, for its baseline.
+	managedOf := map[*fired]map[string]time.Duration{}
 	for i, f := range evs {
 		if f.at.IsZero() {
 			notFired[f.ev.Kind]++
@@ -62,7 +64,7 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 			continue
 		}
 		if f.ev.Kind.IsFault() {
-			fired[f.ev.Kind]++
+			firedBy[f.ev.Kind]++
 		}
 		fmt.Fprintf(&b, "  +%-8s %s (%s)", offset(f.at.Sub(r.start)), f.ev, heldText(f.held))
 		if len(f.pods) > 0 {
@@ -89,11 +91,19 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 			if f.ev.Pair != 0 {
 				label = "pair"
 			}
-			if d := longestRun(o.writes.Refusals, f.at.Add(-500*time.Millisecond), end); d > longestBy[label] {
+			d := longestRun(o.writes.Refusals, f.at.Add(-500*time.Millisecond), end)
+			if d > longestBy[label] {
 				longestBy[label] = d
 			}
+			if managedOf[f] == nil {
+				managedOf[f] = map[string]time.Duration{}
+			}
+			managedOf[f][name] = d
 			if w := window(o.writes.Refusals, f.at.Add(-500*time.Millisecond), end); w != "" {
 				fmt.Fprintf(&b, "      %s write errors: %s\n", name, w)
+			}
+			for _, l := range r.twinLines(f, name) {
+				fmt.Fprintf(&b, "      %s\n", l)
 			}
 			if l := lost[lostKey{i, name}]; l != [2]int{} {
 				fmt.Fprintf(&b, "      %s writes lost to it: %d unreplicated, %d replicated\n", name, l[0], l[1])
@@ -102,7 +112,7 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 	}
 	b.WriteString("\nfaults fired by kind: ")
 	for _, k := range []schedule.Kind{schedule.Kill, schedule.DeletePod, schedule.StopNode, schedule.ZoneLoss, schedule.CutNetwork, schedule.KillOperator} {
-		fmt.Fprintf(&b, "%s %d", k, fired[k])
+		fmt.Fprintf(&b, "%s %d", k, firedBy[k])
 		if notFired[k] > 0 {
 			fmt.Fprintf(&b, " (%d NOT FIRED)", notFired[k])
 		}
@@ -112,6 +122,7 @@ func (r *runner) report(wall time.Duration, outcomes map[string]*outcome, failur
 	for _, k := range slices.Sorted(maps.Keys(longestBy)) {
 		fmt.Fprintf(&b, "%s %s; ", k, longestBy[k].Round(100*time.Millisecond))
 	}
+	b.WriteString(r.baselineReport(longestBy, managedOf))
 	b.WriteString("\n\nconvergence after the schedule (bound " + ConvergeBound.String() + "):\n")
 	for _, c := range r.targets {
 		o := outcomes[c.name]
@@ -268,6 +279,9 @@ func (r *runner) unscheduled(ctx context.Context, outcomes map[string]*outcome) 
 		var list corev1.PodList
 		if err := k8s.List(ctx, &list, client.InNamespace(c.ns)); err == nil {
 			for _, p := range list.Items {
+				if p.Labels[harness.TwinLabel] != "" {
+					continue // a baseline's pod (baseline_test.go)
+				}
 				for _, cs := range p.Status.ContainerStatuses {
 					if t := cs.State.Terminated; t != nil && strings.Contains(t.Message, "liveness") {
 						o.unscheduled = append(o.unscheduled, fmt.Sprintf("%s %s at %s", p.Name, t.Message, t.FinishedAt.Format("15:04:05")))

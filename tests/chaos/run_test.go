@@ -47,10 +47,17 @@ type runner struct {
 	mu       sync.Mutex
 	fired    []*fired
 	nodeDown bool
+	downNode string // the node stopped now, "" when none
 	// inject serialises the check of a fault's safety with its injection, so two faults that
 	// fire together never both see a shard as safe.
 	inject sync.Mutex
 	wg     sync.WaitGroup
+
+	// baselines are the clusters' twins (baseline_test.go), by cluster name; twins counts the
+	// goroutines following their faults, ending once the schedule has.
+	baselines map[string]*baseline
+	twins     sync.WaitGroup
+	ending    bool
 }
 
 func newRunner(sched schedule.Schedule, prefix string, logf func(string, ...any)) *runner {
@@ -101,6 +108,7 @@ func (r *runner) setup(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
+	r.startTwins(ctx)
 	return nil
 }
 
@@ -198,7 +206,7 @@ func (r *runner) fault(ctx context.Context, group []schedule.Event) {
 				}
 				f.restored = time.Now()
 				r.mu.Lock()
-				r.nodeDown = false
+				r.nodeDown, r.downNode = false, ""
 				r.mu.Unlock()
 			})
 		case schedule.CutNetwork:
@@ -280,6 +288,8 @@ func (r *runner) tryInject(ctx context.Context, fs []*fired) string {
 	if why := w.safe(victims); why != "" {
 		return why
 	}
+	twins := r.resolveTwins(ctx, fs)
+	defer r.injectTwins(ctx, fs, twins) // right after the faults below
 	for _, f := range fs {
 		p, _ := w.podByID(f.pods[0])
 		var err error
@@ -295,7 +305,7 @@ func (r *runner) tryInject(ctx context.Context, fs []*fired) string {
 			err = cluster.Kubelet.CutPodNetwork(p.Namespace, p.Name)
 		case schedule.StopNode, schedule.ZoneLoss:
 			r.mu.Lock()
-			r.nodeDown = true
+			r.nodeDown, r.downNode = true, f.node
 			r.mu.Unlock()
 			err = cluster.Kubelet.StopNode(f.node)
 		}

@@ -318,6 +318,24 @@ func (w *Writer) WaitAcked(n int, timeout time.Duration) error {
 	}
 }
 
+// Refusals returns every run of refused writes so far, over all slots, in order of start: those
+// that ended, and those still going on, as if they ended now. It reads no key back and leaves
+// the writer running: for a writer whose keys are not checked (a baseline's, Twin).
+func (w *Writer) Refusals() []Refusal {
+	now := time.Now()
+	var out []Refusal
+	for _, s := range w.slots {
+		s.mu.Lock()
+		out = append(out, s.refusals...)
+		if !s.failingSince.IsZero() {
+			out = append(out, Refusal{Slot: s.slot, Start: s.failingSince, End: now, Writes: s.failingWrites, LastErr: s.lastErr})
+		}
+		s.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	return out
+}
+
 // SlotReport is one slot's outcome.
 type SlotReport struct {
 	Slot     int
