@@ -100,6 +100,58 @@ const LogfileMessage = "valkey directive logfile cannot be set: node logs must g
 // oneLineMessage is the CRD's message for a directive value with a line break.
 const oneLineMessage = "valkey directive values must be one line: a line break would start another directive"
 
+// quotesMessage is the CRD's message for a directive value whose quotes valkey.conf cannot read.
+const quotesMessage = "valkey directive values must be quoted as valkey.conf reads them: a double or single quote that opens a quoted part must close it, and a closing quote must be followed by a space or end the value"
+
+// quotedAsValkeyReads reports whether Valkey can split value into words as it reads a line of
+// valkey.conf (sdssplitargs in Valkey's sds.c): a double-quoted part closes, backslash escaping
+// the next character inside it; a single-quoted part closes, \' standing for a quote inside it;
+// a closing quote is followed by a space or ends the value. Valkey refuses to start on a line it
+// cannot split ("Unbalanced quotes in configuration line"): a pod in a crash loop whose status
+// names no reason (break test, notify-keyspace-events "\"Ex"). The CRD's rule on ConfigDirectiveValue
+// is the same test as a regular expression (TestQuoteRuleIsTheSplitter).
+func quotedAsValkeyReads(value string) bool {
+	// RE2's \s, as the CRD's rule has it (Valkey also takes a vertical tab there).
+	space := func(i int) bool { return i >= len(value) || strings.IndexByte(" \t\n\f\r", value[i]) >= 0 }
+	for i := 0; i < len(value); i++ {
+		switch value[i] {
+		case '"':
+			for i++; ; i++ {
+				if i >= len(value) {
+					return false
+				}
+				if value[i] == '\\' && i+1 < len(value) {
+					i++
+					continue
+				}
+				if value[i] == '"' {
+					break
+				}
+			}
+			if !space(i + 1) {
+				return false
+			}
+		case '\'':
+			for i++; ; i++ {
+				if i >= len(value) {
+					return false
+				}
+				if value[i] == '\\' && i+1 < len(value) && value[i+1] == '\'' {
+					i++
+					continue
+				}
+				if value[i] == '\'' {
+					break
+				}
+			}
+			if !space(i + 1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // LowercaseMessage starts the CRD's message for a directive name that is not lowercase; the
 // CRD's message then names the first such key.
 const LowercaseMessage = "valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy), so that the refusal of forced directives sees every spelling"
@@ -137,6 +189,8 @@ func CheckDirective(name, value string) error {
 		return fmt.Errorf("%s: %q", LowercaseMessage, name)
 	case strings.ContainsAny(value, "\r\n"):
 		return fmt.Errorf("valkey directive %s: %s", name, oneLineMessage)
+	case !quotedAsValkeyReads(value):
+		return fmt.Errorf("valkey directive %s: %s", name, quotesMessage)
 	}
 	if msg := OwnedDirectiveMessage(name); msg != "" {
 		return fmt.Errorf("%s", msg)

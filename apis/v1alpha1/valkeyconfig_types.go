@@ -116,7 +116,7 @@ type ValkeyConfigSpec struct {
 	// +kubebuilder:validation:XValidation:rule=`!('slowlog-log-slower-than' in self) || self['slowlog-log-slower-than'].matches('^(-1|0|[1-9][0-9]{0,17})$')`,message="valkey directive slowlog-log-slower-than must be a whole number of microseconds from -1 (log nothing) to 999999999999999999"
 	// +kubebuilder:validation:XValidation:rule=`!('slowlog-max-len' in self) || self['slowlog-max-len'].matches('^(0|[1-9][0-9]{0,17})$')`,message="valkey directive slowlog-max-len must be a whole number from 0 to 999999999999999999"
 	// +kubebuilder:validation:XValidation:rule=`!('timeout' in self) || (self['timeout'].matches('^(0|[1-9][0-9]{0,9})$') && int(self['timeout']) <= 2147483647)`,message="valkey directive timeout must be a whole number of seconds from 0 (idle clients are never closed) to 2147483647"
-	Valkey map[string]DirectiveValue `json:"valkey,omitempty"`
+	Valkey map[string]ConfigDirectiveValue `json:"valkey,omitempty"`
 
 	// acl are platform-level user bindings, applied to every cluster that uses this config.
 	// A cluster's own spec.acl adds to them but may not bind a username bound here. At most
@@ -182,3 +182,13 @@ type ValkeyConfigList struct {
 // +kubebuilder:validation:MaxLength=4096
 // +kubebuilder:validation:XValidation:rule="!self.contains('\\n') && !self.contains('\\r')",message="valkey directive values must be one line: a line break would start another directive"
 type DirectiveValue = string
+
+// ConfigDirectiveValue is a DirectiveValue as a ValkeyConfig holds it: its quotes must also be
+// ones valkey.conf can read (a value that opens a quote and never closes it would stop every new
+// node at start). A ValkeyNode's settings are rendered by the operator from a config that passed
+// this rule (and CheckDirective), and its map of up to 1 024 settings would put the rule over the
+// API server's CEL cost budget, so they keep the plain DirectiveValue.
+// +kubebuilder:validation:MaxLength=4096
+// +kubebuilder:validation:XValidation:rule="!self.contains('\\n') && !self.contains('\\r')",message="valkey directive values must be one line: a line break would start another directive"
+// +kubebuilder:validation:XValidation:rule=`self.matches('^([^"\']|"(\\\\.|[^"\\\\])*"(\\s|$)|\'([^\'\\\\]|\\\\+\'|\\\\+[^\'\\\\])*\'(\\s|$))*$')`,message="valkey directive values must be quoted as valkey.conf reads them: a double or single quote that opens a quoted part must close it, and a closing quote must be followed by a space or end the value"
+type ConfigDirectiveValue = string
