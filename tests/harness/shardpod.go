@@ -29,12 +29,21 @@ func ShardPod(ctx context.Context, vc *v1.ValkeyCluster, creds func([]corev1.Pod
 		}
 	}
 	sort.Slice(mine, func(i, j int) bool { return mine[i].Name < mine[j].Name })
-	addrs := make([]string, len(mine))
-	for i, p := range mine {
+	if p, ok := pickByRole(ctx, mine, creds(pods), primary, pick); ok {
+		return p, nil
+	}
+	return corev1.Pod{}, fmt.Errorf("%s/%s shard %d has no reachable %s", vc.Namespace, vc.Name, shard, roleWord(primary))
+}
+
+// pickByRole is, of a shard's pods, the pick-th (modulo) that Valkey says is a primary serving
+// slots (primary) or a replica, in the order of pods; false when none reachable is.
+func pickByRole(ctx context.Context, pods []corev1.Pod, creds valkey.Credentials, primary bool, pick int) (corev1.Pod, bool) {
+	addrs := make([]string, len(pods))
+	for i, p := range pods {
 		addrs[i] = PodAddr(p)
 	}
 	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	views := valkey.Observe(octx, addrs, creds(pods))
+	views := valkey.Observe(octx, addrs, creds)
 	cancel()
 	var candidates []corev1.Pod
 	for i, v := range views {
@@ -42,15 +51,15 @@ func ShardPod(ctx context.Context, vc *v1.ValkeyCluster, creds func([]corev1.Pod
 		switch {
 		case !v.Reachable:
 		case primary && me.Role == valkey.RolePrimary && len(me.Slots) > 0:
-			candidates = append(candidates, mine[i])
+			candidates = append(candidates, pods[i])
 		case !primary && me.Role == valkey.RoleReplica:
-			candidates = append(candidates, mine[i])
+			candidates = append(candidates, pods[i])
 		}
 	}
 	if len(candidates) == 0 {
-		return corev1.Pod{}, fmt.Errorf("%s/%s shard %d has no reachable %s", vc.Namespace, vc.Name, shard, roleWord(primary))
+		return corev1.Pod{}, false
 	}
-	return candidates[pick%len(candidates)], nil
+	return candidates[pick%len(candidates)], true
 }
 
 func roleWord(primary bool) string {

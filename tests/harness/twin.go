@@ -466,28 +466,10 @@ func (t *Twin) Resolve(ctx context.Context, shard int, primary bool, pick int) (
 			mine = append(mine, p)
 		}
 	}
-	addrs := make([]string, len(mine))
-	for i, p := range mine {
-		addrs[i] = PodAddr(p)
+	if p, ok := pickByRole(ctx, mine, t.Creds(pods), primary, pick); ok {
+		return p, nil
 	}
-	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	views := valkey.Observe(octx, addrs, t.Creds(pods))
-	cancel()
-	var candidates []corev1.Pod
-	for i, v := range views {
-		me, _ := v.Myself()
-		switch {
-		case !v.Reachable:
-		case primary && me.Role == valkey.RolePrimary && len(me.Slots) > 0:
-			candidates = append(candidates, mine[i])
-		case !primary && me.Role == valkey.RoleReplica:
-			candidates = append(candidates, mine[i])
-		}
-	}
-	if len(candidates) == 0 {
-		return corev1.Pod{}, fmt.Errorf("twin shard %d has no reachable %s", shard%t.Shards, map[bool]string{true: "primary", false: "replica"}[primary])
-	}
-	return candidates[pick%len(candidates)], nil
+	return corev1.Pod{}, fmt.Errorf("twin shard %d has no reachable %s", shard%t.Shards, roleWord(primary))
 }
 
 // Delete stops the writer and deletes every object of the twin (those of earlier builds too).
