@@ -47,7 +47,8 @@ const (
 
 // operatorCommands are the commands the operator runs on a node, and nothing else: observing
 // (CLUSTER NODES / INFO, INFO, PING), forming and healing (CLUSTER MYID, MEET, ADDSLOTSRANGE,
-// REPLICATE, FAILOVER, FORGET, COUNTKEYSINSLOT), the ACL controller (ACL LOAD, ACL LIST, and
+// REPLICATE, FAILOVER, FORGET, COUNTKEYSINSLOT; BUMPEPOCH, so that a TAKEOVER's claim on the
+// slots does not tie with the lost primary's config epoch: plan/epoch.go), the ACL controller (ACL LOAD, ACL LIST, and
 // ACL USERS: the names alone, read before the rules so that a node holding far more users than
 // the file is not read whole), and the check that every node knows the categories and commands
 // the roles name (ACL CAT, COMMAND LIST: controllers/rolenames.go).
@@ -73,7 +74,7 @@ const (
 var operatorCommands = []string{
 	"ping", "info",
 	"cluster|nodes", "cluster|info", "cluster|myid", "cluster|meet", "cluster|addslotsrange",
-	"cluster|replicate", "cluster|failover", "cluster|forget", "cluster|countkeysinslot",
+	"cluster|replicate", "cluster|failover", "cluster|bumpepoch", "cluster|forget", "cluster|countkeysinslot",
 	"cluster|setslot", "cluster|getkeysinslot",
 	"acl|load", "acl|list", "acl|users", "acl|cat", "command|list",
 	"client|setinfo", "client|kill", "config|set", "config|get",

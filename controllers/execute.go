@@ -116,7 +116,16 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		case plan.Takeover:
 			var c *valkey.Client
 			if c, err = node(a.Pod); err == nil {
+				if a.AfterEpoch > 0 {
+					awaitEpoch(ctx, c, a.AfterEpoch, EpochWait)
+				}
 				err = takeOver(ctx, log, c, a)
+			}
+		case plan.BumpEpoch:
+			var c *valkey.Client
+			if c, err = node(a.Pod); err == nil {
+				log.Info(logging.MsgBumpingEpoch, logging.Pod(a.Pod), zap.String(logging.FieldReason, a.Reason))
+				_, _, err = c.BumpEpoch(ctx)
 			}
 		case plan.FailoverForce:
 			var c *valkey.Client
@@ -252,7 +261,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 // second network cut had its takeover wait 2 s for one.
 func promotesLost(a plan.Action) bool {
 	switch a.(type) {
-	case plan.FailoverForce, plan.Takeover:
+	case plan.FailoverForce, plan.Takeover, plan.BumpEpoch:
 		return true
 	case plan.AddSlots, plan.AnnotatePod, plan.CloseSlots, plan.CreatePod, plan.DeleteBudget, plan.DeleteNetworkPolicy,
 		plan.DeletePod, plan.Detach, plan.Failover, plan.Forget, plan.MarkActive, plan.Meet, plan.MoveSlots, plan.RecordPod,
@@ -279,6 +288,38 @@ func takeOver(ctx context.Context, log *zap.Logger, c *valkey.Client, a plan.Tak
 	}
 	log.Info(failoverMessage(a), fields...)
 	return nil
+}
+
+// EpochWait bounds how long a Takeover with AfterEpoch waits for its replica to learn the
+// current epoch a BumpEpoch on another node raised: gossip carries it within a heartbeat or two
+// (each node pings another every 100 ms), under a second on this 2-core machine.
+const EpochWait = 3 * time.Second
+
+// epochQuery bounds one CLUSTER INFO of awaitEpoch: longer than FailoverPoll, as a node busy
+// with a takeover's traffic may take more than 50 ms to answer on a loaded machine.
+const epochQuery = 500 * time.Millisecond
+
+// awaitEpoch asks c's node, every FailoverPoll for up to wait, for its current epoch, until it
+// exceeds epoch. Running out is not an error: the TAKEOVER goes anyway, and should its claim tie,
+// the epochs planner bumps it on the next pass (plan/epoch.go rule 2).
+func awaitEpoch(ctx context.Context, c *valkey.Client, epoch uint64, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for {
+		qctx, cancel := context.WithTimeout(ctx, epochQuery)
+		cur, err := c.CurrentEpoch(qctx)
+		cancel()
+		if err == nil && cur > epoch {
+			return
+		}
+		if !time.Now().Add(FailoverPoll).Before(deadline) || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(FailoverPoll):
+		}
+	}
 }
 
 // becamePrimary asks c's node, every FailoverPoll for up to wait, whether it is a primary now

@@ -152,7 +152,7 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 		if a.Reason == "" {
 			r.Metrics.PodFailed(ns, name)
 		}
-	case plan.CreatePod, plan.Meet, plan.Replicate, plan.Forget, plan.MoveSlots, plan.CloseSlots, plan.Detach, plan.SetConfig,
+	case plan.BumpEpoch, plan.CreatePod, plan.Meet, plan.Replicate, plan.Forget, plan.MoveSlots, plan.CloseSlots, plan.Detach, plan.SetConfig,
 		plan.SetBudget, plan.DeleteBudget, plan.SetNetworkPolicy, plan.DeleteNetworkPolicy, plan.WriteACLSecret, plan.MarkActive,
 		plan.SettleMove, plan.AnnotatePod, plan.RecordPod:
 		// Nothing to count or say: slot moves are counted as they land (mover.Tally).

@@ -281,7 +281,9 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	if v.ConfigErr != nil && valkey.IsServerError(v.ConfigErr) {
 		n.ConfigErr = v.ConfigErr.Error()
 	}
+	n.CurrentEpoch, _ = strconv.ParseUint(v.ClusterInfo["cluster_current_epoch"], 10, 64)
 	n.Known = map[string]slot.Set{}
+	n.Epochs = map[string]uint64{}
 	n.Failed = map[string]bool{}
 	n.Suspected = map[string]bool{}
 	for _, e := range v.Nodes {
@@ -295,6 +297,7 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 			continue
 		}
 		n.Known[e.ID] = e.Slots
+		n.Epochs[e.ID] = e.ConfigEpoch
 		if e.Hostname == "" {
 			if n.NoHostname == nil {
 				n.NoHostname = map[string]bool{}

@@ -257,6 +257,12 @@ type Node struct {
 	// node's view (the ids of Known). A primary votes on a failover from its own view: it refuses
 	// a replica it still sees as a primary (ReplicaInViews).
 	Follows map[string]string
+	// CurrentEpoch is cluster_current_epoch (CLUSTER INFO), and Epochs the config epoch of each
+	// node of Known (itself included) as this node sees it: a TAKEOVER claims the shard's slots
+	// with the replica's config epoch, which Valkey bumps only when it is not already the largest
+	// the replica knows (plan/epoch.go).
+	CurrentEpoch uint64
+	Epochs       map[string]uint64
 	// LinkUp is master_link_status:up (replicas only).
 	LinkUp bool
 	// ReplOffset is master_repl_offset: how much of the replication stream the node applied.

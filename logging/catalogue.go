@@ -178,6 +178,11 @@ const (
 	// yet). Ours: a primary whose container is gone while a majority of primaries lives, taken
 	// over without their vote (plan/failover.go rule 6).
 	MsgPrimaryGoneTakeover = "primary pod gone, synced replica taking over"
+	// MsgBumpingEpoch (INFO, TargetCluster): cluster_name, pod (the node sent CLUSTER
+	// BUMPEPOCH), reason. Ours: a TAKEOVER claims a shard's slots with the replica's config epoch,
+	// which must be larger than the lost primary's for the other nodes to take the claim
+	// (plan/epoch.go).
+	MsgBumpingEpoch = "bumping config epoch"
 	// MsgPrimaryLeavingHandover (INFO, TargetCluster): cluster_name, pod (the replica promoted
 	// with a graceful CLUSTER FAILOVER), node (the leaving primary's id), shard.
 	MsgPrimaryLeavingHandover = "primary pod deleting, handing its slots to synced replica"
@@ -381,6 +386,7 @@ var Catalogue = []Entry{
 	{MsgAttachingReplica, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode}},
 	{MsgPrimaryGonePromoting, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgPrimaryGoneTakeover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard, FieldReason}},
+	{MsgBumpingEpoch, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldReason}},
 	{MsgPrimaryLeavingHandover, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgRealigningShard, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard}},
 	{MsgSpreadingPrimaries, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldNode, FieldShard, FieldZone}},

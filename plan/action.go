@@ -84,11 +84,31 @@ type Detach struct{ Pod string }
 // primary of Shard. Reason is "" for the quorum planner's takeover (no majority of primaries
 // left to vote); the failover planner's, whose primary's container is gone while a majority
 // lives, says why a FORCE would not do (TakeoverStaleView, TakeoverForceRefused).
+//
+// AfterEpoch, when set, is the config epoch the replica's claim would tie at: a BumpEpoch before
+// it raised the cluster's current epoch, and the TAKEOVER is sent once the replica's current epoch
+// exceeds AfterEpoch, so that Valkey bumps the replica's config epoch past the lost primary's
+// (plan/epoch.go rule 1).
 type Takeover struct {
 	Pod, PrimaryID string
 	Shard          int
 	Reason         string
+	AfterEpoch     uint64
 }
+
+// BumpEpoch sends CLUSTER BUMPEPOCH to Pod's node: Valkey gives it a config epoch larger than any
+// it knows, raising its current epoch with it (which gossip carries to every node), unless its
+// config epoch is the largest already. Reason says why (EpochBeforeTakeover, EpochClaimTied).
+type BumpEpoch struct{ Pod, Reason string }
+
+// The epochs rules' reasons for a BumpEpoch (plan/epoch.go).
+const (
+	// EpochBeforeTakeover: the replica to take over holds its lost primary's config epoch, the
+	// largest it knows, so its TAKEOVER would claim the slots at a tie.
+	EpochBeforeTakeover = "a takeover's claim would tie with the lost primary's config epoch"
+	// EpochClaimTied: a primary's claim on its slots ties with a failing node's config epoch.
+	EpochClaimTied = "a primary's claim on its slots ties with a failing node's config epoch"
+)
 
 // The failover planner's reasons for a TAKEOVER where a majority of primaries lives.
 const (
@@ -264,8 +284,13 @@ func (Forget) action()        {}
 func (DeletePod) action()     {}
 func (Detach) action()        {}
 func (Takeover) action()      {}
+func (BumpEpoch) action()     {}
 func (FailoverForce) action() {}
 func (Failover) action()      {}
+
+// Disruptive: a config epoch only ranks claims on slots; a node's own claim wins more, and
+// nobody else's changes. Harmless.
+func (BumpEpoch) Disruptive() bool { return false }
 
 // Disruptive: a budget only says which evictions Kubernetes lets through; harmless.
 func (SetBudget) Disruptive() bool { return false }
@@ -407,6 +432,10 @@ func (a DeletePod) String() string {
 func (a Detach) String() string { return "detach " + a.Pod + " from its primary" }
 
 // String describes the action.
+func (a BumpEpoch) String() string {
+	return fmt.Sprintf("bump the config epoch of %s (%s)", a.Pod, a.Reason)
+}
+
 func (a Takeover) String() string {
 	if a.Reason != "" {
 		return fmt.Sprintf("%s takes over shard %d from %s (%s)", a.Pod, a.Shard, a.PrimaryID, a.Reason)

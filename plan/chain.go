@@ -168,8 +168,9 @@ func retiresForeign(s fsm.Snapshot, actions []Action) string {
 
 // Default returns the operator's chain in priority order. Stability first: replace missing pods,
 // promote the replica of a primary whose container is gone (or hand over a leaving primary's
-// slots), then save a shard whose primaries lost their majority. Then topology: form the cluster
-// (meet, slots, replicas) and reshard it (slot moves to an even spread, removed shards retired).
+// slots), then save a shard whose primaries lost their majority, and a takeover whose claim
+// tied. Then topology: form the cluster (meet, slots, replicas) and reshard it (slot moves to an
+// even spread, removed shards retired).
 // Then updates: apply the settings Valkey takes at run time to every node (harmless, batched),
 // replace nodes of an older spec and remove surplus
 // replicas, one shard at a time. Cleanup: forget departed nodes, delete failed pods. Placement
@@ -180,6 +181,7 @@ func Default() Chain {
 		pods,
 		failover,
 		quorum,
+		epochs,
 		dead,
 		misplaced,
 		formation,

@@ -119,6 +119,9 @@ lost:
 		default:
 			a = FailoverForce{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard}
 		}
+		if t, ok := a.(Takeover); ok {
+			return Step{Actions: takeover(live, best, t), Wait: wait} // plan/epoch.go rule 1
+		}
 		return Step{Actions: []Action{a}, Wait: wait}
 	}
 	return Step{}

@@ -19,7 +19,9 @@ package plan
 //  4. CLUSTER FAILOVER TAKEOVER on the most up-to-date replica of that primary (largest
 //     replication offset, then by name; bestReplica, forTakeover) among those that had synced
 //     (offset > 0) and are not Leaving: a replica that never finished its sync holds no data
-//     and is never promoted. One takeover per pass; the pass then waits for it.
+//     and is never promoted. One takeover per pass; the pass then waits for it. A takeover whose
+//     claim would tie with the lost primary's config epoch raises the cluster's first
+//     (plan/epoch.go rule 1).
 
 import (
 	"fmt"
@@ -44,7 +46,7 @@ func planQuorum(in Input) Step {
 		}
 		if best := bestReplica(live, choice{purpose: forTakeover, primaryID: w.PrimaryID}); best != nil {
 			return Step{
-				Actions: []Action{Takeover{Pod: best.Name, PrimaryID: w.PrimaryID, Shard: w.Shard}},
+				Actions: takeover(live, best, Takeover{Pod: best.Name, PrimaryID: w.PrimaryID, Shard: w.Shard}),
 				Wait:    fmt.Sprintf("waiting for the takeover of shard %d", w.Shard),
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -359,6 +360,34 @@ func (c *Client) AddSlotsRange(ctx context.Context, ranges SlotRanges) error {
 // and wait for the handshake).
 func (c *Client) Replicate(ctx context.Context, primaryID string) error {
 	return c.doOK(ctx, "cluster replicate "+primaryID, c.c.B().ClusterReplicate().NodeId(primaryID).Build())
+}
+
+// BumpEpoch sends CLUSTER BUMPEPOCH and returns the node's config epoch after it, and whether
+// Valkey raised it (BUMPED) or left it (STILL: it was the largest the node knows already).
+func (c *Client) BumpEpoch(ctx context.Context) (uint64, bool, error) {
+	reply, err := c.doString(ctx, "cluster bumpepoch", c.c.B().ClusterBumpepoch().Build())
+	if err != nil {
+		return 0, false, err
+	}
+	word, num, _ := strings.Cut(reply, " ")
+	e, perr := strconv.ParseUint(num, 10, 64)
+	if (word != "BUMPED" && word != "STILL") || perr != nil {
+		return 0, false, fmt.Errorf("cluster bumpepoch on %s: unexpected reply %q", c.addr, reply)
+	}
+	return e, word == "BUMPED", nil
+}
+
+// CurrentEpoch returns cluster_current_epoch from CLUSTER INFO.
+func (c *Client) CurrentEpoch(ctx context.Context) (uint64, error) {
+	info, err := c.ClusterInfo(ctx)
+	if err != nil {
+		return 0, err
+	}
+	e, err := strconv.ParseUint(info["cluster_current_epoch"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cluster info on %s: cluster_current_epoch: %w", c.addr, err)
+	}
+	return e, nil
 }
 
 // FailoverMode is the option of CLUSTER FAILOVER.

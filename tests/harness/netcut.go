@@ -2,6 +2,9 @@ package harness
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +21,10 @@ type CutCluster struct {
 	// make creates an Active 3×1 cluster in ns and returns it, the credentials its nodes
 	// answer, the writer's options and the check of the healed cluster.
 	Make func(t testing.TB, ns string) (vc *v1.ValkeyCluster, creds func(*v1.ValkeyCluster) valkey.Credentials, writer WriterOptions, verify func(*v1.ValkeyCluster))
+	// TiedEpochs, before the cut, gives the primary of the lowest shard cut and its replica one
+	// config epoch, the cluster's largest (TieEpochs): the replica's TAKEOVER would claim the slots
+	// at the lost primary's own epoch unless the operator raises the cluster's epoch first.
+	TiedEpochs bool
 }
 
 // CutLasting is how long the chaos suite's cut of two primaries lasted (seed 20261201) when the
@@ -52,6 +59,16 @@ func QuorumLossByNetworkCut(t testing.TB, ns string, c CutCluster) CutTimings {
 			cut[n.Pod] = true
 		}
 	}
+	nodeCreds := creds(vc)
+	if c.TiedEpochs {
+		first := v1.NodeStatus{Shard: -1}
+		for _, n := range cur.Status.NodeDetails {
+			if cut[n.Pod] && (first.Shard < 0 || n.Shard < first.Shard) {
+				first = n
+			}
+		}
+		TieEpochs(t, vc, nodeCreds, first.Shard)
+	}
 	for p := range cut {
 		if err := Cluster.Kubelet.CutPodNetwork(ns, p); err != nil {
 			t.Fatal(err)
@@ -67,7 +84,6 @@ func QuorumLossByNetworkCut(t testing.TB, ns string, c CutCluster) CutTimings {
 			reachable = append(reachable, PodAddr(p))
 		}
 	}
-	nodeCreds := creds(vc)
 	const takeover = "no quorum \u2014 issued TAKEOVER on replica"
 	var tookOver time.Duration
 	for {
@@ -99,6 +115,9 @@ func QuorumLossByNetworkCut(t testing.TB, ns string, c CutCluster) CutTimings {
 	if Logged(t, "forgetting node", ns) {
 		t.Fatal("a node that was only unreachable was forgotten")
 	}
+	if c.TiedEpochs && !Logged(t, "bumping config epoch", ns) {
+		t.Fatal("the takeover's claim would have tied with the lost primary's epoch, and no `bumping config epoch` was logged")
+	}
 
 	for p := range cut {
 		if err := Cluster.Kubelet.RestorePodNetwork(ns, p); err != nil {
@@ -114,4 +133,115 @@ func QuorumLossByNetworkCut(t testing.TB, ns string, c CutCluster) CutTimings {
 	r := ReadBackWriter(t, w, read)
 	longest, _ := r.LongestRefusal()
 	return CutTimings{Takeover: tookOver, Serving: serving, Longest: longest}
+}
+
+// TieEpochs gives shard's primary and its replica (of a 3×1 cluster's status) one config epoch,
+// larger than any other node's: the state an epoch collision between two empty primaries leaves
+// when one of them is made the other's replica before Valkey settled it (Valkey settles
+// collisions between primaries only), which formation met in CI (a522f5f). Made here by CLUSTER
+// BUMPEPOCH: on a third node until it holds the largest epoch, then, once the two know it, on
+// both at once, before gossip tells either of the other's bump. Retried when gossip was faster.
+func TieEpochs(t testing.TB, vc *v1.ValkeyCluster, creds valkey.Credentials, shard int32) {
+	t.Helper()
+	ctx := context.Background()
+	addr := map[string]string{}
+	for _, p := range Pods(t, vc) {
+		addr[p.Name] = PodAddr(p)
+	}
+	var pair, ids []string
+	third := ""
+	for _, n := range CurrentCluster(t, vc).Status.NodeDetails {
+		if n.Shard == shard {
+			pair, ids = append(pair, addr[n.Pod]), append(ids, n.NodeID)
+		} else if third == "" {
+			third = addr[n.Pod]
+		}
+	}
+	if len(pair) != 2 || third == "" {
+		t.Fatalf("shard %d: nodes %v and a third %q, want a primary, its replica and another node", shard, pair, third)
+	}
+	dial := func(a string) *valkey.Client {
+		c, err := valkey.NewClient(a, creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	x, a, b := dial(third), dial(pair[0]), dial(pair[1])
+	for try := 1; ; try++ {
+		var top uint64
+		for {
+			e, bumped, err := x.BumpEpoch(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if top = e; !bumped {
+				break
+			}
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ea, erra := a.CurrentEpoch(ctx)
+			eb, errb := b.CurrentEpoch(ctx)
+			if erra == nil && errb == nil && ea >= top && eb >= top {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("shard %d's nodes did not learn epoch %d in 30 s", shard, top)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		var got [2]uint64
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i, c := range []*valkey.Client{a, b} {
+			wg.Go(func() { got[i], _, errs[i] = c.BumpEpoch(ctx) })
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs[0], errs[1])
+		}
+		if got[0] == got[1] {
+			// Every node must know the tie before the cut: one that still holds the primary's
+			// older epoch would take the replica's claim.
+			eventuallyAll(t, addr, creds, func(entries []valkey.NodeEntry) bool {
+				n := 0
+				for _, e := range entries {
+					if slices.Contains(ids, e.ID) && e.ConfigEpoch == got[0] {
+						n++
+					}
+				}
+				return n == 2
+			}, fmt.Sprintf("every node sees shard %d's two nodes at config epoch %d", shard, got[0]))
+			t.Logf("shard %d's primary and replica share config epoch %d, the cluster's largest (try %d)", shard, got[0], try)
+			return
+		}
+		if try == 5 {
+			t.Fatalf("shard %d: five simultaneous bumps gave different epochs (last %v)", shard, got)
+		}
+	}
+}
+
+// eventuallyAll waits up to 30 s until ok holds for the CLUSTER NODES of every node of addrs.
+func eventuallyAll(t testing.TB, addrs map[string]string, creds valkey.Credentials, ok func([]valkey.NodeEntry) bool, what string) {
+	t.Helper()
+	var list []string
+	for _, a := range addrs {
+		list = append(list, a)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		all := true
+		for _, v := range valkey.Observe(context.Background(), list, creds) {
+			all = all && v.Reachable && ok(v.Nodes)
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 30 s: %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
