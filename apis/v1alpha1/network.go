@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -14,6 +15,10 @@ import (
 // or an except outside its cidr. The operator's policy would be refused on every pass; the
 // cluster is Invalid with this reason instead. (CEL's isCIDR would say it at admission, but only
 // API servers from 1.31 know it, and the CRD must install on 1.29.)
+//
+// It also bounds what one entry may hold, as the schema bounds the entries (32): the NetworkPolicy
+// carries every term, and the operator keeps the cluster in memory, so a team's entry of
+// thousands of terms costs every team. The bounds are far above a policy written by hand.
 func CheckNetworkClients(n *Network) error {
 	if n == nil {
 		return nil
@@ -22,6 +27,14 @@ func CheckNetworkClients(n *Network) error {
 	for i, p := range n.Clients {
 		at := path.Index(i)
 		opts := metav1validation.LabelSelectorValidationOptions{}
+		for name, sel := range map[string]*metav1.LabelSelector{"podSelector": p.PodSelector, "namespaceSelector": p.NamespaceSelector} {
+			if err := boundSelector(sel, at.Child(name)); err != nil {
+				return err
+			}
+		}
+		if p.IPBlock != nil && len(p.IPBlock.Except) > MaxClientExcepts {
+			return fmt.Errorf("%s: %d CIDRs, at most %d", at.Child("ipBlock", "except"), len(p.IPBlock.Except), MaxClientExcepts)
+		}
 		if p.PodSelector != nil {
 			if errs := metav1validation.ValidateLabelSelector(p.PodSelector, opts, at.Child("podSelector")); len(errs) > 0 {
 				return errs.ToAggregate()
@@ -43,6 +56,33 @@ func CheckNetworkClients(n *Network) error {
 					return fmt.Errorf("%s: %q must be a CIDR strictly inside %s", at.Child("ipBlock", "except").Index(j), e, b.CIDR)
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// The bounds of one spec.network.clients entry (CheckNetworkClients).
+const (
+	// MaxClientExcepts bounds an ipBlock's except list.
+	MaxClientExcepts = 32
+	// MaxSelectorTerms bounds a selector's matchLabels and matchExpressions together.
+	MaxSelectorTerms = 32
+	// MaxExpressionValues bounds one matchExpression's values.
+	MaxExpressionValues = 64
+)
+
+// boundSelector reports a selector holding more terms, or an expression more values, than
+// CheckNetworkClients allows.
+func boundSelector(sel *metav1.LabelSelector, at *field.Path) error {
+	if sel == nil {
+		return nil
+	}
+	if n := len(sel.MatchLabels) + len(sel.MatchExpressions); n > MaxSelectorTerms {
+		return fmt.Errorf("%s: %d matchLabels and matchExpressions, at most %d together", at, n, MaxSelectorTerms)
+	}
+	for i, e := range sel.MatchExpressions {
+		if len(e.Values) > MaxExpressionValues {
+			return fmt.Errorf("%s: %d values, at most %d", at.Child("matchExpressions").Index(i).Child("values"), len(e.Values), MaxExpressionValues)
 		}
 	}
 	return nil

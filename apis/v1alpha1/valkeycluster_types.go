@@ -192,8 +192,10 @@ type Network struct {
 	// by ipBlock. Omitted or empty, the client port is open to every source, as it is without a
 	// policy. The cluster's own pods (replication) and the operator may always reach it. At most
 	// 32 entries; each sets podSelector and/or namespaceSelector, or ipBlock alone. An entry a
-	// NetworkPolicy cannot hold (a selector label that is no label, a cidr that is no CIDR)
-	// makes the cluster Invalid, naming it.
+	// NetworkPolicy cannot hold (a selector label that is no label, a cidr that is no CIDR), or
+	// one larger than the operator takes (more than 32 matchLabels and matchExpressions in a
+	// selector, 64 values in an expression, 32 CIDRs in except), makes the cluster Invalid,
+	// naming it.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(p, has(p.podSelector) || has(p.namespaceSelector) || has(p.ipBlock))",message="network.clients entries must set podSelector, namespaceSelector or ipBlock: an empty entry selects nothing in a NetworkPolicy; use {namespaceSelector: {}} for every pod of every namespace"
