@@ -191,6 +191,12 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 				logging.LogPanic(logging.FromContext(ctx), o.snapshot.Pods[queried[i]].Name, pe)
 			}
 			o.snapshot.Pods[queried[i]].Node = nodeView(v)
+			if valkey.IsWrongPass(v.Err) {
+				// What the operator's own credentials say about the cause: a password in its
+				// Secret changed by hand (docs/user/failure-handling.md says how to restore it).
+				o.snapshot.Pods[queried[i]].Node.Err += fmt.Sprintf(" (the node refuses the password in key %s of Secret %s: was it changed by hand? put back the value the cluster was created with)",
+					resources.OperatorPasswordKey, resources.CredentialSecretName(vc))
+			}
 			if v.Reachable {
 				o.stats[o.snapshot.Pods[queried[i]].Name] = v.Stats()
 			}

@@ -579,6 +579,13 @@ func IsServerError(err error) bool {
 	return errors.As(err, &ve) && !ve.IsNil()
 }
 
+// IsWrongPass reports whether err carries Valkey's WRONGPASS: the node refused the user's
+// password (or the user is disabled or unknown to it).
+func IsWrongPass(err error) bool {
+	var ve *valkeygo.ValkeyError
+	return errors.As(err, &ve) && !ve.IsNil() && strings.HasPrefix(ve.Error(), "WRONGPASS")
+}
+
 // redactedError replaces an error whose text contained a secret. It keeps
 // no chain: the wrapped errors would still print the secret.
 type redactedError struct{ msg string }

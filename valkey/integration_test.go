@@ -444,6 +444,9 @@ func TestIntegrationAuthAndACL(t *testing.T) {
 
 	_, err := NewClient(s.addr, Credentials{Username: "ops", Password: wrongPassword})
 	check("wrong password", err)
+	if !IsWrongPass(err) {
+		t.Errorf("IsWrongPass(%v) = false, want true", err)
+	}
 	_, err = NewClient(s.addr, Credentials{Password: wrongPassword})
 	check("default user is off", err)
 	if _, err = NewClient(s.addr, Credentials{}); err == nil {
@@ -458,6 +461,12 @@ func TestIntegrationAuthAndACL(t *testing.T) {
 			t.Error("observe with a wrong password reached the node")
 		}
 		check("observe with wrong password", v.Err)
+		if !IsWrongPass(v.Err) {
+			t.Errorf("observe: IsWrongPass(%v) = false, want true", v.Err)
+		}
+	}
+	if IsWrongPass(c.Replicate(ctx, strings.Repeat("a", 40))) {
+		t.Error("IsWrongPass of an ERR reply = true")
 	}
 	check("replicate unknown", c.Replicate(ctx, strings.Repeat("a", 40)))
 	check("config set masterauth with a bad parameter",

@@ -342,3 +342,72 @@ func TestMissingCredentialIsLoggedByKeyName(t *testing.T) {
 		return fmt.Sprintf("message %q, conditions %+v", got.Status.Message, got.Status.Conditions)
 	})
 }
+
+// TestChangedCredentialIsNamed changes the operator's password in its credential Secret by hand
+// under a live cluster. The nodes hold only the hash of the password the cluster was created
+// with, so they refuse the operator (WRONGPASS): status.message must name the Secret and its key
+// (a break test found only "WRONGPASS" there), never either password, and the cluster keeps
+// serving. Putting the original value back heals it.
+func TestChangedCredentialIsNamed(t *testing.T) {
+	ns := "cred-changed"
+	ctx := context.Background()
+	vc := harness.ActiveCluster(t, ns, 1, 0)
+	creds := harness.Creds(t, vc)
+	const chosen = "a-value-someone-typed-by-hand"
+	var secret corev1.Secret
+	key := client.ObjectKey{Namespace: ns, Name: "vc-operator-auth"}
+	if err := harness.K8s.Get(ctx, key, &secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data["operator-password"] = []byte(chosen)
+	if err := harness.K8s.Update(ctx, &secret); err != nil {
+		t.Fatal(err)
+	}
+	var got v1.ValkeyCluster
+	harness.WaitFor(t, "status naming the Secret and key the node refuses", 2*time.Minute, func() string {
+		if err := harness.K8s.Get(ctx, client.ObjectKeyFromObject(vc), &got); err != nil {
+			t.Fatal(err)
+		}
+		m := got.Status.Message
+		if strings.Contains(m, "WRONGPASS") && strings.Contains(m, "key operator-password of Secret vc-operator-auth") {
+			return ""
+		}
+		return fmt.Sprintf("message %q", m)
+	})
+	t.Logf("status.message: %s", got.Status.Message)
+	for _, pw := range []string{creds.Password, chosen} {
+		if strings.Contains(got.Status.Message, pw) {
+			t.Fatal("a password appears in status.message")
+		}
+		if bytes.Contains(harness.Op.Logs(), []byte(pw)) {
+			t.Fatal("a password appears in the log stream")
+		}
+	}
+	// The cluster keeps serving the original credentials meanwhile.
+	c, err := valkey.NewClient(harness.PodAddr(harness.Pods(t, vc)[0]), creds)
+	if err != nil {
+		t.Fatalf("the node refuses the original credentials: %v", err)
+	}
+	defer c.Close()
+	if info, err := c.ClusterInfo(ctx); err != nil || info["cluster_state"] != "ok" {
+		t.Fatalf("cluster info: %v %v", info, err)
+	}
+
+	// The original value back: the message goes.
+	if err := harness.K8s.Get(ctx, key, &secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data["operator-password"] = []byte(creds.Password)
+	if err := harness.K8s.Update(ctx, &secret); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, "recovered once the original password is back", 2*time.Minute, func() string {
+		if err := harness.K8s.Get(ctx, client.ObjectKeyFromObject(vc), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got.Status.Message, "WRONGPASS") && got.Status.State == v1.StateActive && got.Status.ReadyNodes == 1 {
+			return ""
+		}
+		return fmt.Sprintf("state %s, message %q", got.Status.State, got.Status.Message)
+	})
+}
