@@ -48,3 +48,15 @@ func TestParseNetworkPolicy(t *testing.T) {
 		}
 	}
 }
+
+// A restarted container of the same pod holds the lease under the same name; without a pod name
+// every process is a holder of its own.
+func TestLeaderIdentity(t *testing.T) {
+	if got := leaderIdentity("valkey-operator-7d9f-abcde", "host"); got != "valkey-operator-7d9f-abcde" {
+		t.Errorf("with POD_NAME: %q", got)
+	}
+	a, b := leaderIdentity("", "host"), leaderIdentity("", "host")
+	if a == b || !strings.HasPrefix(a, "host_") {
+		t.Errorf("without POD_NAME: %q and %q, want two different host_<uuid>", a, b)
+	}
+}

@@ -101,7 +101,10 @@ type Operator struct {
 }
 
 // StartOperator runs binary against c with env (e.g. RUST_LOG=info), its stdout and stderr
-// appended to files under dir named after name.
+// appended to files under dir named after name. name is also the operator's pod name
+// (POD_NAME, "local-"+name), which it holds the leader lease by: an operator started again
+// under the same name after the last one exited takes the lease back at once, as a container
+// restarted in its pod does; operators of different names wait for each other's lease.
 func StartOperator(binary string, c *localcluster.Cluster, dir, name string, env ...string) (*Operator, error) {
 	o := &Operator{Stdout: filepath.Join(dir, name+".stdout"), Stderr: filepath.Join(dir, name+".stderr"), done: make(chan struct{})}
 	var err error
@@ -123,7 +126,7 @@ func StartOperator(binary string, c *localcluster.Cluster, dir, name string, env
 		return nil, err
 	}
 	o.cmd = exec.Command(binary, "--metrics-bind-address="+o.MetricsAddr, "--health-probe-bind-address="+o.HealthAddr, "--pprof-bind-address="+o.PprofAddr)
-	o.cmd.Env = append(os.Environ(), append([]string{"KUBECONFIG=" + c.Kubeconfig}, env...)...)
+	o.cmd.Env = append(os.Environ(), append([]string{"KUBECONFIG=" + c.Kubeconfig, "POD_NAME=local-" + name}, env...)...)
 	o.cmd.Stdout, o.cmd.Stderr = stdout, stderr
 	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := o.cmd.Start(); err != nil {

@@ -444,7 +444,8 @@ func checkPodProcess(t *testing.T, pod *corev1.Pod) {
 }
 
 // waitLeader waits until the pod holds the leader lease: it reached the API server with its
-// in-cluster configuration and ServiceAccount token, in the namespace of POD_NAMESPACE.
+// in-cluster configuration and ServiceAccount token, in the namespace of POD_NAMESPACE, and holds
+// the lease by its pod's name (POD_NAME from the downward API: main.go leaderIdentity).
 func waitLeader(t *testing.T, k8s client.Client, pod string) {
 	t.Helper()
 	waitFor(t, "pod "+pod+" to hold the leader lease", func() (bool, string) {
@@ -456,7 +457,7 @@ func waitLeader(t *testing.T, k8s client.Client, pod string) {
 		if lease.Spec.HolderIdentity != nil {
 			holder = *lease.Spec.HolderIdentity
 		}
-		return strings.HasPrefix(holder, pod+"_"), "holder " + holder
+		return holder == pod, "holder " + holder
 	})
 }
 
