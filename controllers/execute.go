@@ -299,42 +299,40 @@ const EpochWait = 3 * time.Second
 // with a takeover's traffic may take more than 50 ms to answer on a loaded machine.
 const epochQuery = 500 * time.Millisecond
 
-// awaitEpoch asks c's node, every FailoverPoll for up to wait, for its current epoch, until it
-// exceeds epoch. Running out is not an error: the TAKEOVER goes anyway, and should its claim tie,
-// the epochs planner bumps it on the next pass (plan/epoch.go rule 2).
+// awaitEpoch asks c's node for its current epoch until it exceeds epoch, for up to wait.
+// Running out is not an error: the TAKEOVER goes anyway, and should its claim tie, the epochs
+// planner bumps it on the next pass (plan/epoch.go rule 2).
 func awaitEpoch(ctx context.Context, c *valkey.Client, epoch uint64, wait time.Duration) {
-	deadline := time.Now().Add(wait)
-	for {
-		qctx, cancel := context.WithTimeout(ctx, epochQuery)
+	pollNode(ctx, wait, epochQuery, func(qctx context.Context) bool {
 		cur, err := c.CurrentEpoch(qctx)
-		cancel()
-		if err == nil && cur > epoch {
-			return
-		}
-		if !time.Now().Add(FailoverPoll).Before(deadline) || ctx.Err() != nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(FailoverPoll):
-		}
-	}
+		return err == nil && cur > epoch
+	})
 }
 
 // becamePrimary asks c's node, every FailoverPoll for up to wait, whether it is a primary now
 // (its own CLUSTER NODES line): whether the FORCE sent to it took. The command's reply only says
 // the request was accepted; a refused election leaves the node a replica.
 func becamePrimary(ctx context.Context, c *valkey.Client, wait time.Duration) bool {
+	return pollNode(ctx, wait, FailoverPoll, func(qctx context.Context) bool {
+		entries, err := c.ClusterNodes(qctx)
+		if err != nil {
+			return false
+		}
+		me, ok := valkey.Myself(entries)
+		return ok && me.Role == valkey.RolePrimary
+	})
+}
+
+// pollNode asks ok, each time within query, every FailoverPoll for up to wait, until it says
+// yes; false when wait ran out or ctx ended first.
+func pollNode(ctx context.Context, wait, query time.Duration, ok func(context.Context) bool) bool {
 	deadline := time.Now().Add(wait)
 	for {
-		qctx, cancel := context.WithTimeout(ctx, FailoverPoll)
-		entries, err := c.ClusterNodes(qctx)
+		qctx, cancel := context.WithTimeout(ctx, query)
+		done := ok(qctx)
 		cancel()
-		if err == nil {
-			if me, ok := valkey.Myself(entries); ok && me.Role == valkey.RolePrimary {
-				return true
-			}
+		if done {
+			return true
 		}
 		if !time.Now().Add(FailoverPoll).Before(deadline) || ctx.Err() != nil {
 			return false
