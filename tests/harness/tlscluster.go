@@ -186,7 +186,17 @@ func VerifyTLS(t testing.TB, vc *v1.ValkeyCluster, ca *CA, shards, replicas int)
 	if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := Cluster.CommandWithDNS("valkey-cli", "-h", ServiceHost(vc), "-p", "6379", "--tls", "--cacert", caFile, "PING").CombinedOutput()
+	// Retried for 30 s, as TLSClusterClient is: right after a roll the Service's name may still
+	// resolve to a retired node's address (make test, 2026-12-07: "Connection refused" once, at
+	// load 33, in TestTLSSecretRefChange).
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		out, err = Cluster.CommandWithDNS("valkey-cli", "-h", ServiceHost(vc), "-p", "6379", "--tls", "--cacert", caFile, "PING").CombinedOutput()
+		if (err == nil && strings.TrimSpace(string(out)) == "PONG") || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil || strings.TrimSpace(string(out)) != "PONG" {
 		t.Fatalf("valkey-cli --tls --cacert through the Service's name: %v\n%s", err, out)
 	}
