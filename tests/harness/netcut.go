@@ -180,18 +180,14 @@ func TieEpochs(t testing.TB, vc *v1.ValkeyCluster, creds valkey.Credentials, sha
 				break
 			}
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		WaitFor(t, fmt.Sprintf("shard %d's nodes to learn epoch %d", shard, top), 30*time.Second, func() string {
 			ea, erra := a.CurrentEpoch(ctx)
 			eb, errb := b.CurrentEpoch(ctx)
 			if erra == nil && errb == nil && ea >= top && eb >= top {
-				break
+				return ""
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("shard %d's nodes did not learn epoch %d in 30 s", shard, top)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return fmt.Sprintf("current epochs %d (%v), %d (%v)", ea, erra, eb, errb)
+		})
 		var got [2]uint64
 		var errs [2]error
 		var wg sync.WaitGroup
@@ -205,43 +201,29 @@ func TieEpochs(t testing.TB, vc *v1.ValkeyCluster, creds valkey.Credentials, sha
 		if got[0] == got[1] {
 			// Every node must know the tie before the cut: one that still holds the primary's
 			// older epoch would take the replica's claim.
-			eventuallyAll(t, addr, creds, func(entries []valkey.NodeEntry) bool {
-				n := 0
-				for _, e := range entries {
-					if slices.Contains(ids, e.ID) && e.ConfigEpoch == got[0] {
-						n++
+			var list []string
+			for _, a := range addr {
+				list = append(list, a)
+			}
+			WaitFor(t, fmt.Sprintf("every node to see shard %d's two nodes at config epoch %d", shard, got[0]), 30*time.Second, func() string {
+				for _, v := range valkey.Observe(ctx, list, creds) {
+					n := 0
+					for _, e := range v.Nodes {
+						if slices.Contains(ids, e.ID) && e.ConfigEpoch == got[0] {
+							n++
+						}
+					}
+					if !v.Reachable || n != 2 {
+						return fmt.Sprintf("%s sees %d of the two at it (reachable %v)", v.Addr, n, v.Reachable)
 					}
 				}
-				return n == 2
-			}, fmt.Sprintf("every node sees shard %d's two nodes at config epoch %d", shard, got[0]))
+				return ""
+			})
 			t.Logf("shard %d's primary and replica share config epoch %d, the cluster's largest (try %d)", shard, got[0], try)
 			return
 		}
 		if try == 5 {
 			t.Fatalf("shard %d: five simultaneous bumps gave different epochs (last %v)", shard, got)
 		}
-	}
-}
-
-// eventuallyAll waits up to 30 s until ok holds for the CLUSTER NODES of every node of addrs.
-func eventuallyAll(t testing.TB, addrs map[string]string, creds valkey.Credentials, ok func([]valkey.NodeEntry) bool, what string) {
-	t.Helper()
-	var list []string
-	for _, a := range addrs {
-		list = append(list, a)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		all := true
-		for _, v := range valkey.Observe(context.Background(), list, creds) {
-			all = all && v.Reachable && ok(v.Nodes)
-		}
-		if all {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 30 s: %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
