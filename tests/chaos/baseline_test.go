@@ -79,6 +79,10 @@ type baseSample struct {
 	summary string // window() of the twin's refusals
 	healed  time.Duration
 	note    string // why there is no figure
+	// unpaired says why the twin's window is not a like-for-like baseline of the managed one
+	// (a node stop that took a primary from one side and none from the other): the window is
+	// still measured, and the twin built again, but it is not paired in the report.
+	unpaired string
 }
 
 // startTwins builds every cluster's twin, one after the other. A twin that cannot be built is
@@ -119,22 +123,33 @@ func (r *runner) downNodes() []string {
 }
 
 // twinTarget is a twin pod a fault is to hit, resolved before the managed cluster's fault is
-// injected so that both are injected together.
+// injected so that both are injected together. For a node stop it is a twin with pods on the
+// node (which the stop hits by itself), with what the stop takes from each side.
 type twinTarget struct {
 	f    *fired
 	b    *baseline
 	pod  corev1.Pod
 	note string
+
+	cluster  string   // a node stop's: the twin's cluster
+	onNode   []string // a node stop's: the twin's pods on the node
+	unpaired string
 }
 
 // resolveTwins finds the twin pods that fs (one fault or a pair, resolved on the managed
-// clusters) hit: the same shard index and role on the cluster's twin. A node stop hits the twins'
-// pods on the node by itself.
-func (r *runner) resolveTwins(ctx context.Context, fs []*fired) []twinTarget {
+// clusters in w) hit: the same shard index and role on the cluster's twin. A node stop hits the
+// twins' pods on the node by itself; the twin's placement follows its managed cluster's at the
+// twin's build, but failovers move primaries since, so the primaries each side has on the node
+// are counted now, before the stop, and a stop that takes a different number from the two sides
+// is measured but not paired.
+func (r *runner) resolveTwins(ctx context.Context, w *world, fs []*fired) []twinTarget {
 	var out []twinTarget
 	for _, f := range fs {
 		switch f.ev.Kind {
 		case schedule.Kill, schedule.DeletePod, schedule.CutNetwork:
+		case schedule.StopNode, schedule.ZoneLoss:
+			out = append(out, r.resolveNodeTwins(ctx, w, f)...)
+			continue
 		default:
 			continue
 		}
@@ -165,6 +180,32 @@ func (r *runner) resolveTwins(ctx context.Context, fs []*fired) []twinTarget {
 	return out
 }
 
+// resolveNodeTwins are the twins with pods on the node f stops.
+func (r *runner) resolveNodeTwins(ctx context.Context, w *world, f *fired) []twinTarget {
+	var out []twinTarget
+	for _, name := range slices.Sorted(maps.Keys(r.baselines)) {
+		b := r.baselines[name]
+		if b.twin == nil {
+			continue
+		}
+		on, twinPrimaries, err := b.twin.OnNode(ctx, f.node)
+		if err != nil || len(on) == 0 {
+			continue
+		}
+		tt := twinTarget{f: f, b: b, cluster: name, onNode: on}
+		if managed := w.primariesOn(name, f.node); managed != twinPrimaries {
+			tt.unpaired = fmt.Sprintf("not paired: the stop took %d primaries from the twin, %d from the cluster", twinPrimaries, managed)
+		}
+		b.mu.Lock()
+		if !b.ready {
+			tt.note = "no baseline: the twin is " + b.busy
+		}
+		b.mu.Unlock()
+		out = append(out, tt)
+	}
+	return out
+}
+
 // injectTwins injects the faults into the twins' pods, right after the managed ones, and follows
 // each twin's window (a node stop's too: every twin with a pod on the node). A twin hit twice
 // (a pair on one cluster) is followed once.
@@ -179,6 +220,18 @@ func (r *runner) injectTwins(ctx context.Context, fs []*fired, targets []twinTar
 		return s
 	}
 	for _, tt := range targets {
+		if tt.onNode != nil {
+			// A node stop: the runner stopped the twin's pods with the node.
+			s := sampleOf(tt.b, tt.cluster)
+			s.fired, s.pods = append(s.fired, tt.f), append(s.pods, tt.onNode...)
+			if tt.note != "" && s.note == "" {
+				s.note = tt.note
+			}
+			if tt.unpaired != "" {
+				s.unpaired = tt.unpaired
+			}
+			continue
+		}
 		s := sampleOf(tt.b, tt.f.ev.Cluster)
 		s.fired = append(s.fired, tt.f)
 		if tt.note != "" {
@@ -199,37 +252,6 @@ func (r *runner) injectTwins(ctx context.Context, fs []*fired, targets []twinTar
 		s.pods = append(s.pods, tt.pod.Name)
 		if err != nil {
 			s.note = "twin fault: " + err.Error()
-		}
-	}
-	for _, f := range fs {
-		if f.ev.Kind != schedule.StopNode && f.ev.Kind != schedule.ZoneLoss {
-			continue
-		}
-		for _, name := range slices.Sorted(maps.Keys(r.baselines)) {
-			b := r.baselines[name]
-			if b.twin == nil {
-				continue
-			}
-			pods, err := b.twin.Pods(ctx)
-			if err != nil {
-				continue
-			}
-			var on []string
-			for _, p := range pods {
-				if p.Spec.NodeName == f.node {
-					on = append(on, p.Name)
-				}
-			}
-			if len(on) == 0 {
-				continue
-			}
-			s := sampleOf(b, name)
-			s.fired, s.pods = append(s.fired, f), append(s.pods, on...)
-			b.mu.Lock()
-			if !b.ready && s.note == "" {
-				s.note = "no baseline: the twin is " + b.busy
-			}
-			b.mu.Unlock()
 		}
 	}
 	for b, s := range hit {
@@ -368,12 +390,17 @@ func (r *runner) twinLines(f *fired, name string) []string {
 		switch {
 		case s.note != "" && s.summary == "":
 			return []string{fmt.Sprintf("%s baseline (twin): %s", name, s.note)}
+		case s.summary == "" && s.unpaired != "":
+			return []string{fmt.Sprintf("%s baseline (twin %s): no write refused; %s", name, strings.Join(s.pods, " "), s.unpaired)}
 		case s.summary == "":
 			return []string{fmt.Sprintf("%s baseline (twin %s): no write refused", name, strings.Join(s.pods, " "))}
 		default:
 			line := fmt.Sprintf("%s baseline (twin %s): %s", name, strings.Join(s.pods, " "), s.summary)
 			if s.note != "" {
 				line += "; " + s.note
+			}
+			if s.unpaired != "" {
+				line += "; " + s.unpaired
 			}
 			return []string{line}
 		}
@@ -394,6 +421,7 @@ func (r *runner) baselineReport(longestBy map[string]time.Duration, managedOf ma
 	type agg struct {
 		baseline     time.Duration
 		samples, off int
+		unpaired     int           // measured but not like for like (see baseSample.unpaired)
 		worst        time.Duration // max managed - baseline over paired samples
 		worstAt      string
 		paired       bool
@@ -418,6 +446,10 @@ func (r *runner) baselineReport(longestBy map[string]time.Duration, managedOf ma
 			}
 			a.samples++
 			a.baseline = max(a.baseline, s.longest)
+			if s.unpaired != "" {
+				a.unpaired++
+				continue
+			}
 			last := s.fired[len(s.fired)-1]
 			if m, ok := managedOf[last][name]; ok {
 				if d := m - s.longest; !a.paired || d > a.worst {
@@ -437,9 +469,12 @@ func (r *runner) baselineReport(longestBy map[string]time.Duration, managedOf ma
 		if a.paired && a.worst > BaselineNoise {
 			verdict = "WORSE THAN ITS BASELINE"
 		}
-		fmt.Fprintf(&b, "  %-12s managed %6s, baseline %6s (%d samples, %d without); worst pairing %s (%s): %s\n", label,
-			longestBy[label].Round(100*time.Millisecond), a.baseline.Round(100*time.Millisecond), a.samples, a.off,
-			signed(a.worst), a.worstAt, verdict)
+		pairing := fmt.Sprintf("worst pairing %s (%s): %s", signed(a.worst), a.worstAt, verdict)
+		if !a.paired {
+			pairing = "no pairing like for like"
+		}
+		fmt.Fprintf(&b, "  %-12s managed %6s, baseline %6s (%d samples, %d without, %d not paired); %s\n", label,
+			longestBy[label].Round(100*time.Millisecond), a.baseline.Round(100*time.Millisecond), a.samples, a.off, a.unpaired, pairing)
 	}
 	return b.String()
 }

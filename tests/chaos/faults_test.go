@@ -210,3 +210,17 @@ func (w *world) podByID(id string) (corev1.Pod, bool) {
 	}
 	return corev1.Pod{}, false
 }
+
+// primariesOn is how many of cluster's pods on node serve slots in this observation.
+func (w *world) primariesOn(cluster, node string) int {
+	n := 0
+	for _, p := range w.pods[cluster] {
+		if p.Spec.NodeName != node {
+			continue
+		}
+		if me, _ := w.views[podID(p)].Myself(); w.views[podID(p)].Reachable && me.Role == valkey.RolePrimary && len(me.Slots) > 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -288,7 +288,7 @@ func (r *runner) tryInject(ctx context.Context, fs []*fired) string {
 	if why := w.safe(victims); why != "" {
 		return why
 	}
-	twins := r.resolveTwins(ctx, fs)
+	twins := r.resolveTwins(ctx, w, fs)
 	defer r.injectTwins(ctx, fs, twins) // right after the faults below
 	for _, f := range fs {
 		p, _ := w.podByID(f.pods[0])

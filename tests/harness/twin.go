@@ -555,3 +555,33 @@ func (t *Twin) Describe(ctx context.Context) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// OnNode are the names of the twin's pods running on node and how many of them serve slots
+// now: what a stop of that node takes from the twin, read before the stop.
+func (t *Twin) OnNode(ctx context.Context, node string) ([]string, int, error) {
+	pods, err := t.Pods(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var on []corev1.Pod
+	for _, p := range pods {
+		if p.Spec.NodeName == node {
+			on = append(on, p)
+		}
+	}
+	names := make([]string, len(on))
+	addrs := make([]string, len(on))
+	for i, p := range on {
+		names[i], addrs[i] = p.Name, PodAddr(p)
+	}
+	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	views := valkey.Observe(octx, addrs, t.Creds(pods))
+	cancel()
+	primaries := 0
+	for _, v := range views {
+		if me, _ := v.Myself(); v.Reachable && me.Role == valkey.RolePrimary && len(me.Slots) > 0 {
+			primaries++
+		}
+	}
+	return names, primaries, nil
+}
