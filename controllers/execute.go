@@ -67,6 +67,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 		}
 		var err error
 		unrecorded := false // the action turned out done by someone else: nothing to count
+		done := a           // what was done, counted and recorded: a, or what it became
 		// One exhaustive switch over the closed set of actions: gochecksumtype (.golangci.yml)
 		// fails the lint when a kind is missing, so default is only reached by a nil action.
 		switch a := a.(type) {
@@ -135,7 +136,8 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 					if !becamePrimary(ctx, c, plan.FailoverCheck) {
 						// Refused: its next election is barred for 4 × cluster-node-timeout, and
 						// the primary's container is gone (plan.FailoverForce).
-						err = takeOver(ctx, log, c, plan.Takeover{Pod: a.Pod, PrimaryID: a.PrimaryID, Shard: a.Shard, Reason: plan.TakeoverForceRefused})
+						t := plan.Takeover{Pod: a.Pod, PrimaryID: a.PrimaryID, Shard: a.Shard, Reason: plan.TakeoverForceRefused}
+						err, done = takeOver(ctx, log, c, t), t
 					}
 				}
 			}
@@ -249,7 +251,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			continue
 		}
 		if !unrecorded {
-			r.recordAction(vc, a)
+			r.recordAction(vc, done)
 		}
 	}
 	return errors.Join(deferred, failed)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/metrics"
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/slot"
@@ -176,9 +178,14 @@ func nodesLine(id, ip, flags, primary string) string {
 // A FORCE that does not take within plan.FailoverCheck (the replica still says it is one: the
 // primaries refused it their vote, chaos seed 60606) is followed at once by a TAKEOVER on the
 // same replica, said with its reason; one that takes is not.
+// TestExecuteTakesOverWhenAForceDoesNotTake: a FORCE the replica does not act on is followed by
+// a TAKEOVER once plan.FailoverCheck is over; the pass counts and records the takeover it did,
+// not the FORCE that did not take.
 func TestExecuteTakesOverWhenAForceDoesNotTake(t *testing.T) {
 	f := newExecFixture(t, 3)
 	f.node(1).On("CLUSTER NODES", valkeytest.Str(nodesLine(hexID(1), "10.0.0.2", "myself,slave", hexID(0))))
+	rec := events.NewFakeRecorder(10)
+	f.r.Events, f.r.Metrics = rec, metrics.New()
 	began := time.Now()
 	if err := f.run(t, plan.FailoverForce{Pod: "p1", PrimaryID: "n0", Shard: 0}); err != nil {
 		t.Fatal(err)
@@ -204,6 +211,22 @@ func TestExecuteTakesOverWhenAForceDoesNotTake(t *testing.T) {
 	}
 	if n := f.logs.FilterMessage(logging.MsgNoQuorumTakeover).Len(); n != 0 {
 		t.Fatalf("%d %q lines, want none: the primaries are a majority", n, logging.MsgNoQuorumTakeover)
+	}
+	if n := len(rec.Events); n != 1 {
+		t.Fatalf("%d Events, want 1 (the takeover's)", n)
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, " "+EventTakeover+" ") || !strings.Contains(ev, logging.MsgPrimaryGoneTakeover) {
+		t.Errorf("Event %q, want the takeover's (reason %s, %q)", ev, EventTakeover, logging.MsgPrimaryGoneTakeover)
+	}
+	want := fmt.Sprintf(`
+# HELP valkey_cluster_failovers_total Failovers the operator issued, by kind: graceful (CLUSTER FAILOVER), forced (FORCE), takeover (TAKEOVER).
+# TYPE valkey_cluster_failovers_total counter
+valkey_cluster_failovers_total{cluster=%[1]q,kind="forced",namespace=%[2]q} 0
+valkey_cluster_failovers_total{cluster=%[1]q,kind="graceful",namespace=%[2]q} 0
+valkey_cluster_failovers_total{cluster=%[1]q,kind="takeover",namespace=%[2]q} 1
+`, f.vc.Name, f.vc.Namespace)
+	if err := testutil.CollectAndCompare(f.r.Metrics, strings.NewReader(want), "valkey_cluster_failovers_total"); err != nil {
+		t.Error(err)
 	}
 }
 
