@@ -161,3 +161,34 @@ func TestUnsyncedSkipsLeaving(t *testing.T) {
 		t.Fatalf("a Leaving replica: Unsynced = %v, want none", got)
 	}
 }
+
+// Unformed names what keeps a cluster from agreeing, the first finding in its order; a stranger
+// node met from outside is named by its id, so that a team can forget it.
+func TestUnformedSaysWhy(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(s *Snapshot)
+		want string
+	}{
+		{"formed", func(*Snapshot) {}, ""},
+		{"a shard short of a pod", func(s *Snapshot) { s.Pods = s.Pods[:3] }, "shard 1 has 1 of its 2 pods"},
+		{"a pod not running", func(s *Snapshot) { s.Pods[1].Phase = PodPending }, "pod p0-1 does not run yet"},
+		{"a node that does not answer", func(s *Snapshot) { s.Pods[2].Node.Reachable = false }, "the node of pod p1-0 does not answer"},
+		{"slots unassigned", func(s *Snapshot) { s.Pods[0].Node.SlotsAssigned = 8192 }, "pod p0-0 sees 8192 of 16384 slots assigned"},
+		{"a node missing from a view", func(s *Snapshot) { delete(s.Pods[3].Node.Known, "id-p0-0") }, "pod p1-1 does not know pod p0-0's node id-p0-0"},
+		{"a stranger in a view", func(s *Snapshot) { s.Pods[1].Node.Known["e0f1"] = nil }, "pod p0-1 knows node e0f1, which no pod of the cluster runs (gone, or met from outside)"},
+		{"a replica of another primary", func(s *Snapshot) { s.Pods[3].Node.PrimaryID = "id-p0-0" }, "pod p1-1 is not a replica of shard 1's primary p1-0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSnapshot(Active, 2, 1, formed)
+			tc.edit(&s)
+			if got := s.Unformed(); got != tc.want {
+				t.Fatalf("Unformed = %q, want %q", got, tc.want)
+			}
+			if s.Formed() != (tc.want == "") {
+				t.Fatalf("Formed = %t with Unformed %q", s.Formed(), tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -354,64 +356,77 @@ func (s Snapshot) ShardPods() [][]Pod {
 }
 
 // PodsUp reports whether every desired pod exists, runs and has an IP.
-func (s Snapshot) PodsUp() bool {
-	for _, pods := range s.ShardPods() {
+func (s Snapshot) PodsUp() bool { return s.podsGap() == "" }
+
+// podsGap says which desired pod is missing or does not run yet, "" when none.
+func (s Snapshot) podsGap() string {
+	for shard, pods := range s.ShardPods() {
 		if len(pods) < s.ReplicasPerShard+1 {
-			return false
+			return fmt.Sprintf("shard %d has %d of its %d pods", shard, len(pods), s.ReplicasPerShard+1)
 		}
 		for _, p := range pods {
 			if p.Phase != PodRunning || p.IP == "" {
-				return false
+				return fmt.Sprintf("pod %s does not run yet", p.Name)
 			}
 		}
 	}
-	return true
+	return ""
 }
 
-// Formed reports whether the cluster is formed and in agreement: every desired pod runs,
-// every node answers, says cluster_state:ok with all 16384 slots assigned, knows exactly the
-// live nodes (every one of them, and no node that is gone), and each shard has exactly one primary holding slots with every other pod of the shard
-// attached to it as a replica.
-func (s Snapshot) Formed() bool {
-	if !s.PodsUp() {
-		return false
+// Formed reports whether the cluster is formed and in agreement (Unformed says nothing).
+func (s Snapshot) Formed() bool { return s.Unformed() == "" }
+
+// Unformed says what keeps the cluster from being formed and in agreement, "" when nothing:
+// every desired pod runs, every node answers, says cluster_state:ok with all 16384 slots
+// assigned, knows exactly the live nodes (every one of them, and no node that is gone or that no
+// pod of the cluster runs: a stranger met by hand is named, to be forgotten), and each shard has
+// exactly one primary holding slots with every other pod of the shard attached to it as a
+// replica. The first finding, in that order.
+func (s Snapshot) Unformed() string {
+	if gap := s.podsGap(); gap != "" {
+		return gap
 	}
-	ids := map[string]bool{}
+	ids := map[string]string{} // node id -> pod
 	for _, p := range s.LivePods() {
 		if p.Node == nil || !p.Node.Reachable || p.Node.ID == "" {
-			return false
+			return fmt.Sprintf("the node of pod %s does not answer", p.Name)
 		}
-		ids[p.Node.ID] = true
+		ids[p.Node.ID] = p.Name
 	}
 	for _, p := range s.LivePods() {
 		n := p.Node
-		if !n.ClusterStateOK || n.SlotsAssigned != slot.Count {
-			return false
+		if n.SlotsAssigned != slot.Count {
+			return fmt.Sprintf("pod %s sees %d of %d slots assigned", p.Name, n.SlotsAssigned, slot.Count)
 		}
-		if len(n.Known) != len(ids) {
-			return false // a node that is gone is still in this node's table
+		if !n.ClusterStateOK {
+			return fmt.Sprintf("pod %s says cluster_state is not ok", p.Name)
 		}
-		for id := range ids {
+		for _, id := range slices.Sorted(maps.Keys(ids)) {
 			if _, ok := n.Known[id]; !ok {
-				return false
+				return fmt.Sprintf("pod %s does not know pod %s's node %s", p.Name, ids[id], id)
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(n.Known)) {
+			if _, ok := ids[id]; !ok {
+				return fmt.Sprintf("pod %s knows node %s, which no pod of the cluster runs (gone, or met from outside)", p.Name, id)
 			}
 		}
 	}
-	if s.HostnameGap("") != "" {
-		return false
+	if gap := s.HostnameGap(""); gap != "" {
+		return gap
 	}
-	for _, pods := range s.ShardPods() {
+	for shard, pods := range s.ShardPods() {
 		primary := ShardPrimary(pods)
 		if primary == nil || len(primary.Node.MySlots) == 0 {
-			return false
+			return fmt.Sprintf("shard %d has no primary serving slots", shard)
 		}
 		for _, p := range pods {
 			if p.Name != primary.Name && (p.Node.Primary || p.Node.PrimaryID != primary.Node.ID) {
-				return false
+				return fmt.Sprintf("pod %s is not a replica of shard %d's primary %s", p.Name, shard, primary.Name)
 			}
 		}
 	}
-	return true
+	return ""
 }
 
 // HostnameGap says which live node does not know which live peer's hostname, "" when none (or

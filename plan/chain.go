@@ -222,10 +222,12 @@ func Pass(st fsm.State, s fsm.Snapshot) Plan {
 	var p Plan
 	if st != fsm.Invalid {
 		p = Default().Run(in)
-		if p.Waiting == "" && p.Blocked == "" && !s.Formed() {
-			p.Waiting = "waiting for the cluster to agree"
-			if gap := s.HostnameGap(""); gap != "" {
-				p.Waiting = "waiting for every node to know every peer's hostname: " + gap
+		if p.Waiting == "" && p.Blocked == "" {
+			if why := s.Unformed(); why != "" {
+				p.Waiting = "waiting for the cluster to agree: " + why
+				if gap := s.HostnameGap(""); gap != "" {
+					p.Waiting = "waiting for every node to know every peer's hostname: " + gap
+				}
 			}
 		}
 	}

@@ -40,10 +40,10 @@ func TestFailover(t *testing.T) {
 			[]Action{CreatePod{Shard: 0}, FailoverForce{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, waiting0},
 		{"the only replica is Joining: nothing, Valkey decides",
 			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withLifecycle("p0-1", v1.LifecycleJoining)),
-			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree"},
+			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree: shard 0 has 1 of its 2 pods"},
 		{"the only replica never synced (offset 0): nothing",
 			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withOffsets(map[string]int64{"p0-1": 0})),
-			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree"},
+			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree: shard 0 has 1 of its 2 pods"},
 		{"primary's pod Running but unreachable: nothing, Valkey's failure detection decides",
 			newSnapshot(fsm.Active, 3, 1, formed, withCut("p0-0")),
 			nil, "waiting for node p0-0 to answer: i/o timeout"},
@@ -117,7 +117,7 @@ func TestFailover(t *testing.T) {
 			[]Action{CreatePod{Shard: 0}, Failover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, waiting0},
 		{"a deleting primary with only a Joining replica: no handover",
 			newSnapshot(fsm.Active, 3, 1, formed, withDeleting("p0-0", true), withLifecycle("p0-1", v1.LifecycleJoining)),
-			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree"},
+			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree: shard 0 has 1 of its 2 pods"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

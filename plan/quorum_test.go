@@ -33,7 +33,7 @@ func TestQuorum(t *testing.T) {
 		// decides, and the pass replaces the dead pod and waits for the cluster to agree again.
 		{"3x1 with two primaries alive and a Joining replica waits for Valkey's failover",
 			newSnapshot(fsm.Active, 3, 1, formed, withFailed("p0-0"), withLifecycle("p0-1", v1.LifecycleJoining)),
-			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree"},
+			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree: shard 0 has 1 of its 2 pods"},
 		// The measured outage: the network of two of three primaries cut, pods still Running.
 		// Their replicas flag them `fail?` (too few primaries to agree on `fail`).
 		{"2 of 3 primaries cut, pods Running: takeover",
@@ -51,7 +51,7 @@ func TestQuorum(t *testing.T) {
 			[]Action{CreatePod{Shard: 0}, Takeover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, "waiting for the takeover of shard 0"},
 		{"a replica that never synced is never promoted",
 			newSnapshot(fsm.Active, 1, 1, formed, withFailed("p0-0"), withOffsets(map[string]int64{"p0-1": 0})),
-			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree"},
+			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree: shard 0 has 1 of its 2 pods"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
