@@ -192,10 +192,15 @@ func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, probl
 		set(v1.ConditionProgressing, false, h.Reason, h.Message)
 	}
 	// Degraded: a cluster formed once (Active, Upgrading) that is not Ready serves with less
-	// than its spec asks for.
-	if (state == fsm.Active || state == fsm.Upgrading) && !h.Ready {
+	// than its spec asks for. So does one formed once and Invalid now, as far as anyone knows:
+	// the operator neither reads its nodes nor heals them (a lost pod is not replaced) until the
+	// spec is fixed.
+	switch {
+	case (state == fsm.Active || state == fsm.Upgrading) && !h.Ready:
 		set(v1.ConditionDegraded, true, h.Reason, h.Message)
-	} else {
+	case state == fsm.Invalid && st.FormedAt != nil:
+		set(v1.ConditionDegraded, true, h.Reason, h.Message+"; "+invalidUnhealed)
+	default:
 		set(v1.ConditionDegraded, false, ReasonReady, "")
 	}
 	if msg := lostMessage(pl, now); msg != "" {
@@ -203,6 +208,9 @@ func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, probl
 	}
 	return st, h
 }
+
+// invalidUnhealed is what Degraded adds for a formed cluster that is Invalid.
+const invalidUnhealed = "nothing is healed (a lost pod is not replaced) and the nodes are not read until the spec is fixed"
 
 // lostMessage names the shards this pass serves again empty, with their slots and the time; ""
 // when there are none.

@@ -247,6 +247,16 @@ func TestFormedAt(t *testing.T) {
 	if invalid.FormedAt == nil || !invalid.FormedAt.Equal(formed.FormedAt) {
 		t.Fatalf("Invalid forgot or moved formedAt: %v, want %v", invalid.FormedAt, formed.FormedAt)
 	}
+	// A formed cluster that is Invalid is Degraded: nothing heals it meanwhile. One never
+	// formed is not (it serves nothing yet).
+	if c := meta.FindStatusCondition(invalid.Conditions, v1.ConditionDegraded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonInvalid ||
+		c.Message != `ValkeyConfig "x" not found; `+invalidUnhealed {
+		t.Fatalf("formed, then Invalid: Degraded %+v, want True, reason %s, the problem and what it stops", c, ReasonInvalid)
+	}
+	never, _ := buildStatus(&v1.ValkeyClusterStatus{}, 1, fsm.Invalid, `ValkeyConfig "x" not found`, fsm.Snapshot{Shards: 3}, plan.Plan{}, now)
+	if c := meta.FindStatusCondition(never.Conditions, v1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
+		t.Fatalf("never formed, Invalid: Degraded %+v, want False", c)
+	}
 	again, _ := buildStatus(invalid, 2, fsm.Active, "", formedSnapshot(3, 1), plan.Plan{}, now.Add(2*time.Hour))
 	if !again.FormedAt.Equal(formed.FormedAt) {
 		t.Fatalf("back to Active moved formedAt: %v, want %v", again.FormedAt, formed.FormedAt)

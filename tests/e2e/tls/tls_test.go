@@ -89,10 +89,13 @@ func waitInvalid(t *testing.T, vc *v1.ValkeyCluster, message string) {
 	t.Helper()
 	harness.WaitFor(t, fmt.Sprintf("Invalid with %q", message), time.Minute, func() string {
 		cur := harness.CurrentCluster(t, vc)
-		if cur.Status.State == v1.StateInvalid && cur.Status.Message == message {
+		// Formed, then Invalid: Degraded says nothing heals it meanwhile.
+		degraded := meta.FindStatusCondition(cur.Status.Conditions, v1.ConditionDegraded)
+		if cur.Status.State == v1.StateInvalid && cur.Status.Message == message && degraded != nil && degraded.Status == metav1.ConditionTrue &&
+			degraded.Reason == "Invalid" && strings.HasPrefix(degraded.Message, message+"; ") {
 			return ""
 		}
-		return fmt.Sprintf("state %s, message %q", cur.Status.State, cur.Status.Message)
+		return fmt.Sprintf("state %s, message %q, Degraded %+v", cur.Status.State, cur.Status.Message, degraded)
 	})
 	for _, l := range harness.ParseLog(t, harness.Op.Logs()) {
 		if l.Message() == "TLS Secret validation failed, setting cluster Invalid" && strings.HasSuffix(l.Ref(), "."+vc.Namespace) &&
