@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"strconv"
 	"testing"
@@ -109,14 +110,34 @@ func Pods(t testing.TB, vc *v1.ValkeyCluster) []corev1.Pod {
 	return pods
 }
 
-// Creds reads the operator's generated credentials for vc.
+// Creds reads the operator's generated credentials for vc. For a TLS cluster (vc.Spec.TLS set)
+// they are over TLS, trusting the ca.crt of the Secret vc names and verifying each of the pods
+// running now under its DNS name, so that a test written for plaintext (WaitReady, a failover
+// by hand) runs on a TLS cluster unchanged.
 func Creds(t testing.TB, vc *v1.ValkeyCluster) valkey.Credentials {
 	t.Helper()
 	creds, err := OperatorCreds(context.Background(), K8s, vc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return creds
+	if vc.Spec.TLS == nil {
+		return creds
+	}
+	return TLSCreds(creds, vc, Pods(t, vc), SecretRoots(t, vc))
+}
+
+// SecretRoots are the CAs in the ca.crt of the TLS Secret vc names.
+func SecretRoots(t testing.TB, vc *v1.ValkeyCluster) *x509.CertPool {
+	t.Helper()
+	var s corev1.Secret
+	if err := K8s.Get(context.Background(), client.ObjectKey{Namespace: vc.Namespace, Name: vc.Spec.TLS.SecretRef}, &s); err != nil {
+		t.Fatalf("TLS Secret of %s/%s: %v", vc.Namespace, vc.Name, err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(s.Data["ca.crt"]) {
+		t.Fatalf("TLS Secret %s/%s: no CA in ca.crt", vc.Namespace, vc.Spec.TLS.SecretRef)
+	}
+	return roots
 }
 
 // VerifyValkey checks the cluster through Valkey itself: every node says cluster_state:ok with

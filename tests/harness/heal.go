@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	valkeygo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
@@ -112,10 +113,21 @@ func ReadBack(t *testing.T, vc *v1.ValkeyCluster, keys map[string]string) {
 // Logged reports whether the operator's log has a line with message for a cluster in ns.
 func Logged(t testing.TB, message, ns string) bool {
 	t.Helper()
+	return !LoggedAt(t, message, ns).IsZero()
+}
+
+// LoggedAt is when the operator first logged a line with message for a cluster in ns, the zero
+// time if it has not.
+func LoggedAt(t testing.TB, message, ns string) time.Time {
+	t.Helper()
 	for _, l := range ParseLog(t, Op.Logs()) {
 		if l.Message() == message && strings.HasSuffix(l.Ref(), "."+ns) {
-			return true
+			at, err := time.Parse(time.RFC3339Nano, l.Timestamp)
+			if err != nil {
+				t.Fatalf("log timestamp %q: %v", l.Timestamp, err)
+			}
+			return at
 		}
 	}
-	return false
+	return time.Time{}
 }

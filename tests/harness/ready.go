@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"syscall"
@@ -81,9 +83,15 @@ func StartClusterWriter(t testing.TB, vc *v1.ValkeyCluster) (*Writer, WriterOpti
 }
 
 // ClusterWriterOptions seeds a cluster client with vc's running pods. The default user is as Valkey
-// ships it (no spec.acl), as roundTripKeys uses it.
+// ships it (no spec.acl), as roundTripKeys uses it. A TLS cluster's client is seeded with the
+// Service's name instead, trusts the ca.crt of vc's TLS Secret and resolves through the cluster
+// DNS (its nodes redirect by hostname).
 func ClusterWriterOptions(t testing.TB, vc *v1.ValkeyCluster, prefix string) WriterOptions {
 	t.Helper()
+	if vc.Spec.TLS != nil {
+		return WriterOptions{Addrs: []string{net.JoinHostPort(ServiceHost(vc), "6379")}, Prefix: prefix,
+			TLS: &tls.Config{RootCAs: SecretRoots(t, vc), MinVersion: tls.VersionTLS12}, Dialer: Cluster.Dialer()}
+	}
 	var addrs []string
 	for _, p := range Pods(t, vc) {
 		addrs = append(addrs, PodAddr(p))

@@ -70,7 +70,11 @@ func TLSCluster(t testing.TB, ns string, shards, replicas int32, version ...stri
 // node under its pod's DNS name.
 func ClusterTLSCreds(t testing.TB, vc *v1.ValkeyCluster, ca *CA) valkey.Credentials {
 	t.Helper()
-	return TLSCreds(Creds(t, vc), vc, Pods(t, vc), ca.Roots())
+	creds, err := OperatorCreds(context.Background(), K8s, vc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return TLSCreds(creds, vc, Pods(t, vc), ca.Roots())
 }
 
 // TLSClusterClient is a valkey-go cluster client seeded with the Service's name alone, resolving
