@@ -32,8 +32,9 @@ package plan
 //     quorum loss the quorum planner) decides;
 //     b. a pod being deleted whose container still runs (a drain, `kubectl delete pod`): a
 //     planned loss. A graceful CLUSTER FAILOVER on its best replica, while the old primary
-//     can still take part in the handover, so that no write is refused. The pod's preStop
-//     delay (8.x) or shutdown-on-sigterm failover (9.x) gives it the time;
+//     can still take part in the handover, so that no write is refused; the pod's preStop
+//     delay (8.x) gives it the time. A node that hands over by itself on SIGTERM (9.x's
+//     shutdown-on-sigterm failover, handsOverItself) is left to do it: the pass waits;
 //     c. otherwise its container is gone: a Failed pod, a deleted pod whose process exited, a
 //     pod gone from the API. When the live slot-holding primaries are a majority, CLUSTER
 //     FAILOVER FORCE on its best replica: they vote at once. Without a majority nothing here:
@@ -54,7 +55,9 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gomomento/valkey-operator/fsm"
@@ -105,6 +108,10 @@ lost:
 			continue
 		}
 		planned := owner != nil && owner.Deleting && owner.Phase == fsm.PodRunning && !owner.Exited
+		if planned && handsOverItself(*owner) {
+			// Rule 4b on Valkey 9: the node hands over by itself on SIGTERM.
+			return Step{Wait: fmt.Sprintf("shard %d: waiting for %s to hand its slots over on its way out (shutdown-on-sigterm failover)", c.shard, owner.Name)}
+		}
 		if !planned && !majorityAlive(live, owned) {
 			continue // the quorum planner takes over
 		}
@@ -125,6 +132,19 @@ lost:
 		return Step{Actions: []Action{a}, Wait: wait}
 	}
 	return Step{}
+}
+
+// handsOverItself reports whether p's node hands its slots to its most caught-up replica by
+// itself when its pod is deleted (Valkey 9's shutdown-on-sigterm failover, the operator's
+// default there, resources.shutdownFailover): it pauses its writers, waits for the replica and
+// sends it CLUSTER FAILOVER before it exits. A CLUSTER FAILOVER of the operator's own sent
+// meanwhile would restart the manual failover under way on the replica, abandoning its
+// election (chaos seed 60606: one slot's writes unanswered for 8.8 s, where the same pods
+// without the operator waited 2.5 s). A node started without it (Valkey 8, or a ValkeyConfig
+// that sets shutdown-on-sigterm otherwise) is handed over by the operator during its pod's
+// preStop delay (8.x), or failed over once its container is gone (rule 4c).
+func handsOverItself(p fsm.Pod) bool {
+	return slices.Contains(strings.Fields(p.Settings["shutdown-on-sigterm"]), "failover")
 }
 
 // forceUnlanded is how old a FORCE intent is when the pass judges it did not take (rule 3d):

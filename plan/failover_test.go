@@ -115,6 +115,18 @@ func TestFailover(t *testing.T) {
 		{"1x1, the primary's pod deleted: graceful failover, not TAKEOVER",
 			newSnapshot(fsm.Active, 1, 1, formed, withDeleting("p0-0", true)),
 			[]Action{CreatePod{Shard: 0}, Failover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, waiting0},
+		// Valkey 9 hands over by itself on SIGTERM: a CLUSTER FAILOVER of the operator's own
+		// would restart the one under way.
+		{"a deleting primary that hands over by itself (shutdown-on-sigterm failover): the pass waits",
+			newSnapshot(fsm.Active, 3, 1, formed, withDeleting("p0-0", true), withPod("p0-0", func(p *fsm.Pod) {
+				p.Settings = map[string]string{"shutdown-on-sigterm": "failover"}
+			})),
+			[]Action{CreatePod{Shard: 0}}, "shard 0: waiting for p0-0 to hand its slots over on its way out (shutdown-on-sigterm failover)"},
+		{"the same whose process exited without handing over: FORCE",
+			newSnapshot(fsm.Active, 3, 1, formed, withDeleting("p0-0", false), withPod("p0-0", func(p *fsm.Pod) {
+				p.Settings = map[string]string{"shutdown-on-sigterm": "failover"}
+			})),
+			[]Action{CreatePod{Shard: 0}, force0}, waiting0},
 		{"a deleting primary with only a Joining replica: no handover",
 			newSnapshot(fsm.Active, 3, 1, formed, withDeleting("p0-0", true), withLifecycle("p0-1", v1.LifecycleJoining)),
 			[]Action{CreatePod{Shard: 0}}, "waiting for the cluster to agree: shard 0 has 1 of its 2 pods"},
