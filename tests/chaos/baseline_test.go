@@ -302,8 +302,8 @@ func (r *runner) followTwin(ctx context.Context, b *baseline, s *baseSample) {
 		s.note = fmt.Sprintf("not taking writes on every slot %s after the fault", TwinBound)
 	}
 	rs := b.twin.Writer.Refusals()
-	s.longest = longestRun(rs, s.at.Add(-500*time.Millisecond), end)
-	s.summary = window(rs, s.at.Add(-500*time.Millisecond), end)
+	s.longest = longestRun(rs, s.at.Add(-windowLead), end)
+	s.summary = window(rs, s.at.Add(-windowLead), end)
 	<-restored
 	r.mu.Lock()
 	ending := r.ending
