@@ -595,6 +595,10 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 			wantErr: v1alpha1.LogfileMessage},
 		{name: "uppercase directive", manifest: config("  valkey:\n    maxmemory: 1gb\n    PORT: \"7000\"\n"),
 			wantErr: v1alpha1.LowercaseMessage + ": PORT"},
+		// The API server drops a message with a line break for the bare rule: the name is
+		// quoted with its line breaks escaped.
+		{name: "line break in a directive name", manifest: config("  valkey:\n    \"max\\nmemory\": \"1mb\"\n"),
+			wantErr: v1alpha1.LowercaseMessage + ": max\\nmemory"},
 		{name: "multi-line value smuggling a directive", manifest: config("  valkey:\n    maxmemory: \"1mb\\nport 7000\"\n"),
 			wantErr: "valkey directive values must be one line: a line break would start another directive"},
 		{name: "carriage return in a value", manifest: config("  valkey:\n    maxmemory-policy: \"allkeys-lru\\r\"\n"),

@@ -60,7 +60,7 @@ type ValkeyConfigSpec struct {
 	// needs to estimate the cost of these rules).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",messageExpression="'valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy), so that the refusal of forced directives sees every spelling: ' + self.filter(k, !k.matches('^[a-z0-9][a-z0-9-]*$'))[0]"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",messageExpression="'valkey directive names must be lowercase letters, digits and dashes, as valkey.conf writes them (maxmemory-policy), so that the refusal of forced directives sees every spelling: ' + self.filter(k, !k.matches('^[a-z0-9][a-z0-9-]*$'))[0].replace('\\n', '\\\\n').replace('\\r', '\\\\r')"
 	// +kubebuilder:validation:XValidation:rule="!('logfile' in self)",message="valkey directive logfile cannot be set: node logs must go to stdout, where kubectl logs shows them; remove logfile from spec.valkey (loglevel is allowed)"
 	// +kubebuilder:validation:XValidation:rule="!('aclfile' in self)",message="valkey directive aclfile cannot be set (forced: the operator renders and mounts the node's data directory and ACL file); remove it from spec.valkey"
 	// +kubebuilder:validation:XValidation:rule="!('bind' in self)",message="valkey directive bind cannot be set (forced: the Service, the probes and the operator reach every node on port 6379 of its pod IP); remove it from spec.valkey"
