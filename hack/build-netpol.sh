@@ -16,13 +16,18 @@ mod=sigs.k8s.io/kube-network-policies
 version=$(awk -v m="$mod" '$1==m{print $2; exit}' "$here/netpol/go.mod")
 [ -n "$version" ] || { echo "build-netpol: $mod not pinned in hack/netpol/go.mod" >&2; exit 1; }
 out="$CACHE_DIR/bin/netpol-$version"
-# The main is ours: a changed main.go is a new build of the same version.
-sum=$(sha256sum "$here/netpol/main.go" "$here/netpol/go.sum" | sha256sum | cut -c1-12)
+# The main is ours: a changed main.go is a new build of the same version. The key is the files'
+# contents only (sha256sum of the files would print their paths too, and every clone in another
+# folder would build again).
+sum=$(cat "$here/netpol/main.go" "$here/netpol/go.sum" | sha256sum | cut -c1-12)
 if [ ! -x "$out" ] || [ "$(cat "$out.src" 2>/dev/null)" != "$sum" ]; then
   mkdir -p "$CACHE_DIR/bin"
   echo "building the NetworkPolicy enforcer ($mod $version) into $out" >&2
-  GOFLAGS=-mod=mod GOWORK=off go -C "$here/netpol" build -trimpath -o "$out.tmp" .
-  mv "$out.tmp" "$out"
+  # A file of its own per build, so that two clones building at once do not write one file.
+  tmp=$(mktemp "$out.XXXXXX")
+  trap 'rm -f "$tmp"' EXIT
+  GOFLAGS=-mod=mod GOWORK=off go -C "$here/netpol" build -trimpath -o "$tmp" .
+  mv "$tmp" "$out"
   echo "$sum" > "$out.src"
 fi
 ln -sfn "netpol-$version" "$CACHE_DIR/bin/netpol"
