@@ -70,12 +70,16 @@ func SetupNamespace(t testing.TB, name string) {
 	})
 }
 
-// ActiveCluster creates, in a new namespace ns, an image, a config and a cluster of the given
-// shape named vc, and waits until it is Active.
-func ActiveCluster(t testing.TB, ns string, shards, replicas int32) *v1.ValkeyCluster {
+// ActiveCluster creates, in a new namespace ns, an image (Valkey 8.0.1, or version when given),
+// a config and a cluster of the given shape named vc, and waits until it is Active.
+func ActiveCluster(t testing.TB, ns string, shards, replicas int32, version ...string) *v1.ValkeyCluster {
 	t.Helper()
 	SetupNamespace(t, ns)
-	Create(t, NewImage(ns+"-image"), NewConfig(ns+"-config", ns+"-image"))
+	img := NewImage(ns + "-image")
+	if len(version) > 0 {
+		img.Spec.Tag, img.Spec.Version = version[0], version[0]
+	}
+	Create(t, img, NewConfig(ns+"-config", ns+"-image"))
 	vc := NewCluster(ns, "vc", ns+"-config", WithShards(shards), WithReplicas(replicas))
 	Create(t, vc)
 	got, err := WaitState(context.Background(), K8s, client.ObjectKeyFromObject(vc), v1.StateActive, FormTimeout)

@@ -23,6 +23,7 @@ import (
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/tests/harness"
+	"github.com/gomomento/valkey-operator/tests/localcluster"
 	"github.com/gomomento/valkey-operator/valkey"
 )
 
@@ -684,16 +685,7 @@ func watchValkeyNodes(t *testing.T, ns string) func() map[string][]string {
 // answering MOVED after the handover, does not exist on this path.
 func TestPrimaryPodDeletedValkey9(t *testing.T) {
 	const ns = "delete-nine"
-	harness.SetupNamespace(t, ns)
-	img := harness.NewImage(ns + "-image")
-	img.Spec.Tag, img.Spec.Version = "9.1.2", "9.1.2"
-	harness.Create(t, img, harness.NewConfig(ns+"-config", ns+"-image"))
-	vc := harness.NewCluster(ns, "vc", ns+"-config", harness.WithShards(3), harness.WithReplicas(2))
-	harness.Create(t, vc)
-	vc, err := harness.WaitState(context.Background(), harness.K8s, client.ObjectKeyFromObject(vc), v1.StateActive, harness.FormTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	vc := harness.ActiveCluster(t, ns, 3, 2, localcluster.Valkey9Version)
 	harness.WaitReady(t, vc, 3, 2, nil, harness.FormTimeout)
 	w, opts := harness.StartClusterWriter(t, vc)
 	victim := harness.PodWithRole(t, vc, v1.NodeRolePrimary)

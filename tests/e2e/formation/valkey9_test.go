@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/tests/harness"
 	"github.com/gomomento/valkey-operator/tests/localcluster"
 	"github.com/gomomento/valkey-operator/valkey"
@@ -21,16 +18,7 @@ import (
 func TestValkey9Formation(t *testing.T) {
 	const ns = "valkey9"
 	version := localcluster.Valkey9Version
-	harness.SetupNamespace(t, ns)
-	img := harness.NewImage(ns + "-image")
-	img.Spec.Tag, img.Spec.Version = version, version
-	harness.Create(t, img, harness.NewConfig(ns+"-config", ns+"-image"))
-	vc := harness.NewCluster(ns, "vc", ns+"-config", harness.WithShards(3), harness.WithReplicas(1))
-	harness.Create(t, vc)
-	got, err := harness.WaitState(context.Background(), harness.K8s, client.ObjectKeyFromObject(vc), v1.StateActive, harness.FormTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := harness.ActiveCluster(t, ns, 3, 1, version)
 	harness.VerifyValkey(t, got, 3, 1)
 	harness.WaitReady(t, got, 3, 1, nil, time.Minute)
 
@@ -50,5 +38,5 @@ func TestValkey9Formation(t *testing.T) {
 			t.Errorf("pod %s (image %s): valkey_version %q, want %s", p.Name, p.Spec.Containers[0].Image, info["valkey_version"], version)
 		}
 	}
-	t.Logf("%d pods of image %s run Valkey %s", len(pods), img.Spec.Image(), version)
+	t.Logf("%d pods of image %s run Valkey %s", len(pods), pods[0].Spec.Containers[0].Image, version)
 }
