@@ -177,10 +177,8 @@ func nodesLine(id, ip, flags, primary string) string {
 
 // A FORCE that does not take within plan.FailoverCheck (the replica still says it is one: the
 // primaries refused it their vote, chaos seed 60606) is followed at once by a TAKEOVER on the
-// same replica, said with its reason; one that takes is not.
-// TestExecuteTakesOverWhenAForceDoesNotTake: a FORCE the replica does not act on is followed by
-// a TAKEOVER once plan.FailoverCheck is over; the pass counts and records the takeover it did,
-// not the FORCE that did not take.
+// same replica, said with its reason; one that takes is not. The pass counts and records the
+// takeover it did (Event, metric), not the FORCE that did not take.
 func TestExecuteTakesOverWhenAForceDoesNotTake(t *testing.T) {
 	f := newExecFixture(t, 3)
 	f.node(1).On("CLUSTER NODES", valkeytest.Str(nodesLine(hexID(1), "10.0.0.2", "myself,slave", hexID(0))))
