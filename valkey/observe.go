@@ -49,6 +49,12 @@ type NodeView struct {
 // Myself returns the node's own CLUSTER NODES entry.
 func (v NodeView) Myself() (NodeEntry, bool) { return Myself(v.Nodes) }
 
+// ServesSlots reports whether the node answered and says it is a primary holding slots.
+func (v NodeView) ServesSlots() bool {
+	me, _ := v.Myself()
+	return v.Reachable && me.Role == RolePrimary && len(me.Slots) > 0
+}
+
 // ClusterStateOK reports whether the node says cluster_state:ok.
 func (v NodeView) ClusterStateOK() bool { return v.ClusterInfo["cluster_state"] == "ok" }
 

@@ -70,7 +70,7 @@ func (r *runner) observe(ctx context.Context) (*world, error) {
 				w.shards[c.name] = append(w.shards[c.name], sk.shard)
 			}
 			me, _ := v.Myself()
-			if v.Reachable && ((me.Role == valkey.RolePrimary && len(me.Slots) > 0) || (me.Role == valkey.RoleReplica && v.ReplicaLinkUp())) {
+			if v.ServesSlots() || (v.Reachable && me.Role == valkey.RoleReplica && v.ReplicaLinkUp()) {
 				w.copies[sk] = append(w.copies[sk], podID(p))
 			}
 		}
@@ -218,7 +218,7 @@ func (w *world) primariesOn(cluster, node string) int {
 		if p.Spec.NodeName != node {
 			continue
 		}
-		if me, _ := w.views[podID(p)].Myself(); w.views[podID(p)].Reachable && me.Role == valkey.RolePrimary && len(me.Slots) > 0 {
+		if w.views[podID(p)].ServesSlots() {
 			n++
 		}
 	}

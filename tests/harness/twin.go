@@ -579,7 +579,7 @@ func (t *Twin) OnNode(ctx context.Context, node string) ([]string, int, error) {
 	cancel()
 	primaries := 0
 	for _, v := range views {
-		if me, _ := v.Myself(); v.Reachable && me.Role == valkey.RolePrimary && len(me.Slots) > 0 {
+		if v.ServesSlots() {
 			primaries++
 		}
 	}
