@@ -599,6 +599,15 @@ func TestAdmissionRefusesBadManifests(t *testing.T) {
 		// quoted with its line breaks escaped.
 		{name: "line break in a directive name", manifest: config("  valkey:\n    \"max\\nmemory\": \"1mb\"\n"),
 			wantErr: v1alpha1.LowercaseMessage + ": max\\nmemory"},
+		{name: "tab in a directive name", manifest: config("  valkey:\n    \"max\\tmemory\": \"1mb\"\n"),
+			wantErr: v1alpha1.LowercaseMessage + ": max\\tmemory"},
+		// Another control character (a terminal escape) is not echoed at all.
+		{name: "escape sequence in a directive name", manifest: config("  valkey:\n    \"max\\e[31mmemory\": \"1mb\"\n"),
+			wantErr: v1alpha1.LowercaseMessage + ": a key holding a control or non-ASCII character"},
+		{name: "line break in an annotation key", manifest: cluster("  podAnnotations:\n    \"example.com/a\\nb\": \"true\"\n"),
+			wantErr: "like example.com/scrape; not example.com/a\\nb"},
+		{name: "line break in a nodeSelector key", manifest: cluster("  placement:\n    nodeSelector:\n      \"a\\rb\": cache\n"),
+			wantErr: "like node-pool; not a\\rb"},
 		{name: "multi-line value smuggling a directive", manifest: config("  valkey:\n    maxmemory: \"1mb\\nport 7000\"\n"),
 			wantErr: "valkey directive values must be one line: a line break would start another directive"},
 		{name: "carriage return in a value", manifest: config("  valkey:\n    maxmemory-policy: \"allkeys-lru\\r\"\n"),
