@@ -200,8 +200,12 @@ func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, probl
 		set(v1.ConditionDegraded, true, h.Reason, h.Message)
 	case state == fsm.Invalid && st.FormedAt != nil:
 		set(v1.ConditionDegraded, true, h.Reason, h.Message+"; "+invalidUnhealed)
-	default:
+	case h.Ready:
 		set(v1.ConditionDegraded, false, ReasonReady, "")
+	default:
+		// Not formed yet (Bootstrapping, Forming, or Invalid before it ever formed): nothing
+		// serves less than it did, and the reason says why it is not Ready either.
+		set(v1.ConditionDegraded, false, h.Reason, "")
 	}
 	if msg := lostMessage(pl, now); msg != "" {
 		set(v1.ConditionDataLost, true, ReasonShardDataLost, msg)

@@ -254,8 +254,8 @@ func TestFormedAt(t *testing.T) {
 		t.Fatalf("formed, then Invalid: Degraded %+v, want True, reason %s, the problem and what it stops", c, ReasonInvalid)
 	}
 	never, _ := buildStatus(&v1.ValkeyClusterStatus{}, 1, fsm.Invalid, `ValkeyConfig "x" not found`, fsm.Snapshot{Shards: 3}, plan.Plan{}, now)
-	if c := meta.FindStatusCondition(never.Conditions, v1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
-		t.Fatalf("never formed, Invalid: Degraded %+v, want False", c)
+	if c := meta.FindStatusCondition(never.Conditions, v1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonInvalid {
+		t.Fatalf("never formed, Invalid: Degraded %+v, want False, reason %s (not Ready)", c, ReasonInvalid)
 	}
 	again, _ := buildStatus(invalid, 2, fsm.Active, "", formedSnapshot(3, 1), plan.Plan{}, now.Add(2*time.Hour))
 	if !again.FormedAt.Equal(formed.FormedAt) {
