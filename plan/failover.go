@@ -78,6 +78,9 @@ func planFailover(in Input) Step {
 	}
 	live := reachable(s)
 	owned := s.OwnedIDs()
+	// A primary handing over by itself (rule 4b on Valkey 9) holds back no other shard's
+	// failover: its wait is the step's only when nothing else is to be done.
+	selfWait := ""
 lost:
 	for _, c := range lostPrimaries(s, owned) {
 		owner, ok := ownerOf(s, c.primary)
@@ -110,7 +113,10 @@ lost:
 		planned := owner != nil && owner.Deleting && owner.Phase == fsm.PodRunning && !owner.Exited
 		if planned && handsOverItself(*owner) {
 			// Rule 4b on Valkey 9: the node hands over by itself on SIGTERM.
-			return Step{Wait: fmt.Sprintf("shard %d: waiting for %s to hand its slots over on its way out (shutdown-on-sigterm failover)", c.shard, owner.Name)}
+			if selfWait == "" {
+				selfWait = fmt.Sprintf("shard %d: waiting for %s to hand its slots over on its way out (shutdown-on-sigterm failover)", c.shard, owner.Name)
+			}
+			continue
 		}
 		if !planned && !majorityAlive(live, owned) {
 			continue // the quorum planner takes over
@@ -131,7 +137,7 @@ lost:
 		}
 		return Step{Actions: []Action{a}, Wait: wait}
 	}
-	return Step{}
+	return Step{Wait: selfWait}
 }
 
 // handsOverItself reports whether p's node hands its slots to its most caught-up replica by

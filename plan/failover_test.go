@@ -122,6 +122,12 @@ func TestFailover(t *testing.T) {
 				p.Settings = map[string]string{"shutdown-on-sigterm": "failover"}
 			})),
 			[]Action{CreatePod{Shard: 0}}, "shard 0: waiting for p0-0 to hand its slots over on its way out (shutdown-on-sigterm failover)"},
+		// Five shards: the deleting primary's id is no live pod's, and the others are a majority.
+		{"a primary handing over by itself holds back no other shard's lost primary",
+			newSnapshot(fsm.Active, 5, 1, formed, withDeleting("p0-0", true), withPod("p0-0", func(p *fsm.Pod) {
+				p.Settings = map[string]string{"shutdown-on-sigterm": "failover"}
+			}), withFailed("p1-0")),
+			[]Action{CreatePod{Shard: 0}, CreatePod{Shard: 1}, FailoverForce{Pod: "p1-1", PrimaryID: "id-p1-0", Shard: 1}}, "waiting for the failover of shard 1"},
 		{"the same whose process exited without handing over: FORCE",
 			newSnapshot(fsm.Active, 3, 1, formed, withDeleting("p0-0", false), withPod("p0-0", func(p *fsm.Pod) {
 				p.Settings = map[string]string{"shutdown-on-sigterm": "failover"}
