@@ -401,6 +401,9 @@ func (s Snapshot) Unformed() string {
 		if !n.ClusterStateOK {
 			return fmt.Sprintf("pod %s says cluster_state is not ok", p.Name)
 		}
+		if len(n.Known) == len(ids) && knowsAll(n.Known, ids) {
+			continue // the usual case, on every pass: no sorting, no message
+		}
 		for _, id := range slices.Sorted(maps.Keys(ids)) {
 			if _, ok := n.Known[id]; !ok {
 				return fmt.Sprintf("pod %s does not know pod %s's node %s", p.Name, ids[id], id)
@@ -427,6 +430,16 @@ func (s Snapshot) Unformed() string {
 		}
 	}
 	return ""
+}
+
+// knowsAll reports whether known holds every id of ids.
+func knowsAll[V any](known map[string]V, ids map[string]string) bool {
+	for id := range ids {
+		if _, ok := known[id]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // HostnameGap says which live node does not know which live peer's hostname, "" when none (or
