@@ -374,7 +374,8 @@ type Report struct {
 	// Lost lists every acknowledged key that did not read back, with when it was acknowledged,
 	// so a caller can tell which fault took it.
 	Lost []LostKey
-	// Refusals are every run of refused writes, over all slots, in order of start.
+	// Refusals are every run of refused writes, over all slots, in order of start; a run still
+	// going on when the report was made ends at that moment.
 	Refusals []Refusal
 }
 
@@ -445,6 +446,10 @@ func (w *Writer) Report(ctx context.Context, opts WriterOptions) (Report, error)
 		r.Slots = append(r.Slots, SlotReport{Slot: s.slot, Tag: s.tag, Acked: len(acked), Failures: s.failures, Unanswered: s.unanswered, Closed: s.closed,
 			LongestRefusal: s.longest, RefusalStart: s.longestAt, LastError: s.lastErr})
 		r.Refusals = append(r.Refusals, s.refusals...)
+		if !s.failingSince.IsZero() {
+			// Still refused when the report was asked for: a run that has not ended.
+			r.Refusals = append(r.Refusals, Refusal{Slot: s.slot, Start: s.failingSince, End: time.Now(), Writes: s.failingWrites, LastErr: s.lastErr})
+		}
 		s.mu.Unlock()
 		for start := 0; start < len(acked); start += 500 {
 			batch := acked[start:min(start+500, len(acked))]

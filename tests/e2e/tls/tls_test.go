@@ -246,6 +246,7 @@ func TestTLSRotation(t *testing.T) {
 	// 1. A new leaf from the same CA, in place.
 	crt, key := harness.ClusterLeaf(t, ca1, vc, harness.LeafOptions{})
 	at := time.Now()
+	rotationStart := at
 	setTLSData(t, vc, harness.TLSSecretData(crt, key, ca1))
 	t.Logf("leaf rotation: every node serves the new leaf %s after the Secret update", waitServing(t, vc, crt, both, at, rotationTimeout).Round(time.Millisecond))
 	reloaded := map[string]bool{}
@@ -278,12 +279,19 @@ func TestTLSRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(rep.String())
+	// The writer starts as the cluster turns Active; a refusal that began before the first
+	// Secret update is the formation's tail or a stalled machine, not the rotation's doing:
+	// logged, and judged by the formation tests.
 	refused := 0
-	for _, s := range rep.Slots {
-		refused += s.Failures
+	for _, r := range rep.Refusals {
+		if r.Start.Before(rotationStart) {
+			t.Logf("before the rotation: slot %d refused %d writes from %s to %s (%s)", r.Slot, r.Writes, r.Start.Format("15:04:05.000"), r.End.Format("15:04:05.000"), r.LastErr)
+			continue
+		}
+		refused += r.Writes
 	}
 	if refused > 0 || rep.LostReplicated > 0 || rep.LostUnreplicated > 0 || rep.ReadErrors > 0 {
-		t.Fatalf("writes disturbed by the rotation: %d refused\n%s", refused, rep)
+		t.Fatalf("writes disturbed by the rotation: %d refused after %s\n%s", refused, rotationStart.Format("15:04:05.000"), rep)
 	}
 	if after := strings.Join(harness.PodNames(t, vc), ","); after != before {
 		t.Fatalf("pods replaced by a rotation: %s, then %s", before, after)
