@@ -41,8 +41,8 @@
 //     and left alone afterwards as a kubelet does (`kubectl label node`
 //     sticks, across StopNode / StartNode too): kubernetes.io/hostname,
 //     topology.kubernetes.io/zone, kubernetes.io/os=linux (plus
-//     NodeSpec.Labels); allocatable 64 cpu, 256Gi memory, 250 pods; InternalIP
-//     is the gateway address.
+//     NodeSpec.Labels); allocatable 64 cpu, 256Gi memory (NodeSpec.Allocatable sets
+//     others), 250 pods; InternalIP is the gateway address.
 //   - A network namespace per pod ("<bridge>-pod<n>"), a veth pair on the
 //     bridge ("<bridge>p<n>" on the host), a free address of the CIDR,
 //     loopback up and a default route via the gateway. The host reaches every
@@ -98,6 +98,26 @@
 //   - stdout and stderr of each container go to
 //     StateDir/logs/<ns>_<pod>_<uid>/<container>.log (kept after deletion).
 //
+// # CPU and memory
+//
+// With Config.EnforceResources (cgroups.go), each container runs in a cgroup of its own below
+// one of its pod (cgroup v1 here; Start fails naming a missing controller): limits.memory is
+// memory.limit_in_bytes (and memsw), limits.cpu a CFS quota over 100 ms, requests.cpu the
+// shares, as a kubelet writes them; exec probes, preStop hooks and `kubectl exec` run in the
+// container's cgroup too. A process past the memory limit is OOM-killed by the kernel; the
+// container's cgroup counts the kill and its status says terminated, OOMKilled (exit code 137
+// when the main process was the one killed). Without it nothing is enforced.
+//
+// In-place resize (resize.go), enforced or not: a resize through the pods/resize subresource
+// reaches the provider as UpdatePod; it is admitted against the node's allocatable and the
+// other pods' allocated requests (PodResizePending Deferred when it does not fit, Infeasible
+// when NodeSpec's CPU or memory manager policy forbids it for a Guaranteed pod), then applied to
+// the running cgroups without restarting anything (PodResizeInProgress until done; reason Error
+// while a memory limit would fall below the usage). The status reports
+// containerStatuses[].resources (actual) and allocatedResources, the pod's resources and
+// allocatedResources, and observedGeneration (on the status and on each condition), as a
+// v1.37 kubelet does.
+//
 // # Status, probes and deletion
 //
 // Status is reported as a kubelet does: Pending (containers waiting with
@@ -145,7 +165,8 @@
 // # Not done
 //
 // Init and ephemeral containers, a per-pod /etc/hosts, container restarts (restartPolicy Always and
-// OnFailure behave as Never), resource limits (nothing is enforced), gRPC
+// OnFailure behave as Never), admission of a new pod against the node's allocatable (the scheduler's
+// word is taken), pod-level resources (spec.resources), gRPC
 // probes, port-forward through the API server, hostNetwork,
 // subPathExpr, persistent volumes, postStart and HTTP preStop hooks (a preStop exec hook
 // runs inside the container before SIGTERM, within the grace period); readOnlyRootFilesystem,

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 )
 
 // Config is what Start needs to run the nodes.
@@ -78,6 +79,13 @@ type Config struct {
 	// API server's --kubelet-client-certificate). Unset: a self-signed serving certificate and
 	// no client authentication.
 	APIAuthority *Authority
+	// EnforceResources runs each container in a cgroup of its own, below one of its pod, with
+	// the CPU and memory limits of its resources (cgroups.go): a process that passes its memory
+	// limit is OOM-killed by the kernel and its container reported OOMKilled, and an in-place
+	// resize changes the running cgroups (resize.go). Start fails, naming the missing controller,
+	// when the machine lacks one. Off, nothing is enforced; resizes are still admitted and
+	// reported as a kubelet does, and take effect at once.
+	EnforceResources bool
 }
 
 // Authority is a certificate authority: its certificate and private key.
@@ -92,6 +100,15 @@ type NodeSpec struct {
 	Zone string
 	// Labels are added to the standard ones.
 	Labels map[string]string
+	// Allocatable sets the Node's allocatable (and capacity) cpu and memory; the others keep
+	// their defaults (64 cpu, 256Gi). The scheduler places pods by it, and the kubelet admits
+	// in-place resizes by it: one whose requests do not fit beside the other pods' is Deferred.
+	Allocatable corev1.ResourceList
+	// CPUManagerPolicy and MemoryManagerPolicy stand for the kubelet options of those names.
+	// Only their effect on in-place resize is modelled: "static" (CPU) or "Static" (memory)
+	// makes a resize of a Guaranteed pod's CPU (or memory) Infeasible, as a v1.37 kubelet with
+	// that policy reports it. No CPU or NUMA pinning is done.
+	CPUManagerPolicy, MemoryManagerPolicy string
 }
 
 // Kubelet runs the pods of all the configured nodes as local processes.
@@ -111,6 +128,12 @@ type Kubelet struct {
 	nodes map[string]*nodeState
 	pods  map[string]*podRuntime // namespace/name
 
+	// cg runs containers in cgroups (Config.EnforceResources); nil without enforcement.
+	cg cgroupDriver
+	// allocMu serializes resize admissions (resize.go), resizeKick wakes its retry loop.
+	allocMu    sync.Mutex
+	resizeKick chan struct{}
+
 	stopOnce sync.Once
 }
 
@@ -122,6 +145,7 @@ type nodeState struct {
 	done     chan struct{}
 	notify   func(*corev1.Pod) // nil while the node is down
 	stopping bool
+	recorder record.EventRecorder // the node's Events (resizes); nil while the node is down
 }
 
 const (
@@ -163,7 +187,15 @@ func Start(ctx context.Context, cfg Config) (*Kubelet, error) {
 	k := &Kubelet{
 		cfg: cfg, client: client, ipam: a, ctx: ctx, cancel: cancel,
 		nodes: map[string]*nodeState{}, pods: map[string]*podRuntime{},
+		resizeKick: make(chan struct{}, 1),
 	}
+	if cfg.EnforceResources {
+		if k.cg, err = newCgroupDriver("valkey-localcluster-" + cfg.Network.Bridge); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	go k.resizeLoop()
 	// One cache of ConfigMaps and Secrets for every node: volumes read it on
 	// each resync, and the pod controllers need the informers.
 	k.cmFactory = informers.NewSharedInformerFactory(client, 10*time.Minute)
@@ -219,6 +251,11 @@ func (k *Kubelet) Stop() {
 		for _, p := range pods {
 			p.destroy()
 		}
+		if k.cg != nil {
+			if err := k.cg.remove(""); err != nil {
+				klog.V(2).InfoS("remove cgroups", "err", err)
+			}
+		}
 		k.cancel()
 	})
 }
@@ -272,7 +309,7 @@ func (k *Kubelet) StopNode(name string) error {
 func (k *Kubelet) stopNodeControllers(ns *nodeState) {
 	k.mu.Lock()
 	cancel, done := ns.cancel, ns.done
-	ns.notify = nil
+	ns.notify, ns.recorder = nil, nil
 	ns.cancel = nil
 	ns.stopping = true
 	k.mu.Unlock()
@@ -352,6 +389,19 @@ func (k *Kubelet) PodNetns(namespace, name string) (string, error) {
 	return "/run/netns/" + k.cfg.Network.netnsName(slot), nil
 }
 
+// CgroupDir is the directory of a pod's container's cgroup in controller ("memory", "cpu"), for
+// a test that reads what is enforced. It fails without Config.EnforceResources.
+func (k *Kubelet) CgroupDir(namespace, name, container, controller string) (string, error) {
+	p, err := k.pod(namespace, name)
+	if err != nil {
+		return "", err
+	}
+	if k.cg == nil {
+		return "", errors.New("kubelet: resources are not enforced (Config.EnforceResources)")
+	}
+	return k.cg.dir(containerCgroup(p.podCopy(), container), controller)
+}
+
 // LogPath is the file that collects stdout and stderr of a pod's container.
 func (k *Kubelet) LogPath(namespace, name, container string) (string, error) {
 	p, err := k.pod(namespace, name)
@@ -420,12 +470,9 @@ func (k *Kubelet) buildNode(ns *nodeState) *corev1.Node {
 	for key, v := range ns.spec.Labels {
 		labels[key] = v
 	}
-	resources := corev1.ResourceList{
-		corev1.ResourceCPU:              resource.MustParse("64"),
-		corev1.ResourceMemory:           resource.MustParse("256Gi"),
-		corev1.ResourcePods:             resource.MustParse("250"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
-	}
+	resources := nodeAllocatable(ns.spec)
+	resources[corev1.ResourcePods] = resource.MustParse("250")
+	resources[corev1.ResourceEphemeralStorage] = resource.MustParse("1Ti")
 	now := metav1.Now()
 	cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
 		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
@@ -506,6 +553,9 @@ func (k *Kubelet) runNode(ctx context.Context, ns *nodeState) error {
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: k.client.CoreV1().Events(corev1.NamespaceAll)})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name})
+	k.mu.Lock()
+	ns.recorder = recorder
+	k.mu.Unlock()
 
 	p := &provider{k: k, node: name, pods: podInformer.Lister()}
 	pc, err := node.NewPodController(node.PodControllerConfig{

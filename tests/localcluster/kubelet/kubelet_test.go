@@ -35,8 +35,10 @@ var (
 	restConfig *rest.Config
 	kl         *kubelet.Kubelet
 	network    = kubelet.NetworkConfig{Bridge: "vkokt0", CIDR: "10.244.250.0/24", Gateway: "10.244.250.1"}
-	nodes      = []kubelet.NodeSpec{{Name: "kt-a", Zone: "zone-a"}, {Name: "kt-b", Zone: "zone-b"}, {Name: "kt-c", Zone: "zone-c"}}
-	setupErr   error
+	nodes      = []kubelet.NodeSpec{{Name: "kt-a", Zone: "zone-a"}, {Name: "kt-b", Zone: "zone-b"}, {Name: "kt-c", Zone: "zone-c"},
+		// For the resize tests (resources_test.go): little room, and the static memory manager.
+		{Name: resizeNode, Zone: "zone-d", Allocatable: resourceList("cpu=2,memory=1Gi"), MemoryManagerPolicy: "Static"}}
+	setupErr error
 	// seenPids are pod processes the tests looked at; none may outlive Stop.
 	seenPids []int
 )
@@ -142,9 +144,10 @@ func setup() (func(), error) {
 	kl, err = kubelet.Start(ctx, kubelet.Config{
 		RESTConfig: cfg, Network: network, Nodes: nodes, StateDir: stateDir,
 		APIServerHost: network.Gateway, APIServerPort: 6443,
-		Images:          map[string]string{"valkey/valkey": "valkey-server"},
-		ImageCommands:   map[string]string{missingImagePrefix: missingCommandsDir},
-		KubeletPortBase: 31250,
+		Images:           map[string]string{"valkey/valkey": "valkey-server"},
+		ImageCommands:    map[string]string{missingImagePrefix: missingCommandsDir},
+		KubeletPortBase:  31250,
+		EnforceResources: true,
 	})
 	if err != nil {
 		return cleanup, fmt.Errorf("start kubelet: %w", err)

@@ -61,6 +61,9 @@ type podRuntime struct {
 	finished    bool // terminating and every process is gone
 	gone        bool // removed from the runtime
 	vols        *volumeSet
+	cgroups     bool // the pod's cgroups exist (resize.go)
+	// The PodResizePending and PodResizeInProgress conditions, nil when not set (resize.go).
+	resizePending, resizeInProgress *corev1.PodCondition
 }
 
 // containerState is one container's process and what the status reports.
@@ -79,6 +82,10 @@ type containerState struct {
 	ready          bool
 	waitingReason  string
 	waitingMessage string
+	// allocated is what the kubelet admitted for the container, actuated what its cgroup holds
+	// (nil until it has one): see resize.go.
+	allocated corev1.ResourceRequirements
+	actuated  *corev1.ResourceRequirements
 }
 
 func newPodRuntime(k *Kubelet, node string, pod *corev1.Pod) *podRuntime {
@@ -90,6 +97,7 @@ func newPodRuntime(k *Kubelet, node string, pod *corev1.Pod) *podRuntime {
 	for _, c := range pod.Spec.Containers {
 		p.containers = append(p.containers, &containerState{
 			spec: c, exitCh: make(chan struct{}), waitingReason: "ContainerCreating",
+			allocated: *c.Resources.DeepCopy(),
 		})
 	}
 	p.vols = newVolumeSet(k, p)
@@ -186,12 +194,16 @@ func (p *podRuntime) confirmDeletion(snap *corev1.Pod) {
 
 func (p *podRuntime) update(pod *corev1.Pod) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pod.UID == p.pod.UID {
-		status := p.pod.Status
-		p.pod = pod.DeepCopy()
-		p.pod.Status = status
+	if pod.UID != p.pod.UID {
+		p.mu.Unlock()
+		return
 	}
+	status := p.pod.Status
+	p.pod = pod.DeepCopy()
+	p.pod.Status = status
+	p.mu.Unlock()
+	// A resize (pods/resize changes spec.containers[].resources), or a newer generation to report.
+	p.k.syncResize(p)
 }
 
 func (p *podRuntime) sandboxSlot() (int, bool) {
@@ -346,6 +358,10 @@ func (p *podRuntime) prepare() ([]*exec.Cmd, error) {
 		p.setWaiting("CreatePodSandboxError", err.Error())
 		return nil, err
 	}
+	if err := p.createCgroups(); err != nil {
+		p.setWaiting("CreateContainerError", err.Error())
+		return nil, err
+	}
 	var cmds []*exec.Cmd
 	for _, c := range pod.Spec.Containers {
 		cmd, err := p.buildCommand(pod, &c, resolv)
@@ -389,6 +405,8 @@ func (p *podRuntime) buildCommand(pod *corev1.Pod, c *corev1.Container, resolvCo
 	uid, gid, groups := runAs(pod, c)
 
 	var script strings.Builder
+	// Into the container's cgroup first (nsenter and unshare exec'd without making a process).
+	script.WriteString(p.cgroupJoinScript(c.Name))
 	script.WriteString("set -e\n")
 	// o makes the directories above a mount point that the container's user could not pass
 	// through reachable, as an image's root filesystem does: a container runtime creates a
@@ -637,7 +655,9 @@ func (p *podRuntime) wait(c *containerState, cmd *exec.Cmd) {
 		}
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	p.killCgroup(c.spec.Name)
 	err := cmd.Wait()
+	oom := p.oomKilled(c.spec.Name)
 	p.mu.Lock()
 	c.exited, c.finishedAt, c.ready = true, time.Now(), false
 	c.exitCode, c.reason = 0, "Completed"
@@ -652,6 +672,10 @@ func (p *podRuntime) wait(c *containerState, cmd *exec.Cmd) {
 		}
 	} else if err != nil {
 		c.exitCode, c.reason, c.message = 128, "Error", err.Error()
+	}
+	if oom {
+		// As a container runtime reports a container the kernel OOM-killed a process of.
+		c.reason = "OOMKilled"
 	}
 	close(c.exitCh)
 	p.checkFinishedLocked()
@@ -717,8 +741,9 @@ func (p *podRuntime) terminate(grace int64) {
 func (p *podRuntime) preStop(c *containerState, spec corev1.Container, proc *os.Process, deadline time.Time) {
 	ctx, cancel := context.WithDeadline(p.ctx, deadline)
 	defer cancel()
-	args := append([]string{"--target", strconv.Itoa(proc.Pid), "--net", "--mount", "--uts", "--ipc", "--"}, spec.Lifecycle.PreStop.Exec.Command...)
-	cmd := exec.CommandContext(ctx, "/usr/bin/nsenter", args...)
+	args := append([]string{"/usr/bin/nsenter", "--target", strconv.Itoa(proc.Pid), "--net", "--mount", "--uts", "--ipc", "--"}, spec.Lifecycle.PreStop.Exec.Command...)
+	args = p.inCgroup(spec.Name, args)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = p.probeEnv(spec)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -810,11 +835,14 @@ func (p *podRuntime) release() {
 		p.k.ipam.release(slot)
 	}
 	_ = os.RemoveAll(dir)
+	p.removeCgroups()
 	p.k.mu.Lock()
 	if p.k.pods[p.key] == p {
 		delete(p.k.pods, p.key)
 	}
 	p.k.mu.Unlock()
+	// What the pod held on its node may let a deferred resize through.
+	p.k.resizeRetry()
 }
 
 // snapshot is the pod with the status a kubelet would report now.
@@ -827,6 +855,8 @@ func (p *podRuntime) snapshot() *corev1.Pod {
 		HostIP:    p.k.cfg.Network.Gateway,
 		HostIPs:   []corev1.HostIP{{IP: p.k.cfg.Network.Gateway}},
 		StartTime: &p.startTime,
+		// The generation of the spec this status reflects, as a v1.35+ kubelet reports it.
+		ObservedGeneration: p.pod.Generation,
 	}
 	if p.hasSlot && p.sandbox {
 		ip := p.k.ipam.ip(p.slot)
@@ -884,7 +914,7 @@ func (p *podRuntime) snapshot() *corev1.Pod {
 		if ok {
 			s, reason = corev1.ConditionTrue, ""
 		}
-		c := corev1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: now}
+		c := corev1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: now, ObservedGeneration: p.pod.Generation}
 		if old, found := prev[t]; found && old.Status == s {
 			c.LastTransitionTime = old.LastTransitionTime
 		}
@@ -898,6 +928,16 @@ func (p *podRuntime) snapshot() *corev1.Pod {
 	cond(corev1.PodScheduled, true, "")
 	if st.Phase == corev1.PodFailed && p.lost {
 		st.Reason, st.Message = "NodeLost", "the node lost power and the pod's processes died"
+	}
+	p.statusResourcesLocked(&st)
+	if st.Phase == corev1.PodFailed || st.Phase == corev1.PodSucceeded {
+		// A terminal pod has no resize to report, as a kubelet clears both conditions.
+		p.resizePending, p.resizeInProgress = nil, nil
+	}
+	for _, c := range []*corev1.PodCondition{p.resizePending, p.resizeInProgress} {
+		if c != nil {
+			st.Conditions = append(st.Conditions, *c)
+		}
 	}
 	p.pod.Status = st // keeps condition transition times stable
 	pod.Status = *st.DeepCopy()

@@ -150,8 +150,9 @@ func (p *podRuntime) probeOnce(ctx context.Context, spec corev1.Container, pid i
 			return false
 		}
 		// Inside the container's namespaces (network, mounts, hostname).
-		args := append([]string{"--target", strconv.Itoa(pid), "--net", "--mount", "--uts", "--ipc", "--"}, pr.Exec.Command...)
-		cmd := exec.CommandContext(ctx, "/usr/bin/nsenter", args...)
+		args := append([]string{"/usr/bin/nsenter", "--target", strconv.Itoa(pid), "--net", "--mount", "--uts", "--ipc", "--"}, pr.Exec.Command...)
+		args = p.inCgroup(spec.Name, args)
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 		cmd.Env = env
 		// On timeout the whole probe dies, not only nsenter's exec'd shell: a client it
 		// started against a hung server would otherwise wait forever, one per period.

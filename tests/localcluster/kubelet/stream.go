@@ -360,8 +360,8 @@ func (k *Kubelet) runInContainer(node string) api.ContainerExecHandlerFunc {
 			}
 			args = append(args, fmt.Sprintf("--setuid=%d", *uid), fmt.Sprintf("--setgid=%d", g))
 		}
-		args = append(append(args, "--"), command...)
-		cmd := exec.CommandContext(ctx, "/usr/bin/nsenter", args...)
+		args = p.inCgroup(spec.Name, append(append(append([]string{"/usr/bin/nsenter"}, args...), "--"), command...))
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 		cmd.Env = p.probeEnv(spec)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
