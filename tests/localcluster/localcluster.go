@@ -93,6 +93,9 @@ type Options struct {
 	NetworkPolicies bool
 	// Netpol is the enforcer's binary. Default: DefaultNetpol().
 	Netpol string
+	// ResourcesOff leaves the pods' CPU and memory unenforced: no cgroups, nothing OOM-killed
+	// (kubelet.Config.EnforceResources). Default: enforced, unless $LOCALCLUSTER_RESOURCES is 0.
+	ResourcesOff bool
 }
 
 // DefaultNodes returns three Nodes, one in each of zone-a, zone-b and zone-c.
@@ -213,6 +216,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 	}
 	if os.Getenv("LOCALCLUSTER_NETWORK_POLICIES") == "1" {
 		opts.NetworkPolicies = true
+	}
+	if os.Getenv("LOCALCLUSTER_RESOURCES") == "0" {
+		opts.ResourcesOff = true
 	}
 	if opts.Netpol == "" {
 		opts.Netpol = DefaultNetpol()
@@ -412,6 +418,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		APIAuthority:    kubeletCA,
 		ClusterDNS:      c.network.Gateway,
 		ClusterDomain:   ClusterDomain,
+		// Each container in a cgroup with its limits, as on a real node (kubelet/cgroups.go).
+		EnforceResources: !opts.ResourcesOff,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("localcluster: kubelet: %w", err)
