@@ -82,7 +82,7 @@ func (c *target) create(ctx context.Context, seed uint64) error {
 	}
 	cfg := &v1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: c.config}, Spec: v1.ValkeyConfigSpec{
 		ImageRef:  image,
-		Resources: &v1.ValkeyResources{CPU: ptr.To(resource.MustParse("50m")), Memory: ptr.To(resource.MustParse("128Mi"))},
+		Resources: &v1.ValkeyResources{CPU: ptr.To(resource.MustParse("500m")), Memory: ptr.To(resource.MustParse("256Mi"))},
 		// No diskless sync delay: a replacement's first sync starts at once, as in tests/e2e.
 		// maxmemory well above what the writer stores in a long run (about 60 MB a cluster).
 		Valkey: map[string]string{"maxmemory": "200mb", "repl-diskless-sync-delay": "0"},

@@ -31,7 +31,7 @@ func NewImage(name string) *v1.ValkeyImage {
 func NewConfig(name, image string) *v1.ValkeyConfig {
 	return &v1.ValkeyConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ValkeyConfigSpec{
 		ImageRef:  image,
-		Resources: &v1.ValkeyResources{CPU: ptr.To(resource.MustParse("50m")), Memory: ptr.To(resource.MustParse("128Mi"))},
+		Resources: &v1.ValkeyResources{CPU: ptr.To(resource.MustParse("500m")), Memory: ptr.To(resource.MustParse("256Mi"))},
 		Valkey:    map[string]string{"maxmemory": "100mb", "repl-diskless-sync-delay": "0"},
 	}}
 }

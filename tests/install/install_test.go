@@ -52,8 +52,8 @@ metadata:
 spec:
   imageRef: valkey-8-0
   resources:
-    cpu: "50m"
-    memory: "128Mi"
+    cpu: "500m"
+    memory: "256Mi"
   valkey:
     maxmemory: "100mb"
     repl-diskless-sync-delay: "0"

@@ -32,7 +32,7 @@ const heldKeys = 20000
 //   - maxmemory removed from the ValkeyConfig: held on both, every node keeps 4mb, never 0;
 //     confirmed as maxmemory=0, every node runs 0.
 //
-// Its pods also carry the data volume's sizeLimit derived from the config (2 × 128Mi + 64Mi).
+// Its pods also carry the data volume's sizeLimit derived from the config (2 × 256Mi + 64Mi).
 func TestEvictingChangesHeld(t *testing.T) {
 	cfg := harness.NewConfig("held-config", "held-image")
 	cfg.Spec.Valkey["maxmemory-policy"] = "allkeys-lru"
@@ -54,7 +54,7 @@ func TestEvictingChangesHeld(t *testing.T) {
 		vcs[i] = got
 	}
 	a, b := vcs[0], vcs[1]
-	checkDataSizeLimit(t, a, "320Mi")
+	checkDataSizeLimit(t, a, "576Mi")
 	const (
 		mb100 = "104857600"
 		mb4   = "4194304"

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,8 +185,11 @@ func newCgroupDriver(name string) (cgroupDriver, error) {
 	if err := d.create(""); err != nil {
 		return nil, fmt.Errorf("kubelet: resource enforcement: %w", err)
 	}
-	// Writable, not only creatable: an unlimited limit changes nothing.
-	if err := d.set("", cgroupConfig{MemoryLimit: new(int64(-1)), CPUQuota: new(int64(-1))}); err != nil {
+	// Writable, not only creatable: an unlimited limit changes nothing. The root weighs as the
+	// machine's CPUs, as a kubelet gives its kubepods cgroup the Node's allocatable CPU: the pods
+	// of a busy local cluster are not squeezed into one process's share beside the control
+	// plane and the tests.
+	if err := d.set("", cgroupConfig{MemoryLimit: new(int64(-1)), CPUQuota: new(int64(-1)), CPUShares: new(uint64(sharesPerCPU * runtime.NumCPU()))}); err != nil {
 		_ = d.remove("")
 		return nil, fmt.Errorf("kubelet: resource enforcement: %w", err)
 	}
