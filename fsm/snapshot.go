@@ -37,6 +37,13 @@ type Snapshot struct {
 	SpecHash string
 	// StartHash is SpecHash with the live settings too (see Pod.StartHash).
 	StartHash string
+	// ShapeHash is SpecHash without the CPU and memory (see Pod.ShapeHash), Size the CPU and
+	// memory a node created now gets, and DataLimit (bytes, 0 for none) what the data volume of
+	// a node of that size must bound at least (resources.DataSizeLimit): a pod of the same shape
+	// is resized in place to Size instead of replaced (InPlace).
+	ShapeHash string
+	Size      Size
+	DataLimit int64
 	// Pods are the cluster's pods, any phase, sorted by name.
 	Pods []Pod
 	// Failover is the failover the operator issued on an earlier pass and has not seen land
@@ -147,6 +154,12 @@ type Pod struct {
 	// resources, valkey settings, hard placement). A node whose hash is not Snapshot.SpecHash is
 	// outdated and is replaced by a rolling upgrade.
 	SpecHash string
+	// ShapeHash is SpecHash without the CPU and memory, and Size those, as its ValkeyNode
+	// records them; Resize is what the pod and its kubelet say of its size, nil when the kubelet
+	// reports no container resources (it cannot resize a running pod).
+	ShapeHash string
+	Size      Size
+	Resize    *Resize
 	// StartHash is SpecHash with the node's live settings too (those a node takes at run time,
 	// which SpecHash leaves out). A pod that failed on start counts against the current spec only
 	// when its StartHash is the snapshot's: a live setting Valkey refused at start, fixed in the
@@ -279,6 +292,8 @@ type Node struct {
 	// VolatileItemKeys counts the node's keys with expiring hash fields (Valkey 9, INFO
 	// keyspace), which a Valkey 8 node cannot take (controllers/downgrade.go).
 	VolatileItemKeys int64
+	// UsedMemoryRSS is used_memory_rss (INFO memory): what the process holds, in bytes.
+	UsedMemoryRSS int64
 	// Config is the node's live settings (CONFIG GET of liveconf.Keys), nil when unknown.
 	Config map[string]string
 	// ConfigErr is why Config could not be read (the node answered everything else: an ACL
@@ -651,16 +666,17 @@ func (s Snapshot) AwaitingFailover() []FailoverWait {
 	return out
 }
 
-// Outdated names the live pods (by name) whose pod spec hash is not the one the operator would
-// create now: they run an older image, config, resources or hard placement. Nothing is outdated
-// while the current hash is unknown ("": the spec could not be resolved).
+// Outdated names the live pods (by name) that must be replaced to run what the operator would
+// create now: an older image, config, hard placement, or resources they cannot take in place
+// (Replaced). Nothing is outdated while the current hash is unknown ("": the spec could not be
+// resolved).
 func (s Snapshot) Outdated() []string {
 	if s.SpecHash == "" {
 		return nil
 	}
 	var out []string
 	for _, p := range s.LivePods() {
-		if p.SpecHash != s.SpecHash {
+		if s.Replaced(p) {
 			out = append(out, p.Name)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/liveconf"
 	"github.com/gomomento/valkey-operator/slot"
 )
@@ -201,6 +202,20 @@ type SetConfig struct {
 	Drift []string
 }
 
+// ResizePod changes the CPU and memory of Pod's container in place, through the pod's resize
+// subresource, to To (requests and limits alike); From is what its kubelet applied before.
+type ResizePod struct {
+	Pod      string
+	To, From fsm.Size
+}
+
+// RecordSize records Size, which Pod's kubelet applied, on the pod's ValkeyNode (spec.cpu and
+// spec.memory): its spec is then the current one, and a node created later agrees with it.
+type RecordSize struct {
+	Pod  string
+	Size fsm.Size
+}
+
 // SetBudget creates (Create) or rewrites the PodDisruptionBudget of shard index Shard as built
 // for a shard of which Joining live pods are not full copies yet (minAvailable is
 // replicasPerShard + Joining; controllers/disruption.go says why).
@@ -274,6 +289,8 @@ func Upkeep(a Action) bool {
 }
 
 func (SetConfig) action()     {}
+func (ResizePod) action()     {}
+func (RecordSize) action()    {}
 func (MoveSlots) action()     {}
 func (CloseSlots) action()    {}
 func (CreatePod) action()     {}
@@ -323,6 +340,14 @@ func (RecordPod) Disruptive() bool { return false }
 
 // Disruptive: a setting Valkey takes at run time replaces no pod and moves no slot; harmless.
 func (SetConfig) Disruptive() bool { return false }
+
+// Disruptive: the kubelet changes the container's cgroup while its process runs; a memory limit
+// below what the process holds is never asked (the resize planner) and never written (the
+// kubelet). Harmless.
+func (ResizePod) Disruptive() bool { return false }
+
+// Disruptive: a record of what the kubelet already applied; harmless.
+func (RecordSize) Disruptive() bool { return false }
 
 // Disruptive: a new pod joins nobody until it is met; harmless.
 func (CreatePod) Disruptive() bool { return false }
@@ -470,6 +495,14 @@ func (a SetConfig) String() string {
 	}
 	return fmt.Sprintf("set %s live on %s", strings.Join(keys, ", "), a.Pod)
 }
+
+// String describes the action.
+func (a ResizePod) String() string {
+	return fmt.Sprintf("resize %s in place from %s to %s", a.Pod, a.From, a.To)
+}
+
+// String describes the action.
+func (a RecordSize) String() string { return fmt.Sprintf("record the size of %s (%s)", a.Pod, a.Size) }
 
 // String describes the action.
 func (a SetBudget) String() string {

@@ -172,7 +172,8 @@ func retiresForeign(s fsm.Snapshot, actions []Action) string {
 // tied. Then topology: form the cluster (meet, slots, replicas) and reshard it (slot moves to an
 // even spread, removed shards retired).
 // Then updates: apply the settings Valkey takes at run time to every node (harmless, batched),
-// replace nodes of an older spec and remove surplus
+// resize in place the nodes whose CPU and memory alone changed (harmless, batched), replace
+// nodes of an older spec and remove surplus
 // replicas, one shard at a time. Cleanup: forget departed nodes, delete failed pods. Placement
 // last, on a cluster with nothing else to do: spread primaries and copies over the zones. A new
 // concern is one new file and one line here.
@@ -187,6 +188,7 @@ func Default() Chain {
 		formation,
 		reshard,
 		settings,
+		resize,
 		upgrade,
 		cleanup,
 		spread,

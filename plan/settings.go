@@ -15,7 +15,9 @@ package plan
 //     (the node was changed by hand).
 //  4. A node that runs every wanted value while its record says something else has its record
 //     brought up to date (SetConfig without settings).
-//  5. Every such node in one pass: CONFIG SET is harmless and idempotent. Nothing is awaited, so
+//  5. A change of maxmemory waits on a node whose memory grows in place until its pod has grown
+//     (HoldsMaxmemory, the resize planner); the node's other settings do not.
+//  6. Every such node in one pass: CONFIG SET is harmless and idempotent. Nothing is awaited, so
 //     the concerns after it (rolls, cleanup) go on in the same pass.
 
 import (
@@ -39,6 +41,19 @@ func planSettings(in Input) Step {
 			continue
 		}
 		set := liveconf.Diff(s.Settings, p.Settings, n.Config)
+		if HoldsMaxmemory(s, p) {
+			// Growing in place: the pod's memory first (the resize planner), maxmemory after.
+			kept := set[:0:0]
+			for _, c := range set {
+				if c.Key != "maxmemory" {
+					kept = append(kept, c)
+				}
+			}
+			if len(kept) < len(set) && len(kept) == 0 {
+				continue
+			}
+			set = kept
+		}
 		if len(set) == 0 {
 			if !liveconf.SameLive(p.Settings, s.Settings) && observedAll(s.Settings, p.Settings, n.Config) {
 				st.Actions = append(st.Actions, SetConfig{Pod: p.Name})

@@ -72,7 +72,7 @@ func healthyForSpread(s fsm.Snapshot) ([][]fsm.Pod, bool) {
 			return nil, false
 		}
 		for _, p := range pods {
-			if p.SpecHash != s.SpecHash || p.Lifecycle != string(v1.LifecycleActive) || p.Zone == "" || p.MovedFrom != "" {
+			if s.Replaced(p) || p.Lifecycle != string(v1.LifecycleActive) || p.Zone == "" || p.MovedFrom != "" {
 				return nil, false
 			}
 		}

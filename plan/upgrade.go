@@ -99,7 +99,7 @@ func planUpgrade(in Input) Step {
 			if why := servedRecently(s, p); why != "" {
 				return Step{Wait: why}
 			}
-			if p.SpecHash != s.SpecHash && p.Node.Valkey().HandsOverOnSIGTERM() {
+			if s.Replaced(p) && p.Node.Valkey().HandsOverOnSIGTERM() {
 				d.Reason = RetireOutdated // only a 9.x node is held; an 8.x one was interrupted
 			}
 		}
@@ -127,9 +127,9 @@ func planUpgrade(in Input) Step {
 		return Step{Wait: why}
 	}
 	var outdatedReplicas []fsm.Pod
-	outdatedPrimary := primary.SpecHash != s.SpecHash
+	outdatedPrimary := s.Replaced(*primary)
 	for _, p := range pods {
-		if p.Name != primary.Name && p.SpecHash != s.SpecHash {
+		if p.Name != primary.Name && s.Replaced(p) {
 			outdatedReplicas = append(outdatedReplicas, p)
 		}
 	}
@@ -193,7 +193,7 @@ func planRetireStuck(s fsm.Snapshot, shardPods [][]fsm.Pod) (DeletePod, bool) {
 		if joined(p) || p.Shard < 0 || p.Shard >= len(shardPods) {
 			continue
 		}
-		outdated := p.SpecHash != s.SpecHash
+		outdated := s.Replaced(p)
 		if p.MovedFrom != "" && !outdated {
 			switch {
 			case p.Unschedulable != "" && s.Now.Sub(p.UnschedulableSince) >= MoveRoomWait:
@@ -213,7 +213,7 @@ func planRetireStuck(s fsm.Snapshot, shardPods [][]fsm.Pod) (DeletePod, bool) {
 
 func anyOutdated(s fsm.Snapshot, pods []fsm.Pod) bool {
 	for _, p := range pods {
-		if p.SpecHash != s.SpecHash {
+		if s.Replaced(p) {
 			return true
 		}
 	}
@@ -225,8 +225,8 @@ func shardInMotion(s fsm.Snapshot, shardPods [][]fsm.Pod) (int, bool) {
 	for shard, pods := range shardPods {
 		current, outdated := false, false
 		for _, p := range pods {
-			current = current || p.SpecHash == s.SpecHash
-			outdated = outdated || p.SpecHash != s.SpecHash
+			current = current || !s.Replaced(p)
+			outdated = outdated || s.Replaced(p)
 		}
 		if current && outdated {
 			return shard, true
@@ -254,7 +254,7 @@ func shardInMotion(s fsm.Snapshot, shardPods [][]fsm.Pod) (int, bool) {
 // reason); it is not a start failure.
 func unschedulable(s fsm.Snapshot, shard int, pods []fsm.Pod) string {
 	for _, p := range pods {
-		if p.SpecHash == s.SpecHash && p.Unschedulable != "" && p.MovedFrom == "" {
+		if !s.Replaced(p) && p.Unschedulable != "" && p.MovedFrom == "" {
 			return fmt.Sprintf("shard %d: rolling upgrade stalled: pod %s cannot be scheduled: %s", shard, p.Name, p.Unschedulable)
 		}
 	}
@@ -284,7 +284,7 @@ func preflight(s fsm.Snapshot, shard int, shardPods [][]fsm.Pod, primary fsm.Pod
 		}
 	}
 	for _, p := range shardPods[shard] {
-		if p.Name == primary.Name || p.SpecHash != s.SpecHash {
+		if p.Name == primary.Name || s.Replaced(p) {
 			continue
 		}
 		if p.Lifecycle != string(v1.LifecycleActive) || !fsm.CaughtUp(p, primary) {

@@ -464,7 +464,7 @@ func TestDataSizeLimit(t *testing.T) {
 	}
 	vc, rc := newTestCluster(), newResolved()
 	vn := newTestNode(vc, rc)
-	if got := BuildPod(vc, rc, vn, "h", v1.ZoneSpreadBestEffort).Spec.Volumes[2]; got.Name != "data" || got.EmptyDir.SizeLimit.Cmp(*DataSizeLimit(&vn.Spec)) != 0 {
+	if got := BuildPod(vc, rc, vn, "h", v1.ZoneSpreadBestEffort).Spec.Volumes[2]; got.Name != "data" || got.EmptyDir.SizeLimit.Cmp(*DataVolumeLimit(&vn.Spec)) != 0 {
 		t.Fatalf("the pod's data volume %+v", got)
 	}
 }

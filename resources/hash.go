@@ -30,6 +30,21 @@ import (
 // introduced this rolls nothing either. The same function hashes a live node's recorded spec and the spec a node created now
 // would get, so "outdated" is exactly "built from something else".
 func NodeSpecHash(spec *v1.ValkeyNodeSpec) string {
+	return specHash(spec, true)
+}
+
+// ShapeHash is NodeSpecHash without the CPU and memory: two nodes of one shape differ at most in
+// what an in-place resize changes (plan/resize.go), so a node whose spec hash is outdated but
+// whose shape hash is current can be resized instead of replaced.
+func ShapeHash(spec *v1.ValkeyNodeSpec) string {
+	return specHash(spec, false)
+}
+
+func specHash(spec *v1.ValkeyNodeSpec, size bool) string {
+	cpu, memory := "", ""
+	if size {
+		cpu, memory = canonicalQuantity(spec.CPU), canonicalQuantity(spec.Memory)
+	}
 	settings := liveconf.WithoutLive(spec.ValkeySettings)
 	for _, k := range pathDirectives {
 		delete(settings, k)
@@ -51,7 +66,7 @@ func NodeSpecHash(spec *v1.ValkeyNodeSpec) string {
 		Settings           map[string]string
 		Zones              []string
 		NodeSelector       map[string]string
-	}{spec.Image, canonicalQuantity(spec.CPU), canonicalQuantity(spec.Memory), settings, zones, selector})
+	}{spec.Image, cpu, memory, settings, zones, selector})
 	if spec.TLSSecret != "" {
 		// Appended only when set, so that the hash of a node without TLS is what it always was.
 		data = append(data, "\x00tls="+spec.TLSSecret...)

@@ -56,7 +56,7 @@ func BuildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{{
-				Name:    "valkey",
+				Name:    ValkeyContainer,
 				Image:   rc.Image.Image(),
 				Command: []string{"valkey-server", configMountPath + "/" + ConfigFileName},
 				Ports: []corev1.ContainerPort{
@@ -82,7 +82,7 @@ func BuildPod(vc *v1.ValkeyCluster, rc *ResolvedConfig, vn *v1.ValkeyNode, hash 
 					LocalObjectReference: corev1.LocalObjectReference{Name: v1.NodeConfigMapName(name)}}}},
 				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: ACLSecretName(vc), DefaultMode: ptr.To[int32](0o440)}}},
-				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: DataSizeLimit(&vn.Spec)}}},
+				{Name: DataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: DataVolumeLimit(&vn.Spec)}}},
 			},
 			// As the original's pods (concepts/pod-management.md): Valkey runs on arm64 as on
 			// amd64, so tainted arm64 pools are open to it; placement.nodeSelector and
@@ -250,3 +250,29 @@ func DataSizeLimit(spec *v1.ValkeyNodeSpec) *resource.Quantity {
 	}
 	return resource.NewQuantity(copies*dataset+dataSlack, resource.BinarySI)
 }
+
+// GrowthRoom is how many times its memory a node may grow in place (an in-place resize,
+// plan/resize.go) while its data volume still bounds what it writes: a pod's volumes cannot
+// change, so the volume is sized at creation for a node of GrowthRoom times the memory. A grow
+// past it replaces the node, as any change that a running pod cannot take.
+const GrowthRoom = 2
+
+// DataVolumeLimit is the sizeLimit given to the data emptyDir of a pod created now for spec:
+// DataSizeLimit of the node grown GrowthRoom times (its memory or, without one, its maxmemory).
+func DataVolumeLimit(spec *v1.ValkeyNodeSpec) *resource.Quantity {
+	grown := *spec
+	if q, err := resource.ParseQuantity(spec.Memory); err == nil && q.Sign() > 0 && q.Value() <= math.MaxInt64/GrowthRoom {
+		grown.Memory = resource.NewQuantity(GrowthRoom*q.Value(), resource.BinarySI).String()
+	} else if n, err := strconv.ParseInt(liveconf.Normalize("maxmemory", spec.ValkeySettings["maxmemory"]), 10, 64); err == nil && n > 0 && n <= math.MaxInt64/GrowthRoom {
+		grown.ValkeySettings = maps.Clone(spec.ValkeySettings)
+		grown.ValkeySettings["maxmemory"] = strconv.FormatInt(GrowthRoom*n, 10)
+	}
+	return DataSizeLimit(&grown)
+}
+
+// ValkeyContainer is the name of a node pod's one container, and DataVolume of its data emptyDir
+// (Valkey's dir).
+const (
+	ValkeyContainer = "valkey"
+	DataVolume      = "data"
+)

@@ -1,0 +1,163 @@
+package plan
+
+// The resize planner (updates) brings a node whose spec differs from the current one only in CPU
+// and memory to the new size in place, through the pod's resize subresource, instead of the
+// rolling replacement (fsm.Snapshot.InPlace says when it can; otherwise the node is outdated and
+// the upgrade planner replaces it, as any other change). No pod is replaced, no slot moves, no
+// replica resyncs. Its rules, in order:
+//
+//  1. Only a formed cluster (Active or Upgrading) whose spec resolved (Snapshot.ShapeHash).
+//  2. Only live, Active, running nodes that InPlace allows; every one of them in the same pass:
+//     a resize is harmless (Kubernetes changes the container's cgroup, the process runs on).
+//  3. A node whose kubelet applied the new size (the container's resources in force equal the
+//     spec's) has it recorded on its ValkeyNode (RecordSize): its spec hash is then current.
+//  4. A node whose pod asks for the new size while its kubelet has not applied it is waited for,
+//     saying what the kubelet says (deferred, or its error).
+//  5. A node still asking for another size is resized (ResizePod). Growing, the pod first: the
+//     settings planner holds a raise of maxmemory on a node whose memory has not grown yet
+//     (HoldsMaxmemory). Shrinking memory, maxmemory first: the node must run the maxmemory the
+//     spec wants, no more than the new limit, and hold at most fsm.ShrinkHeadroom of the new
+//     limit (used_memory_rss); otherwise the shrink is refused (ShrinkRefused: a condition and
+//     status.message say why) and the node keeps its size. A shrink the kubelet would carry out
+//     below what the process holds would get it OOM-killed, and never happens.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/liveconf"
+)
+
+var resize = Planner{Name: "resize", Plan: planResize}
+
+func planResize(in Input) Step {
+	s := in.Snapshot
+	if (in.State != fsm.Active && in.State != fsm.Upgrading) || s.ShapeHash == "" {
+		return Step{}
+	}
+	var st Step
+	var holds []string
+	for _, p := range resizing(s) {
+		r := p.Resize
+		switch {
+		case r.Asked.Equal(s.Size) && r.InForce.Equal(s.Size):
+			st.Actions = append(st.Actions, RecordSize{Pod: p.Name, Size: s.Size})
+		case r.Asked.Equal(s.Size):
+			switch {
+			case r.Error != "":
+				holds = append(holds, fmt.Sprintf("pod %s: the kubelet has not applied the resize: %s", p.Name, r.Error))
+			case r.Pending != "":
+				holds = append(holds, fmt.Sprintf("pod %s: the kubelet %s the resize: %s", p.Name, strings.ToLower(r.Pending), r.PendingMessage))
+			default:
+				holds = append(holds, fmt.Sprintf("resizing pod %s in place", p.Name))
+			}
+		default:
+			if why := shrinkWait(s, p); why != "" {
+				holds = append(holds, why)
+				continue
+			}
+			st.Actions = append(st.Actions, ResizePod{Pod: p.Name, To: s.Size, From: r.InForce})
+		}
+	}
+	st.Hold = strings.Join(holds, "; ")
+	return st
+}
+
+// resizing returns the live, Active, running pods that InPlace allows.
+func resizing(s fsm.Snapshot) []fsm.Pod {
+	var out []fsm.Pod
+	for _, p := range s.LivePods() {
+		if p.Lifecycle != string(v1.LifecycleActive) || p.Phase != fsm.PodRunning || p.Exited {
+			continue
+		}
+		if ok, _ := s.InPlace(p); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// shrinking reports whether resizing p to the snapshot's size lowers its memory.
+func shrinking(s fsm.Snapshot, p fsm.Pod) bool {
+	return p.Resize != nil && s.Size.MemoryBytes() < p.Resize.InForce.MemoryBytes()
+}
+
+// shrinkWait says why p's memory may not shrink yet ("" when it may, or does not shrink).
+func shrinkWait(s fsm.Snapshot, p fsm.Pod) string {
+	if !shrinking(s, p) {
+		return ""
+	}
+	if why := shrinkRefused(s, p); why != "" {
+		return why
+	}
+	n := p.Node
+	if n == nil || !n.Reachable || n.Config == nil {
+		return fmt.Sprintf("pod %s: waiting for its node to answer before shrinking its memory", p.Name)
+	}
+	if want := wantedMaxmemory(s); want > 0 {
+		have, _ := strconv.ParseInt(liveconf.Normalize("maxmemory", n.Config["maxmemory"]), 10, 64)
+		if have == 0 || have > want {
+			return fmt.Sprintf("pod %s: waiting for maxmemory %s before shrinking its memory", p.Name, s.Settings["maxmemory"])
+		}
+	}
+	return ""
+}
+
+// shrinkRefused says why shrinking p's memory to the snapshot's size is refused, "" when it is
+// not (or p does not shrink): the maxmemory the spec wants does not fit in the new limit, or the
+// node holds more than fsm.ShrinkHeadroom of it.
+func shrinkRefused(s fsm.Snapshot, p fsm.Pod) string {
+	if !shrinking(s, p) {
+		return ""
+	}
+	limit := s.Size.MemoryBytes()
+	if want := wantedMaxmemory(s); want > limit {
+		return fmt.Sprintf("pod %s: shrinking memory to %s refused: maxmemory %s does not fit in it; lower maxmemory with it", p.Name, s.Size.Memory, s.Settings["maxmemory"])
+	}
+	if n := p.Node; n != nil && n.Reachable && float64(n.UsedMemoryRSS) > fsm.ShrinkHeadroom*float64(limit) {
+		return fmt.Sprintf("pod %s: shrinking memory to %s refused: its node holds %d MiB (used_memory_rss), more than %d%% of the new limit; delete keys or lower maxmemory first, or keep the size",
+			p.Name, s.Size.Memory, n.UsedMemoryRSS>>20, int(fsm.ShrinkHeadroom*100))
+	}
+	return ""
+}
+
+// ShrinkRefused says, for the ResizeRefused condition, why the memory of the cluster's nodes is
+// not shrunk in place: every refused node's reason, "" when none is refused.
+func ShrinkRefused(s fsm.Snapshot) string {
+	if s.ShapeHash == "" {
+		return ""
+	}
+	var out []string
+	for _, p := range resizing(s) {
+		if !p.Resize.Asked.Equal(s.Size) {
+			if why := shrinkRefused(s, p); why != "" {
+				out = append(out, why)
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// wantedMaxmemory is the maxmemory the spec wants in bytes, 0 when it sets none (no limit).
+func wantedMaxmemory(s fsm.Snapshot) int64 {
+	v, ok := s.Settings["maxmemory"]
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.ParseInt(liveconf.Normalize("maxmemory", v), 10, 64)
+	return n
+}
+
+// HoldsMaxmemory reports whether a change of maxmemory on p waits for its memory to grow in
+// place first: a raise applied before the container may hold it would let the node fill past
+// its limit.
+func HoldsMaxmemory(s fsm.Snapshot, p fsm.Pod) bool {
+	if p.Resize == nil || s.Size.MemoryBytes() <= p.Resize.InForce.MemoryBytes() {
+		return false
+	}
+	ok, _ := s.InPlace(p)
+	return ok
+}
