@@ -196,6 +196,10 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 				deferred = errors.Join(deferred, fmt.Errorf("%s: %w", a, e))
 				continue
 			}
+		case plan.ResizePod:
+			err = r.resizePod(ctx, log, vc, obs, a)
+		case plan.RecordSize:
+			err = r.recordSize(ctx, log, vc, obs, a)
 		case plan.Detach:
 			if err = r.markLeaving(ctx, obs, a.Pod); err == nil {
 				r.detachReplica(ctx, log, obs, node, a.Pod)
@@ -267,7 +271,8 @@ func promotesLost(a plan.Action) bool {
 		return true
 	case plan.AddSlots, plan.AnnotatePod, plan.CloseSlots, plan.CreatePod, plan.DeleteBudget, plan.DeleteNetworkPolicy,
 		plan.DeletePod, plan.Detach, plan.Failover, plan.Forget, plan.MarkActive, plan.Meet, plan.MoveSlots, plan.RecordPod,
-		plan.Replicate, plan.SetBudget, plan.SetConfig, plan.SetNetworkPolicy, plan.SettleMove, plan.WriteACLSecret:
+		plan.Replicate, plan.SetBudget, plan.SetConfig, plan.SetNetworkPolicy, plan.SettleMove, plan.WriteACLSecret,
+		plan.ResizePod, plan.RecordSize:
 		// A graceful failover's shard serves meanwhile; the rest promote nobody.
 	}
 	return false
@@ -441,6 +446,7 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	}
 	setZoneSpreadCondition(st, vc.Generation, resources.SpreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
 	setHeldCondition(st, vc.Generation, obs.heldKnown, obs.held)
+	setResizeCondition(st, vc.Generation, obs.snapshot)
 	capTexts(st)
 	if equalStatus(&vc.Status, st) {
 		return h, nil

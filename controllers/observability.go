@@ -52,6 +52,14 @@ const (
 	// EventZoneSpreadDegraded: zoneSpread required over fewer zones than a shard has copies
 	// (once per tick).
 	EventZoneSpreadDegraded = "ZoneSpreadDegraded"
+	// EventResizing and EventResized: a node's CPU and memory changed in place, asked and
+	// applied (resize.go); EventResizeNotInPlace (Warning): a node whose CPU and memory alone
+	// changed is replaced instead, and why; EventResizeRefused (Warning): a memory shrink is
+	// refused (the ResizeRefused condition).
+	EventResizing         = "Resizing"
+	EventResized          = "Resized"
+	EventResizeNotInPlace = "ResizeNotInPlace"
+	EventResizeRefused    = "ResizeRefused"
 	// eventController is the reportingController of every Event (events.k8s.io/v1).
 	eventController = "valkey-operator"
 )
@@ -154,8 +162,8 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 		}
 	case plan.BumpEpoch, plan.CreatePod, plan.Meet, plan.Replicate, plan.Forget, plan.MoveSlots, plan.CloseSlots, plan.Detach, plan.SetConfig,
 		plan.SetBudget, plan.DeleteBudget, plan.SetNetworkPolicy, plan.DeleteNetworkPolicy, plan.WriteACLSecret, plan.MarkActive,
-		plan.SettleMove, plan.AnnotatePod, plan.RecordPod:
-		// Nothing to count or say: slot moves are counted as they land (mover.Tally).
+		plan.SettleMove, plan.AnnotatePod, plan.RecordPod, plan.ResizePod, plan.RecordSize:
+		// Nothing to count or say (a resize says its own Events): slot moves are counted as they land (mover.Tally).
 	}
 }
 

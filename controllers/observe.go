@@ -156,6 +156,7 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			p.Settings = vn.Spec.ValkeySettings
 			p.StartHash = resources.StartSpecHash(&vn.Spec)
 			p.Unrecorded = vn.Status.PodUID == ""
+			p.ShapeHash, p.Size, p.Resize = resources.ShapeHash(&vn.Spec), sizeOf(vn), resizeView(pod)
 		}
 		if problem == "" {
 			p.AnnotationsBehind = annotationsBehind(vc, pod)
@@ -280,6 +281,7 @@ func nodeView(v valkey.NodeView) *fsm.Node {
 	n.SyncInProgress = v.Replication["master_sync_in_progress"] == "1"
 	n.Version = v.Version
 	n.VolatileItemKeys = v.VolatileItemKeys()
+	n.UsedMemoryRSS, _ = strconv.ParseInt(v.Replication["used_memory_rss"], 10, 64)
 	n.Config = v.Config
 	// Only a refusal (NOPERM, an unknown command) is the node's to report: a CONFIG GET that
 	// timed out on a busy node that answered the rest leaves its settings unchecked for this pass

@@ -98,6 +98,8 @@ type ValkeyClusterReconciler struct {
 	live liveAttempts
 	// holds remembers the held live settings changes already said (held.go).
 	holds heldChanges
+	// resizes remembers the in-place resizes the API server refused (resize.go).
+	resizes resizeRefusals
 	// versions is the version of each cluster its last pass ended with (versions.go).
 	versions clusterVersions
 	// names is what each node knows of the categories and commands roles name (rolenames.go).
@@ -148,6 +150,7 @@ type ValkeyClusterReconciler struct {
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeynodes/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.gomomento.com,resources=valkeyconfigs;valkeyimages;valkeyroles,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
@@ -272,6 +275,8 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 	if desired != nil {
 		obs.snapshot.Settings = desired.ValkeySettings
 		obs.snapshot.StartHash = resources.StartSpecHash(desired)
+		r.observeSize(obs, desired)
+		r.reportResizes(log, &vc, obs.snapshot)
 	}
 	refusedWait := time.Duration(0)
 	obs.snapshot.CreateRefused, obs.snapshot.CreateHeld, refusedWait = r.creates.state(clusterKey(&vc), vc.Generation, obs.snapshot.Now)
@@ -522,6 +527,7 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.served.forget(key)
 	r.live.forget(key)
 	r.holds.forget(key)
+	r.resizes.forget(key)
 	r.versions.forget(key)
 	r.names.forget(key)
 	r.Guard.Forget(key)

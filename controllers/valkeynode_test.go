@@ -99,7 +99,8 @@ func TestObserveJoinsNodesAndPods(t *testing.T) {
 	// notes the keys of spec.podAnnotations it lacks (these test pods carry none).
 	behind := []string{"example.com/scrape"}
 	want := []fsm.Pod{
-		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: resources.NodeSpecHash(&joining.Spec), StartHash: resources.StartSpecHash(&joining.Spec), Settings: joining.Spec.ValkeySettings, AnnotationsBehind: behind, Unrecorded: true},
+		{Name: joining.Name, Shard: 0, Phase: fsm.PodPending, Lifecycle: "Joining", SpecHash: resources.NodeSpecHash(&joining.Spec), StartHash: resources.StartSpecHash(&joining.Spec), Settings: joining.Spec.ValkeySettings, AnnotationsBehind: behind, Unrecorded: true,
+			ShapeHash: resources.ShapeHash(&joining.Spec), Size: fsm.Size{CPU: joining.Spec.CPU, Memory: joining.Spec.Memory}},
 		{Name: lost.Name, Shard: 1, Phase: fsm.PodFailed, Failure: "pod missing", Lifecycle: "Active", SpecHash: resources.NodeSpecHash(&lost.Spec), StartHash: resources.StartSpecHash(&lost.Spec)},
 		{Name: gone.Name, Shard: 0, Phase: fsm.PodPending, Deleting: true, AnnotationsBehind: behind},
 	}

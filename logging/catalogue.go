@@ -62,6 +62,8 @@ const (
 	FieldNotAfter     = "not_after"
 	FieldZone         = "zone"
 	FieldFrom         = "from"
+	FieldCPU          = "cpu"
+	FieldMemory       = "memory"
 	FieldMethod       = "method"
 	FieldSettings     = "settings"
 	FieldSetting      = "setting"
@@ -262,6 +264,27 @@ const (
 	// with back-off, and status.message says it (reason LiveSettingsRefused) until it is fixed;
 	// the node is never replaced for it.
 	MsgApplyingSettingsLive = "applying settings live"
+	// MsgResizingPod (INFO, TargetCluster): cluster_name, pod, cpu, memory (the new size, "" when
+	// not set), from (the size in force before). Ours: a ValkeyConfig change of resources alone
+	// changes each node's container in place through the pod's resize subresource (plan/resize.go),
+	// no pod replaced, no failover.
+	MsgResizingPod = "resizing pod in place"
+	// MsgPodResized (INFO, TargetCluster): cluster_name, pod, cpu, memory, from. Ours: the
+	// kubelet applied the new size and the node's ValkeyNode records it.
+	MsgPodResized = "pod resized in place"
+	// MsgResizeNotInPlace (WARN, TargetCluster): cluster_name, pod, reason. Ours: a node whose CPU
+	// and memory alone changed cannot take the change in place (a QoS class change, a kubelet
+	// without resize, an infeasible or long-deferred resize, a grow past its data volume's
+	// bound) and is replaced by the rolling upgrade instead. At most once a tick per pod.
+	MsgResizeNotInPlace = "resize not possible in place, replacing the node"
+	// MsgResizeRefused (WARN, TargetCluster): cluster_name, pod, error (the API server's
+	// message). Ours: the API server refused the resize (more than the Node can hold, say); the
+	// node is replaced instead. Once per pod and size.
+	MsgResizeRefused = "in-place resize refused by the API server"
+	// MsgShrinkRefused (WARN, TargetCluster): cluster_name, reason. Ours: a memory shrink that
+	// would leave a node less than its headroom, or a maxmemory above the new limit, is refused;
+	// the nodes keep their size and the ResizeRefused condition says why. At most once a tick.
+	MsgShrinkRefused = "memory shrink refused"
 	// MsgSettingsHeld (INFO, TargetCluster): cluster_name, settings (the names of the settings
 	// held, comma-separated), want (the confirmation that applies them, as the annotation
 	// valkey.gomomento.com/confirm-live-settings takes it). Ours: a ValkeyConfig change of live
@@ -406,6 +429,11 @@ var Catalogue = []Entry{
 	{MsgPatchingPodAnnotations, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldKeys}},
 	{MsgUpdatingService, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName}},
 	{MsgApplyingSettingsLive, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSettings}},
+	{MsgResizingPod, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldCPU, FieldMemory, FieldFrom}},
+	{MsgPodResized, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldCPU, FieldMemory, FieldFrom}},
+	{MsgResizeNotInPlace, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldReason}},
+	{MsgResizeRefused, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldError}},
+	{MsgShrinkRefused, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgSettingsHeld, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldSettings, FieldWant}},
 	{MsgSettingDrifted, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldSetting, FieldValue, FieldWant}},
 	{MsgSettingsUnreadable, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldError}},

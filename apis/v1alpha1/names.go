@@ -186,4 +186,10 @@ const (
 	// nodes keep and the confirmation to write. Absent when nothing is held. The cluster stays
 	// Ready meanwhile: it serves as before.
 	ConditionLiveSettingsHeld = "LiveSettingsHeld"
+
+	// ConditionResizeRefused is True while a change of the ValkeyConfig's memory that the nodes
+	// would take in place is refused: a shrink below what a node holds (with headroom) or below
+	// the maxmemory the spec wants. Its message names the pods and what to do; the nodes keep
+	// their size and the cluster serves as before. Absent otherwise.
+	ConditionResizeRefused = "ResizeRefused"
 )

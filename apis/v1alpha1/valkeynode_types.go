@@ -32,7 +32,7 @@ const (
 // records here. Its deepcopy is hand-written (deepcopy.go):
 // controller-gen's generator mishandles the DirectiveValue alias.
 // +kubebuilder:validation:XValidation:rule="self.clusterName == oldSelf.clusterName && self.image == oldSelf.image && self.shardIndex == oldSelf.shardIndex",message="ValkeyNode spec is immutable except lifecycle: clusterName, image and shardIndex cannot change"
-// +kubebuilder:validation:XValidation:rule="has(self.cpu) == has(oldSelf.cpu) && (!has(self.cpu) || self.cpu == oldSelf.cpu) && has(self.memory) == has(oldSelf.memory) && (!has(self.memory) || self.memory == oldSelf.memory)",message="ValkeyNode spec is immutable except lifecycle: cpu and memory cannot change"
+// +kubebuilder:validation:XValidation:rule="has(self.cpu) == has(oldSelf.cpu) && has(self.memory) == has(oldSelf.memory)",message="ValkeyNode spec is immutable except lifecycle: cpu and memory change only in value (an in-place resize), never added or removed"
 // +kubebuilder:validation:XValidation:rule="has(self.tlsSecret) == has(oldSelf.tlsSecret) && (!has(self.tlsSecret) || self.tlsSecret == oldSelf.tlsSecret)",message="ValkeyNode spec is immutable except lifecycle: tlsSecret cannot change"
 // +kubebuilder:validation:XValidation:rule="has(self.placement) == has(oldSelf.placement) && (!has(self.placement) || self.placement == oldSelf.placement)",message="ValkeyNode spec is immutable except lifecycle: placement cannot change"
 // +kubebuilder:validation:XValidation:rule="has(self.valkeySettings) == has(oldSelf.valkeySettings) && (!has(self.valkeySettings) || (self.valkeySettings.all(k, k in ['hz', 'latency-monitor-threshold', 'lazyfree-lazy-eviction', 'lazyfree-lazy-expire', 'maxclients', 'maxmemory', 'maxmemory-policy', 'maxmemory-samples', 'slowlog-log-slower-than', 'slowlog-max-len', 'timeout'] || (k in oldSelf.valkeySettings && self.valkeySettings[k] == oldSelf.valkeySettings[k])) && oldSelf.valkeySettings.all(k, k in ['hz', 'latency-monitor-threshold', 'lazyfree-lazy-eviction', 'lazyfree-lazy-expire', 'maxclients', 'maxmemory', 'maxmemory-policy', 'maxmemory-samples', 'slowlog-log-slower-than', 'slowlog-max-len', 'timeout'] || k in self.valkeySettings)))",message="ValkeyNode spec is immutable except lifecycle: valkeySettings cannot change, but for the settings applied live"
@@ -49,13 +49,13 @@ type ValkeyNodeSpec struct {
 	Image string `json:"image"`
 
 	// cpu is the CPU request and limit of the node's container, as resolved when the node was
-	// created. Empty: none.
+	// created or last resized in place. Empty: none.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	CPU string `json:"cpu,omitempty"`
 
 	// memory is the memory request and limit of the node's container, as resolved when the
-	// node was created. Empty: none.
+	// node was created or last resized in place. Empty: none.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Memory string `json:"memory,omitempty"`
