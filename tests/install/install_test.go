@@ -184,7 +184,8 @@ type grant struct{ group, resource, verbs string }
 // and watch only, for their zones (the spread of a cluster over zones). No deletion of Pods, Services, ConfigMaps or Secrets, nor of its users' kinds (owner references and the garbage collector remove them; the kinds it deletes
 // are its own ValkeyNode, whose pod and ConfigMap go with it, and the PodDisruptionBudget of a
 // removed shard, and the cluster's NetworkPolicy once turned off), no Deployments or
-// StatefulSets. Pods: patch, for spec.podAnnotations only. NetworkPolicies: get by name when the
+// StatefulSets. Pods: patch, for spec.podAnnotations only; their resize subresource: patch, for a
+// CPU or memory change in place. NetworkPolicies: get by name when the
 // cache has none (one without the cluster label is still found), patch back to as built.
 // Namespaces: get only, to leave alone the clusters of a namespace being deleted. Services: patch,
 // for a Service an earlier version made, brought to the original's ports and selector.
@@ -194,6 +195,7 @@ var wantGrants = []grant{
 	{"", "namespaces", "get"},
 	{"", "nodes", "list,watch"},
 	{"", "pods", "create,get,list,patch,watch"},
+	{"", "pods/resize", "patch"},
 	{"", "secrets", "create,get,list,update,watch"},
 	{"", "services", "create,get,list,patch,watch"},
 	{"authentication.k8s.io", "tokenreviews", "create"},

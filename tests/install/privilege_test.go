@@ -61,8 +61,8 @@ var defaultGrants = []string{
 // exerciseDay2 makes the operator use its day-2 grants on the sample: a ValkeyRole and an ACL
 // binding (the ACL Secret is updated), a pod annotation (pods are patched), a second shard
 // (ValkeyNodes, ConfigMaps, pods and a PodDisruptionBudget created, slots moved), then back to one
-// (a PodDisruptionBudget and ValkeyNodes deleted), a setting applied live (ConfigMaps and
-// ValkeyNodes updated), the client port narrowed (the NetworkPolicy patched) and the policy
+// (a PodDisruptionBudget and ValkeyNodes deleted), a setting applied live and more memory
+// (ConfigMaps and ValkeyNodes updated, pods resized in place), the client port narrowed (the NetworkPolicy patched) and the policy
 // turned off (deleted).
 func exerciseDay2(t *testing.T, c *localcluster.Cluster, k8s client.Client) {
 	t.Helper()
@@ -87,9 +87,10 @@ spec:
 	user(t, c, `kubectl -n my-app patch valkeycluster my-cluster --type merge -p '{"spec":{"shards":1}}'`)
 	waitShards(t, k8s, 1)
 	// A setting applied live: every node's ConfigMap and ValkeyNode record it (update configmaps).
-	// Raised: a lower maxmemory evicts, and waits for a confirmation.
-	user(t, c, `kubectl patch valkeyconfig standard --type merge -p '{"spec":{"valkey":{"maxmemory":"220mb"}}}'`)
-	waitFor(t, "every ValkeyNode of the sample to record maxmemory 220mb", func() (bool, string) {
+	// Raised: a lower maxmemory evicts, and waits for a confirmation. With more memory, which the
+	// pods take in place (patch pods/resize) and their ValkeyNodes record.
+	user(t, c, `kubectl patch valkeyconfig standard --type merge -p '{"spec":{"resources":{"memory":"384Mi"},"valkey":{"maxmemory":"220mb"}}}'`)
+	waitFor(t, "every ValkeyNode of the sample to record maxmemory 220mb and 384Mi", func() (bool, string) {
 		var nodes v1.ValkeyNodeList
 		if err := k8s.List(context.Background(), &nodes, client.InNamespace(sampleKey.Namespace)); err != nil {
 			return false, err.Error()
@@ -98,8 +99,8 @@ spec:
 		done := len(nodes.Items) > 0
 		for _, n := range nodes.Items {
 			v := n.Spec.ValkeySettings["maxmemory"]
-			got = append(got, n.Name+": "+v)
-			done = done && v == "220mb"
+			got = append(got, n.Name+": "+v+", "+n.Spec.Memory)
+			done = done && v == "220mb" && n.Spec.Memory == "384Mi"
 		}
 		return done, strings.Join(got, ", ")
 	})

@@ -13,8 +13,6 @@ import (
 	valkeygo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -330,22 +328,33 @@ func checkForgetLines(t *testing.T, vc *v1.ValkeyCluster, retired map[string]boo
 	}
 }
 
-// TestRollingResourcesWithoutReplicas: a 3×0 cluster (no replica to fail over to) gets a
-// resources change. Each shard gets a surge replica first, then hands over to it: no shard is
-// ever wiped, and every key written during the roll reads back. Without replicas no write is
-// acknowledged by WAIT 1; none acknowledged by the primary may be lost either (nothing crashes).
-func TestRollingResourcesWithoutReplicas(t *testing.T) {
+// TestRollingWithoutReplicas: a 3×0 cluster (no replica to fail over to) gets a change that
+// replaces its nodes (a CPU limit removed: a QoS class no resize can change). Each shard gets a
+// surge replica first, then hands over to it: no shard is ever wiped, and every key written
+// during the roll reads back. Without replicas no write is acknowledged by WAIT 1; none
+// acknowledged by the primary may be lost either (nothing crashes).
+func TestRollingWithoutReplicas(t *testing.T) {
 	ns := "roll-surge"
 	vc := harness.ActiveCluster(t, ns, 3, 0)
 	harness.WaitReady(t, vc, 3, 0, nil, harness.FormTimeout)
 	before := harness.PodNameSet(t, vc)
 	w, opts := harness.StartClusterWriter(t, vc)
-	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Resources.Memory = ptr.To(resource.MustParse("160Mi")) })
+	logBefore := len(harness.Op.Logs())
+	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Resources.CPU = nil })
 	harness.WaitRolled(t, vc, 3, 0, before, harness.RollTimeout)
 	for _, p := range harness.Pods(t, vc) {
-		if got := p.Spec.Containers[0].Resources.Limits.Memory().String(); got != "160Mi" {
-			t.Errorf("%s: memory limit %s, want 160Mi", p.Name, got)
+		if _, ok := p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; ok {
+			t.Errorf("%s: still a CPU limit", p.Name)
 		}
+	}
+	said := 0
+	for _, l := range harness.ParseLog(t, harness.Op.Logs()[logBefore:]) {
+		if l.Message() == logging.MsgResizeNotInPlace && strings.HasSuffix(l.Ref(), "."+ns) && strings.Contains(fmt.Sprint(l.Fields["reason"]), "QoS class") {
+			said++
+		}
+	}
+	if said == 0 {
+		t.Error("no `resize not possible in place, replacing the node` line saying the QoS class")
 	}
 	r := harness.FinishWriter(t, w, vc, opts)
 	if r.LostUnreplicated > 0 {
