@@ -1,0 +1,329 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/tests/harness"
+	"github.com/gomomento/valkey-operator/tests/localcluster"
+)
+
+// TestResizeInPlace: a 3×1 on 8.0.1 under the 16-slot writer has its ValkeyConfig's memory
+// doubled (256Mi → 512Mi) with maxmemory (150mb → 300mb). Every pod is resized in place: the
+// kubelet reports 512Mi in force (the limit in the container's cgroup), every node runs maxmemory
+// 300mb, the ValkeyNodes record 512Mi; no pod is replaced (same UIDs), no shard fails over, no
+// replica resyncs (sync_full unchanged on every node), no write is refused and every
+// acknowledged key reads back. Then a shrink to 128Mi while maxmemory stays 300mb is refused
+// (ResizeRefused says why, no pod changes, nothing is OOM-killed); with maxmemory 90mb
+// (confirmed: a lower maxmemory is held until it is) it goes through, maxmemory first, every pod
+// shrunk in place.
+func TestResizeInPlace(t *testing.T) {
+	vc := sizedCluster(t, "resize", "8.0.1")
+	checkGrow(t, vc)
+	checkShrink(t, vc)
+}
+
+// TestResizeInPlaceValkey9 is TestResizeInPlace's grow on Valkey 9.1.2; then a CPU change
+// (500m → 1) with the operator SIGKILLed three times from its first `resizing pod in place`
+// line: every pod ends at 1 CPU in place, none replaced.
+func TestResizeInPlaceValkey9(t *testing.T) {
+	vc := sizedCluster(t, "resize-9", localcluster.Valkey9Version)
+	checkGrow(t, vc)
+	checkKilledMidResize(t, vc)
+}
+
+// checkKilledMidResize is TestResizeInPlaceValkey9's CPU change under operator kills.
+func checkKilledMidResize(t *testing.T, vc *v1.ValkeyCluster) {
+	ns := vc.Namespace
+	uids := podUIDs(t, vc)
+	before := harness.CountLines(t, logging.MsgResizingPod, ns, "")
+	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Resources.CPU = ptr.To(resource.MustParse("1")) })
+	harness.WaitLine(t, logging.MsgResizingPod, ns, before, time.Minute)
+	for range 3 {
+		harness.RestartOperator(t)
+		time.Sleep(300 * time.Millisecond)
+	}
+	harness.WaitFor(t, "every pod at 1 CPU", 2*time.Minute, func() string {
+		for _, p := range harness.Pods(t, vc) {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Resources == nil || cs.Resources.Limits.Cpu().String() != "1" {
+					return fmt.Sprintf("%s runs %v", p.Name, cs.Resources)
+				}
+			}
+		}
+		return ""
+	})
+	harness.WaitFor(t, "every ValkeyNode recording 1 CPU", time.Minute, func() string {
+		var list v1.ValkeyNodeList
+		if err := harness.K8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err.Error()
+		}
+		for _, n := range list.Items {
+			if n.Spec.CPU != "1" {
+				return fmt.Sprintf("%s records %s", n.Name, n.Spec.CPU)
+			}
+		}
+		return ""
+	})
+	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+		t.Errorf("pods replaced by a resize the operator was killed in: before %v, after %v", uids, after)
+	}
+	for _, l := range harness.ParseLog(t, harness.Op.Logs()) {
+		if strings.HasSuffix(l.Ref(), "."+ns) && (l.Message() == logging.MsgRetiringNode || l.Message() == logging.MsgResizeNotInPlace || harness.FailoverLine(l.Message())) {
+			t.Errorf("after the kills: %s", l.Raw)
+		}
+	}
+}
+
+// sizedCluster is a Ready 3×1 of version at 500m/256Mi with maxmemory 150mb.
+func sizedCluster(t *testing.T, ns, version string) *v1.ValkeyCluster {
+	t.Helper()
+	harness.SetupNamespace(t, ns)
+	img := harness.NewImage(ns + "-image")
+	img.Spec.Tag, img.Spec.Version = version, version
+	cfg := harness.NewConfig(ns+"-config", ns+"-image")
+	cfg.Spec.Valkey["maxmemory"] = "150mb"
+	harness.Create(t, img, cfg)
+	vc := harness.NewCluster(ns, "vc", ns+"-config", harness.WithShards(3), harness.WithReplicas(1))
+	harness.Create(t, vc)
+	got, err := harness.WaitState(context.Background(), harness.K8s, client.ObjectKeyFromObject(vc), v1.StateActive, harness.FormTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitReady(t, got, 3, 1, nil, harness.FormTimeout)
+	harness.WaitPrimariesSpread(t, got) // no spread failover in the middle of the resize
+	return got
+}
+
+// checkGrow is TestResizeInPlace's grow.
+func checkGrow(t *testing.T, vc *v1.ValkeyCluster) {
+	ns := vc.Namespace
+	uids := podUIDs(t, vc)
+	syncs := fullSyncs(t, vc)
+	w, opts := harness.StartClusterWriter(t, vc)
+	time.Sleep(2 * time.Second)
+	// The primaries as the status says them once Ready again: a spread failover that
+	// WaitPrimariesSpread waited for may not be in the status yet when it returns.
+	harness.WaitReady(t, vc, 3, 1, nil, harness.FormTimeout)
+	primaries := primaryPods(t, vc)
+
+	logStart := len(harness.ParseLog(t, harness.Op.Logs()))
+	start := time.Now()
+	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) {
+		c.Spec.Resources.Memory = ptr.To(resource.MustParse("512Mi"))
+		c.Spec.Valkey["maxmemory"] = "300mb"
+	})
+	waitInForce(t, vc, "512Mi")
+	inForce := time.Since(start)
+	harness.WaitLiveSettings(t, vc, map[string]string{"maxmemory": "314572800"}, harness.LiveTimeout)
+	waitNodesRecord(t, vc, "512Mi")
+	t.Logf("every pod runs 512Mi %s after the change, maxmemory 300mb and the record %s after it",
+		inForce.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	time.Sleep(2 * time.Second)
+
+	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+		t.Errorf("pods replaced by a resize: before %v, after %v", uids, after)
+	}
+	if after := primaryPods(t, vc); strings.Join(after, ",") != strings.Join(primaries, ",") {
+		t.Errorf("primaries changed: before %v, after %v", primaries, after)
+	}
+	if after := fullSyncs(t, vc); after != syncs {
+		t.Errorf("full syncs %d before the resize, %d after: a resize resyncs no replica", syncs, after)
+	}
+	resizing, resized := 0, 0
+	for _, l := range harness.ParseLog(t, harness.Op.Logs())[logStart:] {
+		switch {
+		case !strings.HasSuffix(l.Ref(), "."+ns):
+		case harness.FailoverLine(l.Message()) || l.Message() == logging.MsgRetiringNode || l.Message() == logging.MsgCreatingPod:
+			t.Errorf("a resize logged %q", l.Message())
+		case l.Message() == logging.MsgResizingPod && l.Fields[logging.FieldMemory] == "512Mi":
+			resizing++
+		case l.Message() == logging.MsgPodResized && l.Fields[logging.FieldMemory] == "512Mi":
+			resized++
+		}
+	}
+	if resizing != 6 || resized != 6 {
+		t.Errorf("%d %q and %d %q lines, want one of each per node (6)", resizing, logging.MsgResizingPod, resized, logging.MsgPodResized)
+	}
+	waitResizedEvents(t, vc, harness.PodNames(t, vc))
+	r := harness.FinishWriter(t, w, vc, opts)
+	refused := 0
+	for _, s := range r.Slots {
+		refused += s.Failures
+	}
+	if refused > 0 || r.LostUnreplicated > 0 || r.LostReplicated > 0 {
+		t.Errorf("%d writes refused, %d+%d acknowledged keys lost during an in-place resize: want 0\n%s", refused, r.LostReplicated, r.LostUnreplicated, r)
+	}
+}
+
+// checkShrink is TestResizeInPlace's shrink: refused while maxmemory does not fit, then done.
+func checkShrink(t *testing.T, vc *v1.ValkeyCluster) {
+	ns := vc.Namespace
+	uids := podUIDs(t, vc)
+	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Resources.Memory = ptr.To(resource.MustParse("128Mi")) })
+	harness.WaitFor(t, "ResizeRefused", time.Minute, func() string {
+		c := meta.FindStatusCondition(harness.CurrentCluster(t, vc).Status.Conditions, v1.ConditionResizeRefused)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "maxmemory 300mb does not fit") && strings.HasPrefix(c.Message, "pods ") {
+			return fmt.Sprintf("condition %+v", c)
+		}
+		t.Logf("ResizeRefused: %s", c.Message)
+		return ""
+	})
+	time.Sleep(5 * time.Second) // and nothing changes meanwhile
+	for _, p := range harness.Pods(t, vc) {
+		if got := memoryInForce(p); got != "512Mi" {
+			t.Errorf("%s: %s in force while its shrink is refused", p.Name, got)
+		}
+		checkNotOOMKilled(t, p)
+	}
+	start := time.Now()
+	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) {
+		// A lower maxmemory evicts or refuses writes: held until confirmed (TestEvictingChangesHeld).
+		c.Annotations = map[string]string{v1.AnnotationConfirmLiveSettings: "maxmemory=90mb"}
+		c.Spec.Valkey["maxmemory"] = "90mb"
+	})
+	waitInForce(t, vc, "128Mi")
+	waitNodesRecord(t, vc, "128Mi")
+	t.Logf("shrunk in place %s after maxmemory was lowered", time.Since(start).Round(time.Millisecond))
+	harness.WaitLiveSettings(t, vc, map[string]string{"maxmemory": "94371840"}, harness.LiveTimeout)
+	harness.WaitFor(t, "ResizeRefused gone", time.Minute, func() string {
+		if c := meta.FindStatusCondition(harness.CurrentCluster(t, vc).Status.Conditions, v1.ConditionResizeRefused); c != nil {
+			return fmt.Sprintf("condition %+v", c)
+		}
+		return ""
+	})
+	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+		t.Errorf("pods replaced by a shrink: before %v, after %v", uids, after)
+	}
+	for _, p := range harness.Pods(t, vc) {
+		checkNotOOMKilled(t, p)
+	}
+}
+
+// waitInForce waits until every pod of vc asks for and runs memory (its kubelet says so, and no
+// resize is pending or in progress).
+func waitInForce(t *testing.T, vc *v1.ValkeyCluster, memory string) {
+	t.Helper()
+	harness.WaitFor(t, "every pod at "+memory, 2*time.Minute, func() string {
+		for _, p := range harness.Pods(t, vc) {
+			if got := memoryInForce(p); got != memory {
+				return fmt.Sprintf("%s runs %s", p.Name, got)
+			}
+			if asked := p.Spec.Containers[0].Resources.Limits.Memory().String(); asked != memory {
+				return fmt.Sprintf("%s asks for %s", p.Name, asked)
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress {
+					return fmt.Sprintf("%s: %s %s %s", p.Name, c.Type, c.Reason, c.Message)
+				}
+			}
+		}
+		return ""
+	})
+}
+
+// memoryInForce is the memory limit the kubelet reports applied to p's container.
+func memoryInForce(p corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Resources != nil {
+			return cs.Resources.Limits.Memory().String()
+		}
+	}
+	return "none reported"
+}
+
+// waitNodesRecord waits until every ValkeyNode of vc records memory.
+func waitNodesRecord(t *testing.T, vc *v1.ValkeyCluster, memory string) {
+	t.Helper()
+	harness.WaitFor(t, "every ValkeyNode recording "+memory, time.Minute, func() string {
+		var list v1.ValkeyNodeList
+		if err := harness.K8s.List(context.Background(), &list, client.InNamespace(vc.Namespace)); err != nil {
+			return err.Error()
+		}
+		for _, n := range list.Items {
+			if n.Spec.Memory != memory {
+				return fmt.Sprintf("%s records %s", n.Name, n.Spec.Memory)
+			}
+		}
+		return ""
+	})
+}
+
+// fullSyncs sums sync_full (INFO stats: full resyncs a node served as a primary) over vc's nodes.
+func fullSyncs(t *testing.T, vc *v1.ValkeyCluster) int {
+	t.Helper()
+	n := 0
+	for _, p := range harness.Pods(t, vc) {
+		c := harness.DefaultUserClient(t, p)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		info, err := c.Do(ctx, c.B().Info().Section("stats").Build()).ToString()
+		cancel()
+		c.Close()
+		if err != nil {
+			t.Fatalf("%s: INFO stats: %v", p.Name, err)
+		}
+		for line := range strings.SplitSeq(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "sync_full:"); ok {
+				x, _ := strconv.Atoi(v)
+				n += x
+			}
+		}
+	}
+	return n
+}
+
+// checkNotOOMKilled fails when p's container was OOM-killed or the pod failed.
+func checkNotOOMKilled(t *testing.T, p corev1.Pod) {
+	t.Helper()
+	if p.Status.Phase != corev1.PodRunning {
+		t.Errorf("%s: phase %s", p.Name, p.Status.Phase)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if term := cs.State.Terminated; term != nil {
+			t.Errorf("%s: terminated: %s, exit code %d", p.Name, term.Reason, term.ExitCode)
+		}
+	}
+}
+
+// waitResizedEvents waits for a Resized Event on vc for each of pods, related to that pod (each
+// its own Event, not a series).
+func waitResizedEvents(t *testing.T, vc *v1.ValkeyCluster, pods []string) {
+	t.Helper()
+	harness.WaitFor(t, "a Resized Event per pod", harness.LiveTimeout, func() string {
+		var evs eventsv1.EventList
+		if err := harness.K8s.List(context.Background(), &evs, client.InNamespace(vc.Namespace)); err != nil {
+			return err.Error()
+		}
+		missing := []string{}
+		for _, pod := range pods {
+			found := false
+			for _, e := range evs.Items {
+				if e.Regarding.Kind == "ValkeyCluster" && e.Regarding.Name == vc.Name && e.Reason == "Resized" &&
+					e.Type == corev1.EventTypeNormal && strings.HasPrefix(e.Note, "pod "+pod+":") && e.Related != nil && e.Related.Kind == "Pod" && e.Related.Name == pod {
+					found = true
+				}
+			}
+			if !found {
+				missing = append(missing, pod)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Sprintf("none for %v", missing)
+		}
+		return ""
+	})
+}
