@@ -9,6 +9,8 @@ package plan
 //  1. Only a formed cluster (Active or Upgrading) whose spec resolved (Snapshot.ShapeHash).
 //  2. Only live, Active, running nodes that InPlace allows; every one of them in the same pass:
 //     a resize is harmless (Kubernetes changes the container's cgroup, the process runs on).
+//     A node of the current spec whose pod asks for another size (the spec went back before the
+//     resize was recorded, or someone resized the pod by hand) is brought back the same way.
 //  3. A node whose kubelet applied the new size (the container's resources in force equal the
 //     spec's) has it recorded on its ValkeyNode (RecordSize): its spec hash is then current.
 //  4. A node whose pod asks for the new size while its kubelet has not applied it is waited for,
@@ -44,7 +46,9 @@ func planResize(in Input) Step {
 		r := p.Resize
 		switch {
 		case r.Asked.Equal(s.Size) && r.InForce.Equal(s.Size):
-			st.Actions = append(st.Actions, RecordSize{Pod: p.Name, Size: s.Size})
+			if !p.Size.Equal(s.Size) {
+				st.Actions = append(st.Actions, RecordSize{Pod: p.Name, Size: s.Size})
+			}
 		case r.Asked.Equal(s.Size):
 			switch {
 			case r.Error != "":
@@ -66,14 +70,19 @@ func planResize(in Input) Step {
 	return st
 }
 
-// resizing returns the live, Active, running pods that InPlace allows.
+// resizing returns the live, Active, running pods that InPlace allows, and those of the current
+// spec whose pod asks for another size than it records: a resize the spec went back on before it
+// was recorded (or one made by hand), which goes back to the spec's size the same way.
 func resizing(s fsm.Snapshot) []fsm.Pod {
 	var out []fsm.Pod
 	for _, p := range s.LivePods() {
 		if p.Lifecycle != string(v1.LifecycleActive) || p.Phase != fsm.PodRunning || p.Exited {
 			continue
 		}
-		if ok, _ := s.InPlace(p); ok {
+		ok, _ := s.InPlace(p)
+		back := s.SpecHash != "" && p.SpecHash == s.SpecHash && p.Resize != nil && !p.Resize.Asked.Equal(s.Size) &&
+			(p.Size.CPU == "") == (s.Size.CPU == "") && (p.Size.Memory == "") == (s.Size.Memory == "")
+		if ok || back {
 			out = append(out, p)
 		}
 	}
@@ -113,30 +122,52 @@ func shrinkRefused(s fsm.Snapshot, p fsm.Pod) string {
 	if !shrinking(s, p) {
 		return ""
 	}
+	if why := shrinkRefusal(s, p); why != "" {
+		return fmt.Sprintf("pod %s: %s", p.Name, why)
+	}
+	return ""
+}
+
+// shrinkRefusal is shrinkRefused without the pod's name.
+func shrinkRefusal(s fsm.Snapshot, p fsm.Pod) string {
 	limit := s.Size.MemoryBytes()
 	if want := wantedMaxmemory(s); want > limit {
-		return fmt.Sprintf("pod %s: shrinking memory to %s refused: maxmemory %s does not fit in it; lower maxmemory with it", p.Name, s.Size.Memory, s.Settings["maxmemory"])
+		return fmt.Sprintf("shrinking memory to %s refused: maxmemory %s does not fit in it; lower maxmemory with it", s.Size.Memory, s.Settings["maxmemory"])
 	}
 	if n := p.Node; n != nil && n.Reachable && float64(n.UsedMemoryRSS) > fsm.ShrinkHeadroom*float64(limit) {
-		return fmt.Sprintf("pod %s: shrinking memory to %s refused: its node holds %d MiB (used_memory_rss), more than %d%% of the new limit; delete keys or lower maxmemory first, or keep the size",
-			p.Name, s.Size.Memory, n.UsedMemoryRSS>>20, int(fsm.ShrinkHeadroom*100))
+		return fmt.Sprintf("shrinking memory to %s refused: its node holds %d MiB (used_memory_rss), more than %d%% of the new limit; delete keys or lower maxmemory first, or keep the size",
+			s.Size.Memory, n.UsedMemoryRSS>>20, int(fsm.ShrinkHeadroom*100))
 	}
 	return ""
 }
 
 // ShrinkRefused says, for the ResizeRefused condition, why the memory of the cluster's nodes is
-// not shrunk in place: every refused node's reason, "" when none is refused.
+// not shrunk in place: each reason once, after the pods it holds back ("pods a, b: ..."), ""
+// when none is refused.
 func ShrinkRefused(s fsm.Snapshot) string {
 	if s.ShapeHash == "" {
 		return ""
 	}
-	var out []string
+	var order []string
+	pods := map[string][]string{}
 	for _, p := range resizing(s) {
-		if !p.Resize.Asked.Equal(s.Size) {
-			if why := shrinkRefused(s, p); why != "" {
-				out = append(out, why)
-			}
+		if p.Resize.Asked.Equal(s.Size) || !shrinking(s, p) {
+			continue
 		}
+		if why := shrinkRefusal(s, p); why != "" {
+			if pods[why] == nil {
+				order = append(order, why)
+			}
+			pods[why] = append(pods[why], p.Name)
+		}
+	}
+	out := make([]string, len(order))
+	for i, why := range order {
+		noun := "pod"
+		if len(pods[why]) > 1 {
+			noun = "pods"
+		}
+		out[i] = fmt.Sprintf("%s %s: %s", noun, strings.Join(pods[why], ", "), why)
 	}
 	return strings.Join(out, "; ")
 }

@@ -71,6 +71,9 @@ func TestPlanResize(t *testing.T) {
 		{name: "refused by the API server: not resized", opts: []opt{formed, sized(big, small, small, small), withResize(func(r *fsm.Resize) { r.Refused = "NodeCapacity" })}},
 		{name: "a kubelet without resize: not resized", opts: []opt{formed, sized(big, small, small, small), withResize(nil)}},
 		{name: "a grow past the data volume: not resized", opts: []opt{formed, sized(big, small, small, small), withResize(func(r *fsm.Resize) { r.DataLimit = 576 << 20 })}},
+		{name: "the spec went back before the record: resized back", opts: []opt{formed, sized(small, small, big, big), withMaxmemory("100mb")},
+			want: all(func(p string) Action { return ResizePod{Pod: p, To: small, From: big} })},
+		{name: "back, applied: nothing to record", opts: []opt{formed, sized(small, small, small, small), withPod("p0-0", func(p *fsm.Pod) { p.Resize.InForce = small })}},
 		{name: "another shape: the roll's", opts: []opt{formed, sized(big, small, small, small), withPod("p0-0", func(p *fsm.Pod) { p.ShapeHash = "old" })},
 			want: []Action{ResizePod{Pod: "p0-1", To: big, From: small}, ResizePod{Pod: "p1-0", To: big, From: small}, ResizePod{Pod: "p1-1", To: big, From: small}}},
 	} {
@@ -133,5 +136,22 @@ func TestResizeOrRoll(t *testing.T) {
 	got := run(settings, fsm.Active, s).Actions
 	if len(got) != 1 || len(got[0].(SetConfig).Set) != 1 || got[0].(SetConfig).Set[0].Key != "hz" {
 		t.Fatalf("settings while growing: %v", got)
+	}
+}
+
+// TestShrinkRefused: the condition's message says each reason once, after its pods.
+func TestShrinkRefused(t *testing.T) {
+	s := newSnapshot(fsm.Active, 2, 1, formed, sized(small, big, big, big), withMaxmemory("100mb"),
+		withPod("p0-1", func(p *fsm.Pod) { p.Node.UsedMemoryRSS = 230 << 20 }), withPod("p1-1", func(p *fsm.Pod) { p.Node.UsedMemoryRSS = 230 << 20 }))
+	want := "pods p0-1, p1-1: shrinking memory to 256Mi refused: its node holds 230 MiB (used_memory_rss), more than 80% of the new limit; delete keys or lower maxmemory first, or keep the size"
+	if got := ShrinkRefused(s); got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	s = newSnapshot(fsm.Active, 2, 1, formed, sized(small, big, big, big), withMaxmemory("300mb"))
+	if got := ShrinkRefused(s); !strings.HasPrefix(got, "pods p0-0, p0-1, p1-0, p1-1: shrinking memory to 256Mi refused: maxmemory 300mb does not fit") {
+		t.Fatalf("got %q", got)
+	}
+	if got := ShrinkRefused(newSnapshot(fsm.Active, 2, 1, formed, sized(big, small, small, small))); got != "" {
+		t.Fatalf("a grow: %q", got)
 	}
 }

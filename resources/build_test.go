@@ -468,3 +468,42 @@ func TestDataSizeLimit(t *testing.T) {
 		t.Fatalf("the pod's data volume %+v", got)
 	}
 }
+
+// TestDataVolumeLimit: a pod's data volume is sized for its node grown GrowthRoom times in
+// place, from its memory or, without one, its maxmemory; the settings it was given stay as they
+// are (the record is not changed).
+func TestDataVolumeLimit(t *testing.T) {
+	settings := map[string]string{"maxmemory": "100mb"}
+	for _, tc := range []struct {
+		name, memory, want string
+	}{
+		{"memory", "256Mi", "1088Mi"},
+		{"maxmemory", "", "464Mi"},
+	} {
+		got := DataVolumeLimit(&v1.ValkeyNodeSpec{Memory: tc.memory, ValkeySettings: settings})
+		if got == nil || got.Cmp(resource.MustParse(tc.want)) != 0 {
+			t.Errorf("%s: %v, want %s", tc.name, got, tc.want)
+		}
+	}
+	if settings["maxmemory"] != "100mb" {
+		t.Fatalf("the spec's settings changed: %v", settings)
+	}
+	if got := DataVolumeLimit(&v1.ValkeyNodeSpec{}); got != nil {
+		t.Fatalf("nothing bounds the dataset: %v", got)
+	}
+}
+
+// TestShapeHash: the shape leaves out CPU and memory, and only them.
+func TestShapeHash(t *testing.T) {
+	a := v1.ValkeyNodeSpec{Image: "valkey/valkey:8.0.1", CPU: "500m", Memory: "256Mi", ValkeySettings: map[string]string{"appendonly": "no"}}
+	b := a
+	b.CPU, b.Memory = "1", "512Mi"
+	if NodeSpecHash(&a) == NodeSpecHash(&b) || ShapeHash(&a) != ShapeHash(&b) {
+		t.Fatal("a size change: another spec hash, the same shape")
+	}
+	c := a
+	c.Image = "valkey/valkey:9.1.2"
+	if ShapeHash(&a) == ShapeHash(&c) {
+		t.Fatal("an image change: the same shape")
+	}
+}
