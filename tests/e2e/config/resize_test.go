@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	valkeygo "github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -326,4 +327,90 @@ func waitResizedEvents(t *testing.T, vc *v1.ValkeyCluster, pods []string) {
 		}
 		return ""
 	})
+}
+
+// TestResizeMakesRoom: the local cluster enforces limits, so a resize is real room. 400 MiB
+// written into a 1×0 node at 256Mi (maxmemory 0: nothing in Valkey stops it) gets its
+// valkey-server OOM-killed by the kernel, and its pod says OOMKilled; the same load into a 1×0
+// grown in place to 512Mi first is held: same pod, no process killed, every key there.
+func TestResizeMakesRoom(t *testing.T) {
+	const load = 400 // MiB, in 1 MiB values
+	small := roomCluster(t, "room-small")
+	victim := harness.Pods(t, small)[0]
+	if n, err := loadMiB(victim, load); err == nil {
+		t.Fatalf("%d MiB written into a node limited to 256Mi, and no OOM kill", n)
+	} else {
+		t.Logf("the load stopped after %d MiB: %v", n, err)
+	}
+	harness.WaitFor(t, victim.Name+" OOM-killed", time.Minute, func() string {
+		var p corev1.Pod
+		if err := harness.K8s.Get(context.Background(), client.ObjectKeyFromObject(&victim), &p); err != nil {
+			return err.Error()
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if term := cs.State.Terminated; term != nil && term.Reason == "OOMKilled" {
+				return ""
+			}
+		}
+		return fmt.Sprintf("phase %s, %+v", p.Status.Phase, p.Status.ContainerStatuses)
+	})
+
+	big := roomCluster(t, "room-big")
+	uids := podUIDs(t, big)
+	harness.EditConfig(t, big.Namespace+"-config", func(c *v1.ValkeyConfig) { c.Spec.Resources.Memory = ptr.To(resource.MustParse("512Mi")) })
+	waitInForce(t, big, "512Mi")
+	p := harness.Pods(t, big)[0]
+	if n, err := loadMiB(p, load); err != nil {
+		t.Fatalf("after the resize to 512Mi the load stopped after %d MiB: %v", n, err)
+	}
+	c := harness.DefaultUserClient(t, p)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if n, err := c.Do(ctx, c.B().Dbsize().Build()).AsInt64(); err != nil || n != load {
+		t.Fatalf("DBSIZE %d (%v), want %d", n, err, load)
+	}
+	if after := podUIDs(t, big); !sameUIDs(uids, after) {
+		t.Errorf("pods replaced: before %v, after %v", uids, after)
+	}
+	for _, p := range harness.Pods(t, big) {
+		checkNotOOMKilled(t, p)
+	}
+}
+
+// roomCluster is a Ready 1×0 at 500m/256Mi with maxmemory 0 (no limit).
+func roomCluster(t *testing.T, ns string) *v1.ValkeyCluster {
+	t.Helper()
+	harness.SetupNamespace(t, ns)
+	cfg := harness.NewConfig(ns+"-config", ns+"-image")
+	cfg.Spec.Valkey["maxmemory"] = "0"
+	harness.Create(t, harness.NewImage(ns+"-image"), cfg)
+	vc := harness.NewCluster(ns, "vc", ns+"-config", harness.WithShards(1), harness.WithReplicas(0))
+	harness.Create(t, vc)
+	got, err := harness.WaitState(context.Background(), harness.K8s, client.ObjectKeyFromObject(vc), v1.StateActive, harness.FormTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitReady(t, got, 1, 0, nil, harness.FormTimeout)
+	return got
+}
+
+// loadMiB writes n values of 1 MiB into p's node (which serves every slot), one at a time; it
+// returns how many were acknowledged and the first error.
+func loadMiB(p corev1.Pod, n int) (int, error) {
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{InitAddress: []string{harness.PodAddr(p)}, ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	value := strings.Repeat("x", 1<<20)
+	for i := range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := c.Do(ctx, c.B().Set().Key(fmt.Sprintf("room:%d", i)).Value(value).Build()).Error()
+		cancel()
+		if err != nil {
+			return i, err
+		}
+	}
+	return n, nil
 }
