@@ -332,7 +332,8 @@ func waitResizedEvents(t *testing.T, vc *v1.ValkeyCluster, pods []string) {
 // TestResizeMakesRoom: the local cluster enforces limits, so a resize is real room. 400 MiB
 // written into a 1×0 node at 256Mi (maxmemory 0: nothing in Valkey stops it) gets its
 // valkey-server OOM-killed by the kernel, and its pod says OOMKilled; the same load into a 1×0
-// grown in place to 512Mi first is held: same pod, no process killed, every key there.
+// grown in place to 512Mi first is held: same pod, no process killed, every key there. A shrink
+// back to 256Mi is then refused (ResizeRefused: what the node holds), and nothing is killed.
 func TestResizeMakesRoom(t *testing.T) {
 	const load = 400 // MiB, in 1 MiB values
 	small := roomCluster(t, "room-small")
@@ -365,10 +366,31 @@ func TestResizeMakesRoom(t *testing.T) {
 	}
 	c := harness.DefaultUserClient(t, p)
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if n, err := c.Do(ctx, c.B().Dbsize().Build()).AsInt64(); err != nil || n != load {
 		t.Fatalf("DBSIZE %d (%v), want %d", n, err, load)
+	}
+
+	// Back to 256Mi while the node holds 400 MiB: refused, said, nothing killed or replaced.
+	harness.EditConfig(t, big.Namespace+"-config", func(c *v1.ValkeyConfig) { c.Spec.Resources.Memory = ptr.To(resource.MustParse("256Mi")) })
+	harness.WaitFor(t, "ResizeRefused for what the node holds", time.Minute, func() string {
+		c := meta.FindStatusCondition(harness.CurrentCluster(t, big).Status.Conditions, v1.ConditionResizeRefused)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "pod "+p.Name+": shrinking memory to 256Mi refused: its node holds") {
+			return fmt.Sprintf("condition %+v", c)
+		}
+		t.Logf("ResizeRefused: %s", c.Message)
+		return ""
+	})
+	time.Sleep(5 * time.Second)
+	if got := memoryInForce(harness.Pods(t, big)[0]); got != "512Mi" {
+		t.Errorf("%s in force after a refused shrink", got)
+	}
+	if n, err := c.Do(ctx, c.B().Dbsize().Build()).AsInt64(); err != nil || n != load {
+		t.Errorf("DBSIZE %d (%v) after a refused shrink, want %d", n, err, load)
+	}
+	if !harness.Logged(t, logging.MsgShrinkRefused, big.Namespace) {
+		t.Errorf("no %q line", logging.MsgShrinkRefused)
 	}
 	if after := podUIDs(t, big); !sameUIDs(uids, after) {
 		t.Errorf("pods replaced: before %v, after %v", uids, after)
