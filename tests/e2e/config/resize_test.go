@@ -33,7 +33,7 @@ import (
 // (confirmed: a lower maxmemory is held until it is) it goes through, maxmemory first, every pod
 // shrunk in place.
 func TestResizeInPlace(t *testing.T) {
-	vc := sizedCluster(t, "resize", "8.0.1")
+	vc := sizedCluster(t, "resize", "8.0.1", 1)
 	checkGrow(t, vc)
 	checkShrink(t, vc)
 }
@@ -42,7 +42,7 @@ func TestResizeInPlace(t *testing.T) {
 // (500m → 1) with the operator SIGKILLed three times from its first `resizing pod in place`
 // line: every pod ends at 1 CPU in place, none replaced.
 func TestResizeInPlaceValkey9(t *testing.T) {
-	vc := sizedCluster(t, "resize-9", localcluster.Valkey9Version)
+	vc := sizedCluster(t, "resize-9", localcluster.Valkey9Version, 1)
 	checkGrow(t, vc)
 	checkKilledMidResize(t, vc)
 }
@@ -90,8 +90,14 @@ func checkKilledMidResize(t *testing.T, vc *v1.ValkeyCluster) {
 	}
 }
 
-// sizedCluster is a Ready 3×1 of version at 500m/256Mi with maxmemory 150mb.
-func sizedCluster(t *testing.T, ns, version string) *v1.ValkeyCluster {
+// TestResizeInPlace3x2 is TestResizeInPlace's grow on a 3×2 on Valkey 9.1.2.
+func TestResizeInPlace3x2(t *testing.T) {
+	vc := sizedCluster(t, "resize-3x2", localcluster.Valkey9Version, 2)
+	checkGrow(t, vc)
+}
+
+// sizedCluster is a Ready 3×replicas of version at 500m/256Mi with maxmemory 150mb.
+func sizedCluster(t *testing.T, ns, version string, replicas int32) *v1.ValkeyCluster {
 	t.Helper()
 	harness.SetupNamespace(t, ns)
 	img := harness.NewImage(ns + "-image")
@@ -99,13 +105,13 @@ func sizedCluster(t *testing.T, ns, version string) *v1.ValkeyCluster {
 	cfg := harness.NewConfig(ns+"-config", ns+"-image")
 	cfg.Spec.Valkey["maxmemory"] = "150mb"
 	harness.Create(t, img, cfg)
-	vc := harness.NewCluster(ns, "vc", ns+"-config", harness.WithShards(3), harness.WithReplicas(1))
+	vc := harness.NewCluster(ns, "vc", ns+"-config", harness.WithShards(3), harness.WithReplicas(replicas))
 	harness.Create(t, vc)
 	got, err := harness.WaitState(context.Background(), harness.K8s, client.ObjectKeyFromObject(vc), v1.StateActive, harness.FormTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	harness.WaitReady(t, got, 3, 1, nil, harness.FormTimeout)
+	harness.WaitReady(t, got, 3, int(replicas), nil, harness.FormTimeout)
 	harness.WaitPrimariesSpread(t, got) // no spread failover in the middle of the resize
 	return got
 }
@@ -119,7 +125,7 @@ func checkGrow(t *testing.T, vc *v1.ValkeyCluster) {
 	time.Sleep(2 * time.Second)
 	// The primaries as the status says them once Ready again: a spread failover that
 	// WaitPrimariesSpread waited for may not be in the status yet when it returns.
-	harness.WaitReady(t, vc, 3, 1, nil, harness.FormTimeout)
+	harness.WaitReady(t, vc, 3, int(vc.Spec.ReplicasPerShard), nil, harness.FormTimeout)
 	primaries := primaryPods(t, vc)
 
 	logStart := len(harness.ParseLog(t, harness.Op.Logs()))
@@ -157,8 +163,8 @@ func checkGrow(t *testing.T, vc *v1.ValkeyCluster) {
 			resized++
 		}
 	}
-	if resizing != 6 || resized != 6 {
-		t.Errorf("%d %q and %d %q lines, want one of each per node (6)", resizing, logging.MsgResizingPod, resized, logging.MsgPodResized)
+	if nodes := 3 * (1 + int(vc.Spec.ReplicasPerShard)); resizing != nodes || resized != nodes {
+		t.Errorf("%d %q and %d %q lines, want one of each per node (%d)", resizing, logging.MsgResizingPod, resized, logging.MsgPodResized, nodes)
 	}
 	waitResizedEvents(t, vc, harness.PodNames(t, vc))
 	r := harness.FinishWriter(t, w, vc, opts)
