@@ -27,6 +27,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/tests/localcluster"
+	"github.com/gomomento/valkey-operator/tests/localcluster/kubelet"
 )
 
 // RepoRoot is the module's root directory (found from this file's path).
@@ -240,6 +241,11 @@ type Env struct {
 	K8s     client.Client
 }
 
+// Nodes, when set before Main (in a package's TestMain), are the Kubernetes nodes of the
+// package's local cluster instead of localcluster.DefaultNodes: a kubelet policy to test against,
+// say.
+var Nodes []kubelet.NodeSpec
+
 // StartEnv builds the operator into a new work directory named after prefix (or takes the binary
 // named by $E2E_OPERATOR, built once for many test packages) and starts a local cluster ready for
 // it (CRDs, the valkey-operator namespace). On error, what it started is
@@ -259,7 +265,7 @@ func StartEnv(ctx context.Context, prefix string) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.Cluster, err = localcluster.Start(ctx, localcluster.Options{Images: map[string]string{ImpostorImage: impostor}}); err != nil {
+	if e.Cluster, err = localcluster.Start(ctx, localcluster.Options{Images: map[string]string{ImpostorImage: impostor}, Nodes: Nodes}); err != nil {
 		return nil, fmt.Errorf("local cluster: %w", err)
 	}
 	if err := InstallCRDs(e.Cluster); err != nil {
