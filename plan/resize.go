@@ -132,7 +132,7 @@ func shrinkRefused(s fsm.Snapshot, p fsm.Pod) string {
 func shrinkRefusal(s fsm.Snapshot, p fsm.Pod) string {
 	limit := s.Size.MemoryBytes()
 	if want := wantedMaxmemory(s); want > limit {
-		return fmt.Sprintf("shrinking memory to %s refused: maxmemory %s does not fit in it; lower maxmemory with it", s.Size.Memory, s.Settings["maxmemory"])
+		return fmt.Sprintf("shrinking memory to %s refused: maxmemory %s does not fit in it; lower maxmemory with it (a lower maxmemory waits for its confirmation: LiveSettingsHeld)", s.Size.Memory, s.Settings["maxmemory"])
 	}
 	if n := p.Node; n != nil && n.Reachable && float64(n.UsedMemoryRSS) > fsm.ShrinkHeadroom*float64(limit) {
 		return fmt.Sprintf("shrinking memory to %s refused: its node holds %d MiB (used_memory_rss), more than %d%% of the new limit; delete keys or lower maxmemory first, or keep the size",
