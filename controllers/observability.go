@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -71,6 +72,14 @@ const EventRecorderName = eventController
 // recordEvent records an Event about vc when a recorder is set. action is what the operator did (or
 // "Observe" when it only reports).
 func recordEvent(rec events.EventRecorder, vc *v1.ValkeyCluster, warning bool, reason, action, note string, args ...any) {
+	recordRelated(rec, vc, nil, warning, reason, action, note, args...)
+}
+
+// recordRelated is recordEvent with the Event's related object: a pod, for an Event said once
+// per node. The broadcaster folds Events of one regarding object, reason and related object into
+// a series whatever their notes, so without it a second node's Event would only count as a
+// repeat of the first's.
+func recordRelated(rec events.EventRecorder, vc *v1.ValkeyCluster, related runtime.Object, warning bool, reason, action, note string, args ...any) {
 	if rec == nil {
 		return
 	}
@@ -82,7 +91,7 @@ func recordEvent(rec events.EventRecorder, vc *v1.ValkeyCluster, warning bool, r
 	if len(msg) > 1024 { // the API server refuses a note over 1 kB
 		msg = msg[:1021] + "..."
 	}
-	rec.Eventf(vc, nil, typ, reason, action, "%s", msg)
+	rec.Eventf(vc, related, typ, reason, action, "%s", msg)
 }
 
 // recordPass gives the metrics registry what this pass observed of vc.

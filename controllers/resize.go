@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,7 +126,7 @@ func (r *ValkeyClusterReconciler) resizePod(ctx context.Context, log *zap.Logger
 	err = r.SubResource("resize").Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, body))
 	switch {
 	case err == nil:
-		recordEvent(r.Events, vc, false, EventResizing, "Resize", "pod %s: %s, from %s, in place", a.Pod, a.To, a.From)
+		recordRelated(r.Events, vc, pod, false, EventResizing, "Resize", "pod %s: %s, from %s, in place", a.Pod, a.To, a.From)
 		return nil
 	case apierrors.IsNotFound(err) && pod.DeletionTimestamp != nil:
 		return nil
@@ -136,7 +137,7 @@ func (r *ValkeyClusterReconciler) resizePod(ctx context.Context, log *zap.Logger
 		why := apiMessage(err)
 		if r.resizes.refuse(obs.clusterKey(), a.Pod, a.To, why) {
 			log.Warn(logging.MsgResizeRefused, logging.Pod(a.Pod), zap.String(logging.FieldError, why))
-			recordEvent(r.Events, vc, true, EventResizeNotInPlace, "Resize", "pod %s: the API server refused the resize to %s (%s); the node is replaced instead", a.Pod, a.To, why)
+			recordRelated(r.Events, vc, pod, true, EventResizeNotInPlace, "Resize", "pod %s: the API server refused the resize to %s (%s); the node is replaced instead", a.Pod, a.To, why)
 		}
 		return nil
 	default:
@@ -173,19 +174,28 @@ func (r *ValkeyClusterReconciler) recordSize(ctx context.Context, log *zap.Logge
 	}
 	r.resizes.done(obs.clusterKey(), a.Pod)
 	log.Info(logging.MsgPodResized, logging.Pod(a.Pod), zap.String(logging.FieldCPU, a.Size.CPU), zap.String(logging.FieldMemory, a.Size.Memory), zap.String(logging.FieldFrom, from.String()))
-	recordEvent(r.Events, vc, false, EventResized, "Resize", "pod %s: %s, from %s, in place", a.Pod, a.Size, from)
+	var related runtime.Object
+	if pod, ok := obs.pods[a.Pod]; ok {
+		related = pod
+	}
+	recordRelated(r.Events, vc, related, false, EventResized, "Resize", "pod %s: %s, from %s, in place", a.Pod, a.Size, from)
 	return nil
 }
 
 // reportResizes says, at most once a tick per pod, why a node whose CPU and memory alone
 // changed is replaced rather than resized (WARN and a Warning Event), and why a shrink is
 // refused (WARN; the ResizeRefused condition holds it).
-func (r *ValkeyClusterReconciler) reportResizes(log *zap.Logger, vc *v1.ValkeyCluster, s fsm.Snapshot) {
+func (r *ValkeyClusterReconciler) reportResizes(log *zap.Logger, vc *v1.ValkeyCluster, obs *observation) {
+	s := obs.snapshot
 	now := time.Now()
 	for _, p := range s.LivePods() {
 		if _, why := s.InPlace(p); why != "" && r.ticks.due("resize/"+clusterKey(vc)+"/"+p.Name, now) {
 			log.Warn(logging.MsgResizeNotInPlace, logging.Pod(p.Name), zap.String(logging.FieldReason, why))
-			recordEvent(r.Events, vc, true, EventResizeNotInPlace, "Resize", "pod %s is replaced, not resized in place: %s", p.Name, why)
+			var related runtime.Object
+			if pod, ok := obs.pods[p.Name]; ok {
+				related = pod
+			}
+			recordRelated(r.Events, vc, related, true, EventResizeNotInPlace, "Resize", "pod %s is replaced, not resized in place: %s", p.Name, why)
 		}
 	}
 	if why := plan.ShrinkRefused(s); why != "" && r.ticks.due("shrink/"+clusterKey(vc), now) {

@@ -276,7 +276,7 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		obs.snapshot.Settings = desired.ValkeySettings
 		obs.snapshot.StartHash = resources.StartSpecHash(desired)
 		r.observeSize(obs, desired)
-		r.reportResizes(log, &vc, obs.snapshot)
+		r.reportResizes(log, &vc, obs)
 	}
 	refusedWait := time.Duration(0)
 	obs.snapshot.CreateRefused, obs.snapshot.CreateHeld, refusedWait = r.creates.state(clusterKey(&vc), vc.Generation, obs.snapshot.Now)
