@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -52,6 +53,9 @@ type observation struct {
 	// aclSecret is the ACL Secret this pass renders (what a plan.WriteACLSecret writes), nil
 	// while the spec cannot be acted on.
 	aclSecret *corev1.Secret
+	// heldSize is the memory a node created this pass gets while a shrink is refused
+	// (plan.HeldSize), nil when none is: the spec's.
+	heldSize *resource.Quantity
 	// held is the LiveSettingsHeld message of the live settings changes held until confirmed ("":
 	// none); heldKnown is false when the pass could not tell (holdEvictions did not run).
 	held      string

@@ -189,6 +189,10 @@ func (r *ValkeyClusterReconciler) reportResizes(log *zap.Logger, vc *v1.ValkeyCl
 	s := obs.snapshot
 	now := time.Now()
 	for _, p := range s.LivePods() {
+		if p.Phase != fsm.PodRunning || p.Exited || p.Lifecycle != string(v1.LifecycleActive) {
+			// A pod that never ran (a surge pod still Pending) is not resized either way.
+			continue
+		}
 		if _, why := s.InPlace(p); why != "" && r.ticks.due("resize/"+clusterKey(vc)+"/"+p.Name, now) {
 			log.Warn(logging.MsgResizeNotInPlace, logging.Pod(p.Name), zap.String(logging.FieldReason, why))
 			var related runtime.Object
@@ -277,9 +281,15 @@ func (r *ValkeyClusterReconciler) observeSize(obs *observation, desired *v1.Valk
 		s.DataLimit = q.Value()
 	}
 	r.resizes.keep(obs.clusterKey(), *s)
+	obs.heldSize = nil
 	for i := range s.Pods {
 		if p := &s.Pods[i]; p.Resize != nil {
 			p.Resize.Refused = r.resizes.refused(obs.clusterKey(), p.Name, s.Size)
+		}
+	}
+	if held, ok := plan.HeldSize(*s); ok {
+		if q, err := resource.ParseQuantity(held.Memory); err == nil {
+			obs.heldSize = &q
 		}
 	}
 }

@@ -34,6 +34,12 @@ import (
 // says only whether that deletion failed.
 func (r *ValkeyClusterReconciler) createNode(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *resources.ResolvedConfig, obs *observation, a plan.CreatePod) (refused *createRefused, err error) {
 	shard := a.Shard
+	if obs.heldSize != nil {
+		// A shrink is refused: the new node holds what its shard holds (resize.go).
+		held := *rc
+		held.Resources.Memory = obs.heldSize
+		rc = &held
+	}
 	vn := resources.BuildValkeyNode(vc, rc, resources.NewPodName(vc), shard, fsm.JoinType(obs.snapshot, shard))
 	if a.MovedFrom != "" {
 		if vn.Annotations == nil {

@@ -134,11 +134,43 @@ func shrinkRefusal(s fsm.Snapshot, p fsm.Pod) string {
 	if want := wantedMaxmemory(s); want > limit {
 		return fmt.Sprintf("shrinking memory to %s refused: maxmemory %s does not fit in it; lower maxmemory with it (a lower maxmemory waits for its confirmation: LiveSettingsHeld)", s.Size.Memory, s.Settings["maxmemory"])
 	}
-	if n := p.Node; n != nil && n.Reachable && float64(n.UsedMemoryRSS) > fsm.ShrinkHeadroom*float64(limit) {
-		return fmt.Sprintf("shrinking memory to %s refused: its node holds %d MiB (used_memory_rss), more than %d%% of the new limit; delete keys or lower maxmemory first, or keep the size",
-			s.Size.Memory, n.UsedMemoryRSS>>20, int(fsm.ShrinkHeadroom*100))
+	if held := shardHolds(s, p.Shard); float64(held) > fsm.ShrinkHeadroom*float64(limit) {
+		return fmt.Sprintf("shrinking memory to %s refused: its shard's nodes hold up to %d MiB (used_memory_rss), more than %d%% of the new limit; delete keys or lower maxmemory first, or keep the size",
+			s.Size.Memory, held>>20, int(fsm.ShrinkHeadroom*100))
 	}
 	return ""
+}
+
+// shardHolds is the most any answering live node of shard holds (used_memory_rss): every copy
+// of a shard holds its data, and a replica that has not synced yet will.
+func shardHolds(s fsm.Snapshot, shard int) int64 {
+	var most int64
+	for _, p := range s.LivePods() {
+		if p.Shard == shard && p.Node != nil && p.Node.Reachable {
+			most = max(most, p.Node.UsedMemoryRSS)
+		}
+	}
+	return most
+}
+
+// HeldSize is the size a node created now gets while a shrink of the cluster's memory is
+// refused (ShrinkRefused): the largest memory its refused nodes run, so that a replacement
+// holds what its shard holds instead of being OOM-killed at its first sync. ok is false when no
+// shrink is refused (a node created now gets the spec's size).
+func HeldSize(s fsm.Snapshot) (size fsm.Size, ok bool) {
+	if s.ShapeHash == "" {
+		return fsm.Size{}, false
+	}
+	var most int64
+	for _, p := range resizing(s) {
+		if p.Resize.Asked.Equal(s.Size) || !shrinking(s, p) || shrinkRefusal(s, p) == "" {
+			continue
+		}
+		if m := p.Resize.InForce.MemoryBytes(); m > most {
+			most, size, ok = m, fsm.Size{CPU: s.Size.CPU, Memory: p.Resize.InForce.Memory}, true
+		}
+	}
+	return size, ok
 }
 
 // ShrinkRefused says, for the ResizeRefused condition, why the memory of the cluster's nodes is
@@ -182,13 +214,14 @@ func wantedMaxmemory(s fsm.Snapshot) int64 {
 	return n
 }
 
-// HoldsMaxmemory reports whether a change of maxmemory on p waits for its memory to grow in
-// place first: a raise applied before the container may hold it would let the node fill past
-// its limit.
+// HoldsMaxmemory reports whether a change of maxmemory on p waits: its container has less
+// memory than the spec asks for (in force, else as recorded). Such a node grows in place first,
+// or is replaced by one of the new size; a raise applied to it now would let it fill past its
+// limit and be OOM-killed.
 func HoldsMaxmemory(s fsm.Snapshot, p fsm.Pod) bool {
-	if p.Resize == nil || s.Size.MemoryBytes() <= p.Resize.InForce.MemoryBytes() {
-		return false
+	have := p.Size.MemoryBytes()
+	if p.Resize != nil {
+		have = p.Resize.InForce.MemoryBytes()
 	}
-	ok, _ := s.InPlace(p)
-	return ok
+	return have > 0 && s.Size.MemoryBytes() > have
 }

@@ -90,13 +90,7 @@ func waitMemoryInForce(b *testing.B, vc *v1.ValkeyCluster, memory string) {
 	b.Helper()
 	harness.WaitFor(b, "every pod at "+memory, 2*time.Minute, func() string {
 		for _, p := range harness.Pods(b, vc) {
-			got := "none reported"
-			for _, cs := range p.Status.ContainerStatuses {
-				if cs.Resources != nil {
-					got = cs.Resources.Limits.Memory().String()
-				}
-			}
-			if got != memory {
+			if got := harness.MemoryInForce(p); got != memory {
 				return fmt.Sprintf("%s runs %s", p.Name, got)
 			}
 		}

@@ -327,3 +327,14 @@ type CreatedNode struct {
 func LatencyOnly(s SlotReport) bool {
 	return s.Failures > 0 && s.Failures == s.Unanswered
 }
+
+// MemoryInForce is the memory limit p's kubelet reports applied to its container
+// (status.containerStatuses[].resources), "none reported" when it reports none.
+func MemoryInForce(p corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Resources != nil {
+			return cs.Resources.Limits.Memory().String()
+		}
+	}
+	return "none reported"
+}

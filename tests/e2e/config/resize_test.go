@@ -192,7 +192,7 @@ func checkShrink(t *testing.T, vc *v1.ValkeyCluster) {
 	})
 	time.Sleep(5 * time.Second) // and nothing changes meanwhile
 	for _, p := range harness.Pods(t, vc) {
-		if got := memoryInForce(p); got != "512Mi" {
+		if got := harness.MemoryInForce(p); got != "512Mi" {
 			t.Errorf("%s: %s in force while its shrink is refused", p.Name, got)
 		}
 		checkNotOOMKilled(t, p)
@@ -227,7 +227,7 @@ func waitInForce(t *testing.T, vc *v1.ValkeyCluster, memory string) {
 	t.Helper()
 	harness.WaitFor(t, "every pod at "+memory, 2*time.Minute, func() string {
 		for _, p := range harness.Pods(t, vc) {
-			if got := memoryInForce(p); got != memory {
+			if got := harness.MemoryInForce(p); got != memory {
 				return fmt.Sprintf("%s runs %s", p.Name, got)
 			}
 			if asked := p.Spec.Containers[0].Resources.Limits.Memory().String(); asked != memory {
@@ -241,16 +241,6 @@ func waitInForce(t *testing.T, vc *v1.ValkeyCluster, memory string) {
 		}
 		return ""
 	})
-}
-
-// memoryInForce is the memory limit the kubelet reports applied to p's container.
-func memoryInForce(p corev1.Pod) string {
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Resources != nil {
-			return cs.Resources.Limits.Memory().String()
-		}
-	}
-	return "none reported"
 }
 
 // waitNodesRecord waits until every ValkeyNode of vc records memory.
@@ -389,7 +379,7 @@ func TestResizeMakesRoom(t *testing.T) {
 		return ""
 	})
 	time.Sleep(5 * time.Second)
-	if got := memoryInForce(harness.Pods(t, big)[0]); got != "512Mi" {
+	if got := harness.MemoryInForce(harness.Pods(t, big)[0]); got != "512Mi" {
 		t.Errorf("%s in force after a refused shrink", got)
 	}
 	if n, err := c.Do(ctx, c.B().Dbsize().Build()).AsInt64(); err != nil || n != load {
