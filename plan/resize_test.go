@@ -56,10 +56,10 @@ func TestPlanResize(t *testing.T) {
 		{name: "shrink: waits for maxmemory first", opts: []opt{formed, sized(small, big, big, big), withMaxmemory("50mb")}, holds: "waiting for maxmemory 50mb"},
 		{name: "shrink: once maxmemory runs", opts: []opt{formed, sized(small, big, big, big), withMaxmemory("100mb")},
 			want: all(func(p string) Action { return ResizePod{Pod: p, To: small, From: big} })},
-		{name: "shrink below what a node holds: refused", opts: []opt{formed, sized(small, big, big, big), withMaxmemory("100mb"),
+		{name: "shrink below what a shard holds: its nodes refused, the others shrunk", opts: []opt{formed, sized(small, big, big, big), withMaxmemory("100mb"),
 			withPod("p0-1", func(p *fsm.Pod) { p.Node.UsedMemoryRSS = 230 << 20 })},
-			want:  []Action{ResizePod{Pod: "p0-0", To: small, From: big}, ResizePod{Pod: "p1-0", To: small, From: big}, ResizePod{Pod: "p1-1", To: small, From: big}},
-			holds: "pod p0-1: shrinking memory to 256Mi refused: its node holds 230 MiB"},
+			want:  []Action{ResizePod{Pod: "p1-0", To: small, From: big}, ResizePod{Pod: "p1-1", To: small, From: big}},
+			holds: "pod p0-0: shrinking memory to 256Mi refused: its shard's nodes hold up to 230 MiB"},
 		{name: "shrink below maxmemory: refused", opts: []opt{formed, sized(small, big, big, big), withMaxmemory("300mb")}, holds: "maxmemory 300mb does not fit"},
 		{name: "infeasible: not resized (the roll takes it)", opts: []opt{formed, sized(big, small, big, small), withResize(func(r *fsm.Resize) { r.Pending, r.PendingMessage = "Infeasible", "static memory manager" })}},
 		{name: "deferred within the bound: waits", opts: []opt{formed, sized(big, small, big, small), withResize(func(r *fsm.Resize) {
@@ -143,7 +143,7 @@ func TestResizeOrRoll(t *testing.T) {
 func TestShrinkRefused(t *testing.T) {
 	s := newSnapshot(fsm.Active, 2, 1, formed, sized(small, big, big, big), withMaxmemory("100mb"),
 		withPod("p0-1", func(p *fsm.Pod) { p.Node.UsedMemoryRSS = 230 << 20 }), withPod("p1-1", func(p *fsm.Pod) { p.Node.UsedMemoryRSS = 230 << 20 }))
-	want := "pods p0-1, p1-1: shrinking memory to 256Mi refused: its node holds 230 MiB (used_memory_rss), more than 80% of the new limit; delete keys or lower maxmemory first, or keep the size"
+	want := "pods p0-0, p0-1, p1-0, p1-1: shrinking memory to 256Mi refused: its shard's nodes hold up to 230 MiB (used_memory_rss), more than 80% of the new limit; delete keys or lower maxmemory first, or keep the size"
 	if got := ShrinkRefused(s); got != want {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
@@ -153,5 +153,35 @@ func TestShrinkRefused(t *testing.T) {
 	}
 	if got := ShrinkRefused(newSnapshot(fsm.Active, 2, 1, formed, sized(big, small, small, small))); got != "" {
 		t.Fatalf("a grow: %q", got)
+	}
+}
+
+// TestHeldSize: while a shrink is refused, a node created now gets the memory the refused nodes
+// run, not the spec's.
+func TestHeldSize(t *testing.T) {
+	s := newSnapshot(fsm.Active, 2, 1, formed, sized(small, big, big, big), withMaxmemory("100mb"),
+		withPod("p0-1", func(p *fsm.Pod) { p.Node.UsedMemoryRSS = 230 << 20 }))
+	if got, ok := HeldSize(s); !ok || got != (fsm.Size{CPU: "500m", Memory: "512Mi"}) {
+		t.Fatalf("held %v %v, want 512Mi", got, ok)
+	}
+	s = newSnapshot(fsm.Active, 2, 1, formed, sized(small, big, big, big), withMaxmemory("100mb"))
+	if got, ok := HeldSize(s); ok {
+		t.Fatalf("no shrink refused: held %v", got)
+	}
+}
+
+// TestMaxmemoryHeldBelowTheSpec: a node with less memory than the spec asks for keeps its
+// maxmemory, whether it grows in place or is replaced (a grow past its data volume's room).
+func TestMaxmemoryHeldBelowTheSpec(t *testing.T) {
+	s := newSnapshot(fsm.Active, 1, 0, formed, sized(big, small, small, small), withResize(func(r *fsm.Resize) { r.DataLimit = 576 << 20 }))
+	if ok, _ := s.InPlace(s.Pods[0]); ok {
+		t.Fatal("a grow past the data volume resized in place")
+	}
+	if !HoldsMaxmemory(s, s.Pods[0]) {
+		t.Fatal("maxmemory raised on a node about to be replaced by a bigger one")
+	}
+	s = newSnapshot(fsm.Active, 1, 0, formed, sized(small, big, big, big))
+	if HoldsMaxmemory(s, s.Pods[0]) {
+		t.Fatal("maxmemory held on a node bigger than the spec")
 	}
 }

@@ -372,7 +372,7 @@ func TestResizeMakesRoom(t *testing.T) {
 	harness.EditConfig(t, big.Namespace+"-config", func(c *v1.ValkeyConfig) { c.Spec.Resources.Memory = ptr.To(resource.MustParse("256Mi")) })
 	harness.WaitFor(t, "ResizeRefused for what the node holds", time.Minute, func() string {
 		c := meta.FindStatusCondition(harness.CurrentCluster(t, big).Status.Conditions, v1.ConditionResizeRefused)
-		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "pod "+p.Name+": shrinking memory to 256Mi refused: its node holds") {
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "pod "+p.Name+": shrinking memory to 256Mi refused: its shard's nodes hold") {
 			return fmt.Sprintf("condition %+v", c)
 		}
 		t.Logf("ResizeRefused: %s", c.Message)
