@@ -893,12 +893,16 @@ func TestGracePeriodThenKill(t *testing.T) {
 	createPod(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "stubborn"},
 		Spec: corev1.PodSpec{NodeName: "kt-a", RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: new(int64(2)),
-			Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sh", "-c", "trap '' TERM; while :; do sleep 0.2; done"}}}},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sh", "-c", "trap '' TERM; echo trapped; while :; do sleep 0.2; done"}}}},
 	})
 	waitPod(t, ns, "stubborn", 20*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
 	// Running means the process started, not that the shell has run its trap yet: on a loaded
-	// machine a SIGTERM sent at once killed it before (the pod went away in 0.2 s).
-	time.Sleep(time.Second)
+	// machine a SIGTERM sent at once killed it (the pod went away in 0.2 s; after a 1 s sleep, at
+	// load 39, in 0.58 s). The shell says when it has.
+	eventually(t, 20*time.Second, "the trap set", func() (bool, string) {
+		b, err := client.CoreV1().Pods(ns).GetLogs("stubborn", &corev1.PodLogOptions{}).DoRaw(context.Background())
+		return err == nil && strings.Contains(string(b), "trapped"), fmt.Sprint(string(b), err)
+	})
 	start := time.Now()
 	if err := client.CoreV1().Pods(ns).Delete(context.Background(), "stubborn", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
