@@ -45,7 +45,6 @@ func TestInfeasibleResizeRolls(t *testing.T) {
 		}
 	}
 	r := harness.FinishWriter(t, w, vc, opts)
-	t.Log(r.String())
 	if r.LostReplicated > 0 || r.LostUnreplicated > 0 {
 		t.Errorf("%d+%d acknowledged keys lost in the roll", r.LostReplicated, r.LostUnreplicated)
 	}
