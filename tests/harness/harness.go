@@ -246,6 +246,14 @@ type Env struct {
 // say.
 var Nodes []kubelet.NodeSpec
 
+// EnforceResources, when set before Main, has the package's local cluster enforce its pods' CPU
+// and memory limits in cgroups (localcluster.Options.ResourcesOff false), as the demo's does.
+// Off by default for the end-to-end packages: with three lanes of local clusters on 2 cores,
+// every pod under a CPU quota made the suite slower and its timing-sensitive tests flaky (a
+// reshard package 1 105 s instead of 636, liveness probes of the chaos run's pods failing); the
+// packages that test resources (config, resize) turn it on.
+var EnforceResources bool
+
 // StartEnv builds the operator into a new work directory named after prefix (or takes the binary
 // named by $E2E_OPERATOR, built once for many test packages) and starts a local cluster ready for
 // it (CRDs, the valkey-operator namespace). On error, what it started is
@@ -265,7 +273,7 @@ func StartEnv(ctx context.Context, prefix string) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.Cluster, err = localcluster.Start(ctx, localcluster.Options{Images: map[string]string{ImpostorImage: impostor}, Nodes: Nodes}); err != nil {
+	if e.Cluster, err = localcluster.Start(ctx, localcluster.Options{Images: map[string]string{ImpostorImage: impostor}, Nodes: Nodes, ResourcesOff: !EnforceResources}); err != nil {
 		return nil, fmt.Errorf("local cluster: %w", err)
 	}
 	if err := InstallCRDs(e.Cluster); err != nil {

@@ -32,7 +32,8 @@ const heldKeys = 20000
 //   - maxmemory removed from the ValkeyConfig: held on both, every node keeps 4mb, never 0;
 //     confirmed as maxmemory=0, every node runs 0.
 //
-// Its pods also carry the data volume's sizeLimit derived from the config (2 × 256Mi + 64Mi).
+// Its pods also carry the data volume's sizeLimit derived from the config: two copies of a node
+// grown in place to twice its 256Mi, and 64Mi (2 × 512Mi + 64Mi).
 func TestEvictingChangesHeld(t *testing.T) {
 	cfg := harness.NewConfig("held-config", "held-image")
 	cfg.Spec.Valkey["maxmemory-policy"] = "allkeys-lru"
@@ -54,7 +55,7 @@ func TestEvictingChangesHeld(t *testing.T) {
 		vcs[i] = got
 	}
 	a, b := vcs[0], vcs[1]
-	checkDataSizeLimit(t, a, "576Mi")
+	checkDataSizeLimit(t, a, "1088Mi")
 	const (
 		mb100 = "104857600"
 		mb4   = "4194304"

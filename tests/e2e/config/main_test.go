@@ -9,4 +9,8 @@ import (
 	"github.com/gomomento/valkey-operator/tests/harness"
 )
 
-func TestMain(m *testing.M) { os.Exit(harness.Main(m, "config")) }
+func TestMain(m *testing.M) {
+	// The in-place resize tests need limits enforced (resize_test.go: an OOM kill at 256Mi).
+	harness.EnforceResources = true
+	os.Exit(harness.Main(m, "config"))
+}

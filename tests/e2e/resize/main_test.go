@@ -14,6 +14,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	harness.EnforceResources = true
 	for _, n := range localcluster.DefaultNodes() {
 		n.MemoryManagerPolicy = "Static"
 		harness.Nodes = append(harness.Nodes, n)

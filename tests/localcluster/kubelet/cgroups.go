@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -156,7 +155,7 @@ func podCgroupConfig(containers []corev1.ResourceRequirements) cgroupConfig {
 // newCgroupDriver finds the cgroup controllers this process may use and makes the root of its
 // cgroups, name, below its own cgroup in each (see cgroupDriver). A root of that name left by a
 // killed run (its processes died with it, or are killed now) is removed first.
-func newCgroupDriver(name string) (cgroupDriver, error) {
+func newCgroupDriver(name string, shares uint64) (cgroupDriver, error) {
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, fmt.Errorf("kubelet: resource enforcement: %w", err)
@@ -185,11 +184,12 @@ func newCgroupDriver(name string) (cgroupDriver, error) {
 	if err := d.create(""); err != nil {
 		return nil, fmt.Errorf("kubelet: resource enforcement: %w", err)
 	}
-	// Writable, not only creatable: an unlimited limit changes nothing. The root weighs as the
-	// machine's CPUs, as a kubelet gives its kubepods cgroup the Node's allocatable CPU: the pods
-	// of a busy local cluster are not squeezed into one process's share beside the control
-	// plane and the tests.
-	if err := d.set("", cgroupConfig{MemoryLimit: new(int64(-1)), CPUQuota: new(int64(-1)), CPUShares: new(uint64(sharesPerCPU * runtime.NumCPU()))}); err != nil {
+	// Writable, not only creatable: an unlimited limit changes nothing. The root weighs shares:
+	// its Nodes' allocatable CPU, as a kubelet weighs its kubepods cgroup. With less (a weight of
+	// two processes, tried), three local clusters' pods beside their control planes and tests
+	// on a saturated machine stalled for seconds: a slot's reshard took 1 105 s instead of 636,
+	// and writes were refused for 5.5 s. Each pod is still bounded by its own CPU limit.
+	if err := d.set("", cgroupConfig{MemoryLimit: new(int64(-1)), CPUQuota: new(int64(-1)), CPUShares: &shares}); err != nil {
 		_ = d.remove("")
 		return nil, fmt.Errorf("kubelet: resource enforcement: %w", err)
 	}

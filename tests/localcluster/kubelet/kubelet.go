@@ -190,7 +190,12 @@ func Start(ctx context.Context, cfg Config) (*Kubelet, error) {
 		resizeKick: make(chan struct{}, 1),
 	}
 	if cfg.EnforceResources {
-		if k.cg, err = newCgroupDriver("valkey-localcluster-" + cfg.Network.Bridge); err != nil {
+		var milliCPU int64
+		for _, n := range cfg.Nodes {
+			q := nodeAllocatable(n)[corev1.ResourceCPU]
+			milliCPU += q.MilliValue()
+		}
+		if k.cg, err = newCgroupDriver("valkey-localcluster-"+cfg.Network.Bridge, milliCPUToShares(milliCPU)); err != nil {
 			cancel()
 			return nil, err
 		}
