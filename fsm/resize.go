@@ -39,6 +39,12 @@ func sameQuantity(a, b string) bool {
 	return qa.Cmp(qb) == 0
 }
 
+// SameQoS reports whether z and o set the same of CPU and memory: a pod resized from one to the
+// other keeps its QoS class, which Kubernetes cannot change in place.
+func (z Size) SameQoS(o Size) bool {
+	return (z.CPU == "") == (o.CPU == "") && (z.Memory == "") == (o.Memory == "")
+}
+
 func (z Size) String() string {
 	cpu, mem := z.CPU, z.Memory
 	if cpu == "" {
@@ -91,7 +97,7 @@ func (s Snapshot) InPlace(p Pod) (ok bool, why string) {
 		return false, ""
 	}
 	switch r := p.Resize; {
-	case (p.Size.CPU == "") != (s.Size.CPU == "") || (p.Size.Memory == "") != (s.Size.Memory == ""):
+	case !p.Size.SameQoS(s.Size):
 		return false, "a CPU or memory added or removed changes the pod's QoS class, which a resize cannot"
 	case r == nil:
 		return false, "its kubelet reports no container resources, so it cannot resize a running pod"

@@ -80,8 +80,7 @@ func resizing(s fsm.Snapshot) []fsm.Pod {
 			continue
 		}
 		ok, _ := s.InPlace(p)
-		back := s.SpecHash != "" && p.SpecHash == s.SpecHash && p.Resize != nil && !p.Resize.Asked.Equal(s.Size) &&
-			(p.Size.CPU == "") == (s.Size.CPU == "") && (p.Size.Memory == "") == (s.Size.Memory == "")
+		back := s.SpecHash != "" && p.SpecHash == s.SpecHash && p.Resize != nil && !p.Resize.Asked.Equal(s.Size) && p.Size.SameQoS(s.Size)
 		if ok || back {
 			out = append(out, p)
 		}
