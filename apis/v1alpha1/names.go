@@ -49,6 +49,12 @@ const (
 	// ("maxmemory=4mb,maxmemory-policy=allkeys-lru"; a removed maxmemory is maxmemory=0). A
 	// confirmation of another value confirms nothing. Written by people, read by the operator.
 	AnnotationConfirmLiveSettings = KeyPrefix + "confirm-live-settings"
+	// AnnotationRotateSystemPasswords, on a ValkeyCluster, asks for a rotation of its system
+	// users' passwords (the operator's, the replication user's and the migration user's): each
+	// new value (a date, a ticket number; at most 253 characters) asks for one more rotation,
+	// carried out without a restart (status.passwordRotation). Written by people, read by the
+	// operator.
+	AnnotationRotateSystemPasswords = KeyPrefix + "rotate-system-passwords"
 )
 
 // JoinType is the value of LabelJoinType.

@@ -377,6 +377,43 @@ type ValkeyClusterStatus struct {
 	// shard; cleared once no node follows the lost primary any more.
 	// +optional
 	Failover *FailoverStatus `json:"failover,omitempty"`
+	// passwordRotation is the last rotation of the system users' passwords asked for with the
+	// AnnotationRotateSystemPasswords annotation: which request, its phase, and when it started
+	// and completed. It names no password.
+	// +optional
+	PasswordRotation *PasswordRotationStatus `json:"passwordRotation,omitempty"`
+}
+
+// The phases of a rotation of the system users' passwords, in order (status.passwordRotation.phase).
+const (
+	// RotationAdding: the next passwords are in the credential Secret and every node is given
+	// them beside the current ones.
+	RotationAdding = "Adding"
+	// RotationSwitching: every node accepts both; replicas authenticate to their primary
+	// (primaryauth) and the operator connects with the next ones.
+	RotationSwitching = "Switching"
+	// RotationRetiring: the next passwords are the only ones in the Secret, and the old ones are
+	// taken off every node.
+	RotationRetiring = "Retiring"
+	// RotationComplete: every node refuses the old passwords.
+	RotationComplete = "Complete"
+)
+
+// PasswordRotationStatus is status.passwordRotation: one rotation of the system users'
+// passwords, recorded phase by phase, so that an operator restarted at any point carries it on
+// from where it stood.
+type PasswordRotationStatus struct {
+	// request is the value of the rotate-system-passwords annotation this rotation answers.
+	// +kubebuilder:validation:MaxLength=253
+	Request string `json:"request"`
+	// phase is Adding, Switching, Retiring or Complete.
+	// +kubebuilder:validation:Enum=Adding;Switching;Retiring;Complete
+	Phase string `json:"phase"`
+	// startedAt is when the rotation started.
+	StartedAt metav1.Time `json:"startedAt"`
+	// completedAt is when every node refused the old passwords.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 }
 
 // TargetSpec is status.targetSpec: the part of ValkeyClusterSpec a bootstrap takes from its
