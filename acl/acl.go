@@ -60,6 +60,9 @@ const (
 // also the atomic migration's CLUSTER MIGRATESLOTS / GETSLOTMIGRATIONS (operatorCommands9),
 // which Valkey 8 does not know and would refuse in the ACL file.
 //
+// ACL GETUSER reads the password hashes of one system user while a rotation of the system
+// passwords is under way (controllers/rotation.go): no more than ACL LIST shows already.
+//
 // CONFIG SET and CLIENT KILL detach a replica the operator retires from its primary
 // (valkey.Client.Detach: masteruser set to a user no node has, the replication link dropped), so
 // that in the seconds it still answers MOVED it acknowledges no write a client's WAIT counts
@@ -76,7 +79,7 @@ var operatorCommands = []string{
 	"cluster|nodes", "cluster|info", "cluster|myid", "cluster|meet", "cluster|addslotsrange",
 	"cluster|replicate", "cluster|failover", "cluster|bumpepoch", "cluster|forget", "cluster|countkeysinslot",
 	"cluster|setslot", "cluster|getkeysinslot",
-	"acl|load", "acl|list", "acl|users", "acl|cat", "command|list",
+	"acl|load", "acl|list", "acl|users", "acl|getuser", "acl|cat", "command|list",
 	"client|setinfo", "client|kill", "config|set", "config|get",
 }
 
@@ -149,6 +152,10 @@ func ReplicationRule(slotImport bool) []string {
 // SystemUsers are the secrets and the state the system users are rendered from.
 type SystemUsers struct {
 	OperatorPassword, ReplPassword, MigratePassword string
+	// OperatorAlso, ReplAlso and MigrateAlso are passwords each user also accepts ("" for
+	// none): the next ones, or the old ones, while a rotation of the system passwords is under
+	// way (resources.ForPhase).
+	OperatorAlso, ReplAlso, MigrateAlso string
 	// Atomic: the cluster's image is Valkey 9 or later: the operator's user gets the atomic slot
 	// migration's commands (operatorCommands9), which Valkey 8 refuses in an ACL file; the ACL
 	// controller strips them for any 8.x node still running (ForValkey8).
@@ -344,10 +351,10 @@ func Render(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys Sy
 	case !bindsDefault:
 		b.WriteString("user default off resetpass resetkeys resetchannels -@all\n")
 	}
-	op := []string{"user", OperatorUser, "on", "resetpass", "#" + sha256Hex(sys.OperatorPassword)}
+	op := slices.Concat([]string{"user", OperatorUser, "on", "resetpass"}, hashes(sys.OperatorPassword, sys.OperatorAlso))
 	opCommands := operatorCommands
 	if sys.LegacyReplication {
-		op = append(op, "#"+sha256Hex(sys.ReplPassword))
+		op = append(op, hashes(sys.ReplPassword, sys.ReplAlso)...)
 		opCommands = slices.Concat(opCommands, []string{"psync", "replconf"})
 	}
 	if sys.SetUsers {
@@ -357,17 +364,48 @@ func Render(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys Sy
 		opCommands = slices.Concat(opCommands, operatorCommands9)
 	}
 	b.WriteString(strings.Join(slices.Concat(op, allowOnly(opCommands)), " ") + "\n")
-	repl := slices.Concat([]string{"user", ReplicationUser, "on", "resetpass", "#" + sha256Hex(sys.ReplPassword)}, ReplicationRule(sys.Atomic && sys.SlotImport))
+	repl := slices.Concat([]string{"user", ReplicationUser, "on", "resetpass"}, hashes(sys.ReplPassword, sys.ReplAlso), ReplicationRule(sys.Atomic && sys.SlotImport))
 	b.WriteString(strings.Join(repl, " ") + "\n")
 	if sys.MigratePassword != "" {
 		// Every key, no channel: MIGRATE checks the caller's rights on the keys it moves.
-		migrate := []string{"user", MigrationUser, "on", "resetpass", "#" + sha256Hex(sys.MigratePassword), "resetchannels", "-@all", "~*"}
+		migrate := slices.Concat([]string{"user", MigrationUser, "on", "resetpass"}, hashes(sys.MigratePassword, sys.MigrateAlso), []string{"resetchannels", "-@all", "~*"})
 		for _, c := range migrationCommands {
 			migrate = append(migrate, "+"+c)
 		}
 		b.WriteString(strings.Join(migrate, " ") + "\n")
 	}
 	return b.String()
+}
+
+// hashes are the password rules of a system user accepting every non-empty password of pws.
+func hashes(pws ...string) []string {
+	var out []string
+	for _, pw := range pws {
+		if pw != "" {
+			out = append(out, "#"+sha256Hex(pw))
+		}
+	}
+	return out
+}
+
+// SystemHashes are the password hashes ("#" and the SHA-256 in hex, sorted) each system user
+// of sys accepts as Render renders it: what ACL GETUSER of that user on a node that enforces
+// the file lists. A rotation of the system passwords compares them with each node's before it
+// moves on (fsm.NodeRotation.Hashes).
+func SystemHashes(sys SystemUsers) map[string][]string {
+	op := hashes(sys.OperatorPassword, sys.OperatorAlso)
+	if sys.LegacyReplication {
+		op = append(op, hashes(sys.ReplPassword, sys.ReplAlso)...)
+	}
+	out := map[string][]string{OperatorUser: op, ReplicationUser: hashes(sys.ReplPassword, sys.ReplAlso)}
+	if sys.MigratePassword != "" {
+		out[MigrationUser] = hashes(sys.MigratePassword, sys.MigrateAlso)
+	}
+	for u := range out {
+		slices.Sort(out[u])
+		out[u] = slices.Compact(out[u])
+	}
+	return out
 }
 
 // allowOnly is a rule granting exactly commands on no key and no channel.

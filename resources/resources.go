@@ -51,6 +51,11 @@ const (
 	// LegacyMigratePasswordKey is where those operators kept the migration user's password; a
 	// Secret without it derives the password from the operator's (MigratePassword).
 	LegacyMigratePasswordKey = "migrate-password"
+	// OperatorPasswordNextKey and ReplPasswordNextKey hold the next passwords while a rotation
+	// of the system users' passwords is under way (rotation.go): written before any node is
+	// given them, made the current ones when the old ones are retired.
+	OperatorPasswordNextKey = "operator-password-next"
+	ReplPasswordNextKey     = "repl-password-next"
 
 	// valkeyUID runs valkey-server (the uid of the valkey user in the official images).
 	valkeyUID = 999

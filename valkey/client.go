@@ -452,6 +452,41 @@ func (c *Client) ACLList(ctx context.Context) ([]string, error) {
 	return lines, c.wrap("acl list", err)
 }
 
+// maxPasswords bounds the password hashes of one user the operator reads back (ACLPasswords):
+// a system user accepts at most two at a time, and anyone who adds more by hand has its user
+// put back by the ACL controller.
+const maxPasswords = 64
+
+// ACLPasswords sends ACL GETUSER name and returns the password hashes the user accepts ("#"
+// and the SHA-256 in hex, as an ACL file writes them); nil for a user the node does not have.
+// The error never carries a hash.
+func (c *Client) ACLPasswords(ctx context.Context, name string) ([]string, error) {
+	res := c.do(ctx, c.c.B().AclGetuser().Username(name).Build())
+	if valkeygo.IsValkeyNil(res.Error()) {
+		return nil, nil
+	}
+	m, err := res.AsMap()
+	if err != nil {
+		return nil, c.wrap("acl getuser "+name, err)
+	}
+	pws, ok := m["passwords"]
+	if !ok {
+		return nil, fmt.Errorf("acl getuser %s: no passwords in the reply", name)
+	}
+	list, err := pws.AsStrSlice()
+	if err != nil {
+		return nil, c.wrap("acl getuser "+name, err)
+	}
+	if len(list) > maxPasswords {
+		return nil, fmt.Errorf("acl getuser %s: %d passwords, more than %d", name, len(list), maxPasswords)
+	}
+	out := make([]string, len(list))
+	for i, h := range list {
+		out[i] = "#" + h
+	}
+	return out, nil
+}
+
 // maxCategories bounds the reply of ACL CAT the operator reads: Valkey 8 and 9 know 21
 // categories, a module adds a few.
 const maxCategories = 1024
