@@ -262,12 +262,14 @@ func (r *ACLReconciler) desired(ctx context.Context, vc *v1.ValkeyCluster) (file
 	if err != nil || !ok {
 		return "", creds, false, err
 	}
-	pw := resources.OperatorPassword(cred.Data)
 	file = string(secret.Data[resources.ACLFileName])
-	if pw == "" || file == "" {
+	if file == "" {
 		return "", creds, false, nil
 	}
-	if !acl.KeepsOperator(file, pw) {
+	// The password the file lets in: the current one, or while a rotation retires it, the
+	// next one (rotation.go).
+	pw := operatorPasswordFor(file, cred.Data)
+	if pw == "" {
 		// Not a file the cluster controller rendered: someone rewrote the Secret. Applied, it
 		// would lock the operator out of every node; the cluster controller puts the file back,
 		// and the Secret's change brings the next pass.

@@ -242,6 +242,12 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			err = r.annotatePod(ctx, log, vc, obs, a)
 		case plan.RecordPod:
 			err = r.recordPod(ctx, obs, a.Pod)
+		case plan.WriteNextPasswords:
+			err = r.writeNextPasswords(ctx, vc)
+		case plan.SetPrimaryAuth:
+			err = r.setPrimaryAuth(ctx, obs, a, node)
+		case plan.PromotePasswords:
+			err = r.promotePasswords(ctx, vc)
 		default:
 			err = fmt.Errorf("broken invariant: no executor for action %T", a)
 		}
@@ -272,7 +278,7 @@ func promotesLost(a plan.Action) bool {
 	case plan.AddSlots, plan.AnnotatePod, plan.CloseSlots, plan.CreatePod, plan.DeleteBudget, plan.DeleteNetworkPolicy,
 		plan.DeletePod, plan.Detach, plan.Failover, plan.Forget, plan.MarkActive, plan.Meet, plan.MoveSlots, plan.RecordPod,
 		plan.Replicate, plan.SetBudget, plan.SetConfig, plan.SetNetworkPolicy, plan.SettleMove, plan.WriteACLSecret,
-		plan.ResizePod, plan.RecordSize:
+		plan.ResizePod, plan.RecordSize, plan.WriteNextPasswords, plan.SetPrimaryAuth, plan.PromotePasswords:
 		// A graceful failover's shard serves meanwhile; the rest promote nobody.
 	}
 	return false
@@ -447,6 +453,9 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	setZoneSpreadCondition(st, vc.Generation, resources.SpreadMode(vc, r.DefaultZoneSpread), obs.snapshot)
 	setHeldCondition(st, vc.Generation, obs.heldKnown, obs.held)
 	setResizeCondition(st, vc.Generation, obs.snapshot)
+	if obs.rotation != nil {
+		st.PasswordRotation = obs.rotation
+	}
 	capTexts(st)
 	if equalStatus(&vc.Status, st) {
 		return h, nil

@@ -61,6 +61,9 @@ const (
 	EventResized          = "Resized"
 	EventResizeNotInPlace = "ResizeNotInPlace"
 	EventResizeRefused    = "ResizeRefused"
+	// EventPasswordRotation: a rotation of the system passwords entered a phase (Normal), or its
+	// request cannot be answered (Warning).
+	EventPasswordRotation = "PasswordRotation"
 	// eventController is the reportingController of every Event (events.k8s.io/v1).
 	eventController = "valkey-operator"
 )
@@ -171,7 +174,8 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 		}
 	case plan.BumpEpoch, plan.CreatePod, plan.Meet, plan.Replicate, plan.Forget, plan.MoveSlots, plan.CloseSlots, plan.Detach, plan.SetConfig,
 		plan.SetBudget, plan.DeleteBudget, plan.SetNetworkPolicy, plan.DeleteNetworkPolicy, plan.WriteACLSecret, plan.MarkActive,
-		plan.SettleMove, plan.AnnotatePod, plan.RecordPod, plan.ResizePod, plan.RecordSize:
+		plan.SettleMove, plan.AnnotatePod, plan.RecordPod, plan.ResizePod, plan.RecordSize,
+		plan.WriteNextPasswords, plan.SetPrimaryAuth, plan.PromotePasswords:
 		// Nothing to count or say (a resize says its own Events): slot moves are counted as they land (mover.Tally).
 	}
 }

@@ -60,6 +60,10 @@ type observation struct {
 	// none); heldKnown is false when the pass could not tell (holdEvictions did not run).
 	held      string
 	heldKnown bool
+	// rotation is status.passwordRotation as this pass leaves it (rotation.go), and primaryAuth
+	// the replication password of its phase (what a plan.SetPrimaryAuth sets): never logged.
+	rotation    *v1.PasswordRotationStatus
+	primaryAuth string
 }
 
 // clusterKey is the observed cluster's "namespace/name", "" when vc is not set.

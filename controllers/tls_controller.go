@@ -328,7 +328,8 @@ func (r *TLSReconciler) credentials(ctx context.Context, vc *v1.ValkeyCluster) (
 	if err != nil || !ok {
 		return valkey.Credentials{}, false, err
 	}
-	pw := resources.OperatorPassword(s.Data)
+	// The password of the rotation phase the cluster's status records (rotation.go).
+	pw := resources.ForPhase(rotationPhase(vc), s.Data).Use.Operator
 	return valkey.Credentials{Username: acl.OperatorUser, Password: pw}, pw != "", nil
 }
 

@@ -285,6 +285,9 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		// The ACL Secret is rendered from this pass's observation, which says whether a reshard
 		// is pending (SlotImport); the acl secret planner writes it, before the steps (a pod this
 		// pass creates mounts it), when the stored one differs.
+		if err := r.rotationStep(ctx, log, &vc, obs, creds, &sys); err != nil {
+			return ctrl.Result{}, err
+		}
 		sys.SlotImport = sys.Atomic && plan.ReshardPending(obs.snapshot)
 		obs.aclSecret = resources.BuildACLSecret(&vc, acl.Render(users.bindings, users.roles, sys), sys.ReplPassword)
 		if obs.snapshot.ACLSecretStale, err = r.secretStale(ctx, obs.aclSecret); err != nil {
@@ -341,6 +344,9 @@ func (r *ValkeyClusterReconciler) reconcilePass(ctx context.Context, req ctrl.Re
 		return ctrl.Result{}, execErr
 	}
 	after := requeueAfter(h, pass)
+	if obs.snapshot.Rotation.Under() && after > waitInterval {
+		after = waitInterval // each phase waits on the nodes, which no watch reports
+	}
 	if obs.snapshot.CreateHeld && refusedWait < after && !h.Ready {
 		after = refusedWait // the next try of a refused pod
 	}
@@ -607,9 +613,9 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 		}
 	}
 	// The migration user's password: a Secret from before it existed derives one as new
-	// clusters do, which no node uses yet; the ACL controller gives it to every node.
-	migrate := resources.MigratePassword(s.Data)
-	return acl.SystemUsers{OperatorPassword: pw, ReplPassword: repl, MigratePassword: migrate}, nil
+	// clusters do, which no node uses yet; the ACL controller gives it to every node. While a
+	// rotation is under way, the passwords of the phase the status records (rotation.go).
+	return withPasswords(acl.SystemUsers{}, resources.ForPhase(rotationPhase(vc), s.Data)), nil
 }
 
 // replPassword is the replication password for a credential Secret that lacks it: the one the

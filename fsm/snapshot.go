@@ -96,6 +96,9 @@ type Snapshot struct {
 	// one this pass renders (the controller compares them; false while the spec cannot be acted
 	// on).
 	ACLSecretStale bool
+	// Rotation is the rotation of the system users' passwords asked for or under way (nil:
+	// neither); see rotation.go.
+	Rotation *Rotation
 }
 
 // FailoverIntent is a failover the operator issued: Pod, a replica of PrimaryID (the lost
@@ -299,6 +302,9 @@ type Node struct {
 	// ConfigErr is why Config could not be read (the node answered everything else: an ACL
 	// that denies the operator's user CONFIG GET, say), "" when it was read.
 	ConfigErr string
+	// Rotation is what the node holds of a rotation of the system passwords under way (nil when
+	// none is, or the node was not asked).
+	Rotation *NodeRotation
 }
 
 // Valkey is the node's release, for what it can do (package version): the zero (unknown)

@@ -53,6 +53,8 @@ const (
 	FieldReason       = "reason"
 	FieldError        = "error"
 	FieldState        = "state"
+	FieldPhase        = "phase"
+	FieldRequest      = "request"
 	FieldKey          = "key"
 	FieldValue        = "value"
 	FieldKeys         = "keys"
@@ -328,6 +330,15 @@ const (
 	// keeps serving untouched, status.message and the Degraded condition say how to recover.
 	// Once per tick while it lasts. Names the Secret and key only, never a value.
 	MsgCredentialMissing = "operator credential Secret missing, not regenerating"
+	// MsgPasswordRotation (INFO, TargetCluster): cluster_name, phase (Adding, Switching, Retiring,
+	// Complete), request (the rotate-system-passwords annotation's value). Ours: a rotation of
+	// the system users' passwords entered the phase (fsm/rotation.go); no pod is replaced. Once
+	// per phase. No password or hash is ever logged.
+	MsgPasswordRotation = "system password rotation"
+	// MsgPasswordRotationRefused (WARN, TargetCluster): cluster_name, reason. Ours: the
+	// rotate-system-passwords annotation cannot be answered (longer than 253 characters); nothing
+	// is rotated. At most once a tick.
+	MsgPasswordRotationRefused = "system password rotation refused"
 
 	// MsgPodsFailingOnStart (WARN, TargetCluster): cluster_name, reason (the same text as
 	// status.message). Pods of the current spec exit on start; no more are created until the
@@ -441,6 +452,8 @@ var Catalogue = []Entry{
 	{MsgNodePodForeign, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldReason}},
 	{MsgZoneSpreadShort, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldZones, FieldCopies}},
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
+	{MsgPasswordRotation, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPhase, FieldRequest}},
+	{MsgPasswordRotationRefused, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgShardDataLost, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldSlots}},
 	{MsgDetachFailed, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldError}},

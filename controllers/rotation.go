@@ -1,0 +1,224 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gomomento/valkey-operator/acl"
+	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fsm"
+	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/plan"
+	"github.com/gomomento/valkey-operator/resources"
+	"github.com/gomomento/valkey-operator/valkey"
+)
+
+// A rotation of the system users' passwords (fsm/rotation.go decides its phase, plan/rotation.go
+// its actions) needs three things of the controller: the passwords of the phase the status
+// records (rotationPhase, through resources.ForPhase: what the pass connects and renders with),
+// each node's part observed (observeRotation: ACL GETUSER of the three system users, CONFIG GET
+// masterauth, compared in memory, never kept), and the executor's three methods. No password
+// leaves the operator except to the credential Secret, the ACL Secret (as hashes, and auth.conf)
+// and CONFIG SET masterauth.
+
+// rotationPhase is the phase of the rotation the cluster's status records ("" when none).
+func rotationPhase(vc *v1.ValkeyCluster) string {
+	if st := vc.Status.PasswordRotation; st != nil {
+		return st.Phase
+	}
+	return ""
+}
+
+// rotationStep observes the rotation of vc's system passwords, decides the phase the pass
+// carries it on in, says so when it changes, and sets sys (the system users the ACL Secret is
+// rendered from) to that phase's passwords; obs.snapshot.Rotation is the pass's rotation, its
+// Phase the decided one, which the status write records. creds are the pass's connections
+// (those of the phase the status records). A no-op, reading nothing, while no rotation is asked
+// for or under way.
+func (r *ValkeyClusterReconciler) rotationStep(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, obs *observation, creds valkey.Credentials, sys *acl.SystemUsers) error {
+	rot := &fsm.Rotation{Asked: vc.Annotations[v1.AnnotationRotateSystemPasswords]}
+	if st := vc.Status.PasswordRotation; st != nil {
+		rot.Phase, rot.Request = st.Phase, st.Request
+	}
+	obs.snapshot.Rotation = rot
+	if len(rot.Asked) > fsm.MaxRotationRequest && rot.Asked != rot.Request && r.ticks.due("rotation/"+clusterKey(vc), time.Now()) {
+		why := fmt.Sprintf("annotation %s is %d characters long, more than %d: set a shorter value to ask for a rotation",
+			v1.AnnotationRotateSystemPasswords, len(rot.Asked), fsm.MaxRotationRequest)
+		log.Warn(logging.MsgPasswordRotationRefused, zap.String(logging.FieldReason, why))
+		recordEvent(r.Events, vc, true, EventPasswordRotation, "Rotate", "%s", why)
+	}
+	if !rot.Under() && !rot.Asking() {
+		return nil
+	}
+	s, ok, err := ownedSecret(ctx, r.APIReader, vc, resources.CredentialSecretName(vc))
+	if err != nil || !ok {
+		return err // ensureCredential read it a moment ago: a transient error
+	}
+	_, _, rot.NextStored = resources.StoredPasswords(s.Data)
+	if rot.Under() {
+		r.observeRotation(ctx, vc, obs, creds, withPasswords(*sys, resources.ForPhase(rot.Phase, s.Data)))
+	}
+	phase, waiting := obs.snapshot.RotationNext()
+	if waiting != "" {
+		log.Debug(logging.MsgPasswordRotation, zap.String(logging.FieldPhase, phase), zap.String(logging.FieldRequest, rot.Asked), zap.String(logging.FieldWaiting, waiting))
+	}
+	obs.rotation = rotationStatus(vc.Status.PasswordRotation, rot, phase, obs.snapshot.Now)
+	if phase != rot.Phase {
+		log.Info(logging.MsgPasswordRotation, zap.String(logging.FieldPhase, phase), zap.String(logging.FieldRequest, obs.rotation.Request))
+		recordEvent(r.Events, vc, false, EventPasswordRotation, "Rotate", "rotation of the system passwords (request %q): %s", obs.rotation.Request, phase)
+	}
+	rot.Phase = phase
+	pp := resources.ForPhase(phase, s.Data)
+	*sys = withPasswords(*sys, pp)
+	obs.primaryAuth = pp.Use.Repl
+	return nil
+}
+
+// withPasswords is sys with the passwords of pp.
+func withPasswords(sys acl.SystemUsers, pp resources.PhasePasswords) acl.SystemUsers {
+	p := pp.SystemUsers()
+	sys.OperatorPassword, sys.ReplPassword, sys.MigratePassword = p.OperatorPassword, p.ReplPassword, p.MigratePassword
+	sys.OperatorAlso, sys.ReplAlso, sys.MigrateAlso = p.OperatorAlso, p.ReplAlso, p.MigrateAlso
+	return sys
+}
+
+// rotationStatus is status.passwordRotation once the pass carries rot on in phase: a new record
+// when a rotation starts, the phase (and completedAt once Complete) otherwise.
+func rotationStatus(prev *v1.PasswordRotationStatus, rot *fsm.Rotation, phase string, now time.Time) *v1.PasswordRotationStatus {
+	at := metav1.NewTime(now.UTC().Truncate(time.Second))
+	if !rot.Under() && phase == v1.RotationAdding {
+		return &v1.PasswordRotationStatus{Request: rot.Asked, Phase: phase, StartedAt: at}
+	}
+	st := prev.DeepCopy()
+	if st == nil {
+		return nil
+	}
+	st.Phase = phase
+	if phase == v1.RotationComplete && st.CompletedAt == nil {
+		st.CompletedAt = &at
+	}
+	return st
+}
+
+// observeRotation asks every node the pass observed for its part of the rotation, against the
+// passwords of the phase the status records (want): the password hashes of the three system
+// users (ACL GETUSER), and while Switching its masterauth (CONFIG GET, compared here and
+// dropped). A node that does not answer is left without a part (it holds the rotation back).
+func (r *ValkeyClusterReconciler) observeRotation(ctx context.Context, vc *v1.ValkeyCluster, obs *observation, creds valkey.Credentials, want acl.SystemUsers) {
+	hashes := acl.SystemHashes(want)
+	phase := obs.snapshot.Rotation.Phase
+	var wg sync.WaitGroup
+	for i := range obs.snapshot.Pods {
+		p := &obs.snapshot.Pods[i]
+		if p.Node == nil || !p.Node.Reachable {
+			continue
+		}
+		c, err := r.nodeClient(vc, obs, p.Name, creds)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { _ = recover() }() // a panic leaves the node without a part, nothing more
+			nr := &fsm.NodeRotation{Hashes: true}
+			for user, h := range hashes {
+				got, err := c.ACLPasswords(ctx, user)
+				if err != nil {
+					return
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, h) {
+					nr.Hashes = false
+				}
+			}
+			if phase == v1.RotationSwitching {
+				cfg, err := c.ConfigGet(ctx, "masterauth")
+				if err != nil {
+					return
+				}
+				nr.PrimaryAuth = cfg["masterauth"] == want.ReplPassword
+			}
+			p.Node.Rotation = nr
+		}()
+	}
+	wg.Wait()
+}
+
+// writeNextPasswords adds next passwords to vc's credential Secret (plan.WriteNextPasswords),
+// unless it holds some: an update against the version read, so that two passes never write two
+// different ones.
+func (r *ValkeyClusterReconciler) writeNextPasswords(ctx context.Context, vc *v1.ValkeyCluster) error {
+	s, ok, err := ownedSecret(ctx, r.APIReader, vc, resources.CredentialSecretName(vc))
+	if err != nil || !ok {
+		return errors.Join(err, errors.New("credential Secret not found"))
+	}
+	data, changed, err := resources.WithNextPasswords(s.Data)
+	if err != nil || !changed {
+		return err
+	}
+	s.Data = data
+	if err := r.Update(ctx, s); err != nil {
+		return fmt.Errorf("write next passwords to %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// promotePasswords makes the next passwords of vc's credential Secret its current ones
+// (plan.PromotePasswords), against the version read.
+func (r *ValkeyClusterReconciler) promotePasswords(ctx context.Context, vc *v1.ValkeyCluster) error {
+	s, ok, err := ownedSecret(ctx, r.APIReader, vc, resources.CredentialSecretName(vc))
+	if err != nil || !ok {
+		return errors.Join(err, errors.New("credential Secret not found"))
+	}
+	data, changed := resources.PromotedPasswords(s.Data)
+	if !changed {
+		return nil
+	}
+	s.Data = data
+	if err := r.Update(ctx, s); err != nil {
+		return fmt.Errorf("make the next passwords current in %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// setPrimaryAuth sets masterauth on the nodes of a (plan.SetPrimaryAuth) to the pass's
+// replication password: the link each replica has stays up, and its next one authenticates
+// with it. Every node is asked; the failures are returned together.
+func (r *ValkeyClusterReconciler) setPrimaryAuth(ctx context.Context, obs *observation, a plan.SetPrimaryAuth, node func(string) (*valkey.Client, error)) error {
+	if obs.primaryAuth == "" {
+		return errors.New("broken invariant: no replication password for the phase")
+	}
+	var errs []error
+	for _, pod := range a.Pods {
+		c, err := node(pod)
+		if err == nil {
+			err = c.ConfigSet(ctx, map[string]string{"masterauth": obs.primaryAuth})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pod %s: %w", pod, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// operatorPasswordFor is the password the ACL controller connects with to push file: the
+// current one in the credential Secret's data, unless file no longer lets it in (a rotation
+// retiring it), then the next one. "" when file lets neither in (acl.KeepsOperator).
+func operatorPasswordFor(file string, data map[string][]byte) string {
+	current, next, ok := resources.StoredPasswords(data)
+	switch {
+	case current.Operator != "" && acl.KeepsOperator(file, current.Operator):
+		return current.Operator
+	case ok && acl.KeepsOperator(file, next.Operator):
+		return next.Operator
+	}
+	return ""
+}
