@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
+	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/tests/harness"
 	"github.com/gomomento/valkey-operator/tests/localcluster"
 )
@@ -130,6 +131,15 @@ func rotate(t *testing.T, vc *v1.ValkeyCluster, request string, kill bool) {
 	t.Logf("rotation %q complete %s after the annotation", request, took.Round(time.Millisecond))
 
 	newOp, newRepl := systemPasswords(t, vc)
+	var cred corev1.Secret
+	if err := harness.K8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: vc.Name + "-operator-auth"}, &cred); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{resources.OperatorPasswordNextKey, resources.ReplPasswordNextKey} {
+		if _, ok := cred.Data[k]; ok {
+			t.Errorf("credential Secret still holds %s after the rotation", k)
+		}
+	}
 	if newOp == oldOp || newRepl == oldRepl || newOp == "" || newRepl == "" {
 		t.Fatalf("credential Secret not rotated (operator password changed: %v, replication password changed: %v)", newOp != oldOp, newRepl != oldRepl)
 	}
@@ -138,8 +148,8 @@ func rotate(t *testing.T, vc *v1.ValkeyCluster, request string, kill bool) {
 			user, pw string
 			accept   bool
 		}{
-			{"_momento_operator", oldOp, false}, {"_momento_repl", oldRepl, false},
-			{"_momento_operator", newOp, true}, {"_momento_repl", newRepl, true},
+			{"_momento_operator", oldOp, false}, {"_momento_repl", oldRepl, false}, {"_momento_migrate", migratePassword(oldOp), false},
+			{"_momento_operator", newOp, true}, {"_momento_repl", newRepl, true}, {"_momento_migrate", migratePassword(newOp), true},
 		} {
 			_, err := harness.NodeDo(p, c.user, c.pw, "PING")
 			if c.accept && err != nil {
@@ -202,6 +212,12 @@ func rotate(t *testing.T, vc *v1.ValkeyCluster, request string, kill bool) {
 		t.Errorf("%d writes refused, %d+%d acknowledged keys lost during a rotation: want 0\n%s", refused, r.LostReplicated, r.LostUnreplicated, r)
 	}
 	checkNoSecrets(t, vc, oldOp, oldRepl, newOp, newRepl)
+}
+
+// migratePassword is the migration user's password of a cluster whose operator password is op
+// (derived, as for any cluster created by this operator).
+func migratePassword(op string) string {
+	return resources.MigratePassword(map[string][]byte{resources.OperatorPasswordKey: []byte(op)})
 }
 
 // waitPhaseLine waits for the operator's `system password rotation` line of phase in ns, after
