@@ -26,32 +26,29 @@ import (
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey"
-	"github.com/gomomento/valkey-operator/valkey/mover"
 )
 
-// execute carries out the plan in order: a thin switch over action types, one method or a few
-// lines per action. It stops at the first failing step; the next pass observes again and plans
-// what is left.
+// execute carries out the plan in order: one short loop, and one method per action (run). It
+// stops at the first failing step; the next pass observes again and plans what is left.
 //
 // The bookkeeping actions (plan.Upkeep: the budgets, the ValkeyNodes' records, the pods'
-// annotations) are harmless, idempotent and independent of the steps: a failure of theirs is
-// returned with the pass's outcome and holds nothing back, and those after the steps (plan.After)
-// run even when a step failed, as they did when they were side steps of the pass. The ACL
-// Secret is the exception: a pod this pass creates mounts it, so a failure to write it ends the
-// steps.
+// annotations, a rotation's steps) are harmless, idempotent and independent of the steps: a
+// failure of theirs is returned with the pass's outcome and holds nothing back, and those after
+// the steps (plan.After) run even when a step failed, as they did when they were side steps of
+// the pass. The ACL Secret is the exception: a pod this pass creates mounts it, so a failure to
+// write it ends the steps. A live setting Valkey refuses (plan.SetConfig) holds back neither
+// the other nodes' settings nor the roll that follows them: its error is the pass's (retried
+// with back-off) once every other step has run.
 //
 // A pod the API server refuses ends the pass's creations (creates.go): the refusal is recorded,
 // said at WARN, and the rest of the plan goes on.
 func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *resources.ResolvedConfig, creds, migrate valkey.Credentials, obs *observation, pl plan.Plan) error {
-	node := func(pod string) (*valkey.Client, error) { return r.nodeClient(vc, obs, pod, creds) }
-	refused := false
+	x := &execution{r: r, log: log, vc: vc, rc: rc, creds: creds, migrate: migrate, obs: obs}
 	var deferred error // the errors of steps that hold back nothing after them
 	var failed error   // the step that ended the steps: only bookkeeping runs after it
 	for _, a := range pl.Actions {
-		independent := plan.Upkeep(a)
-		if _, ok := a.(plan.WriteACLSecret); ok {
-			independent = false
-		}
+		_, writesACL := a.(plan.WriteACLSecret)
+		independent := plan.Upkeep(a) && !writesACL
 		if failed != nil && !independent {
 			continue
 		}
@@ -65,206 +62,123 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 			end := begin(ctx, clusterKey(vc), a.String())
 			defer func() { end(time.Now()) }()
 		}
-		var err error
-		unrecorded := false // the action turned out done by someone else: nothing to count
-		done := a           // what was done, counted and recorded: a, or what it became
-		// One exhaustive switch over the closed set of actions: gochecksumtype (.golangci.yml)
-		// fails the lint when a kind is missing, so default is only reached by a nil action.
-		switch a := a.(type) {
-		case plan.CreatePod:
-			if refused {
-				continue
-			}
-			var cr *createRefused
-			cr, err = r.createNode(ctx, log, vc, rc, obs, a)
-			switch {
-			case cr != nil:
-				refused = true
-				wait := r.creates.failed(clusterKey(vc), vc.Generation, *cr, time.Now())
-				logRefused(log, cr, wait)
-				recordEvent(r.Events, vc, true, EventPodCreateRefused, "Create", "%s; retrying in %s", cr, wait.Round(time.Second))
-			case err == nil:
-				r.creates.succeeded(clusterKey(vc))
-			}
-		case plan.Meet:
-			var c *valkey.Client
-			if c, err = node(a.Pod); err == nil {
-				// One `cluster meet issued` per node introduced: the mesh meets between nodes
-				// the seed already introduced only speed up gossip.
-				msg, level := logging.MsgClusterMeetIssued, zap.InfoLevel
-				if a.Mesh {
-					msg, level = logging.MsgMeshMeetIssued, zap.DebugLevel
-				}
-				log.Log(level, msg, logging.Pod(a.Pod), logging.Node(a.NodeID), zap.String(logging.FieldIP, a.IP))
-				err = c.Meet(ctx, a.IP, resources.ClientPort, resources.BusPort)
-			}
-		case plan.AddSlots:
-			var c *valkey.Client
-			if c, err = node(a.Pod); err == nil {
-				log.Info(logging.MsgAssigningSlots, logging.Pod(a.Pod), zap.Int(logging.FieldSlots, a.Slots.Count()))
-				if err = c.AddSlotsRange(ctx, a.Slots); err == nil && a.Lost {
-					// Said once the slots are served again: a failed attempt is planned (and
-					// said) again by the next pass.
-					log.Warn(logging.MsgShardDataLost, zap.Int(logging.FieldShard, a.Shard), zap.String(logging.FieldSlots, a.Slots.String()))
-				}
-			}
-		case plan.Replicate:
-			var c *valkey.Client
-			if c, err = node(a.Pod); err == nil {
-				log.Info(logging.MsgAttachingReplica, logging.Pod(a.Pod), logging.Node(a.PrimaryID))
-				err = c.Replicate(ctx, a.PrimaryID)
-			}
-		case plan.Takeover:
-			var c *valkey.Client
-			if c, err = node(a.Pod); err == nil {
-				if a.AfterEpoch > 0 {
-					awaitEpoch(ctx, c, a.AfterEpoch, EpochWait)
-				}
-				err = takeOver(ctx, log, c, a)
-			}
-		case plan.BumpEpoch:
-			var c *valkey.Client
-			if c, err = node(a.Pod); err == nil {
-				log.Info(logging.MsgBumpingEpoch, logging.Pod(a.Pod), zap.String(logging.FieldReason, a.Reason))
-				_, _, err = c.BumpEpoch(ctx)
-			}
-		case plan.FailoverForce:
-			var c *valkey.Client
-			if c, err = node(a.Pod); err == nil {
-				if err = c.Failover(ctx, valkey.FailoverForce); err == nil {
-					log.Info(failoverMessage(a), logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard))
-					if !becamePrimary(ctx, c, plan.FailoverCheck) {
-						// Refused: its next election is barred for 4 × cluster-node-timeout, and
-						// the primary's container is gone (plan.FailoverForce).
-						t := plan.Takeover{Pod: a.Pod, PrimaryID: a.PrimaryID, Shard: a.Shard, Reason: plan.TakeoverForceRefused}
-						err, done = takeOver(ctx, log, c, t), t
-					}
-				}
-			}
-		case plan.Failover:
-			var c *valkey.Client
-			if c, err = node(a.Pod); err == nil {
-				err = c.Failover(ctx, valkey.FailoverCoordinated)
-				if alreadyPrimary(err) {
-					// Promoted since the pass observed it: by Valkey 9's own failover on
-					// SIGTERM (shutdown-on-sigterm failover, a drained primary) or by Valkey's
-					// failure detection. The handover this action asked for is done.
-					err, unrecorded = nil, true
-				}
-				if err == nil {
-					for _, p := range obs.snapshot.Pods {
-						if p.Node != nil && p.Node.ID == a.PrimaryID {
-							r.served.handedOver(clusterKey(vc), p.Name, time.Now())
-						}
-					}
-				}
-				if err == nil && !unrecorded {
-					fields := []zap.Field{logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard)}
-					if a.Spread {
-						fields = append(fields, zap.String(logging.FieldZone, a.Zone))
-					}
-					log.Info(failoverMessage(a), fields...)
-				}
-			}
-		case plan.Forget:
-			// Every node that knows the id forgets it in this one step: forgets are not gossiped.
-			// One line per id, not per node told: a 6-node roll logged 180 of them.
-			log.Info(logging.MsgForgettingNode, logging.Node(a.NodeID), zap.Int(logging.FieldNodes, len(a.Pods)))
-			for _, pod := range a.Pods {
-				var c *valkey.Client
-				if c, err = node(pod); err != nil {
-					break
-				}
-				if err = c.Forget(ctx, a.NodeID); err != nil {
-					break
-				}
-			}
-		case plan.MoveSlots:
-			var moved mover.Tally
-			moved, err = r.slotMover(obs, node, creds, migrate).Move(ctx, log, a)
-			r.Metrics.SlotsMoved(vc.Namespace, vc.Name, moved.Slots, moved.Keys)
-			for _, m := range a.Moves {
-				r.served.handedOver(clusterKey(vc), m.Source, time.Now())
-			}
-		case plan.CloseSlots:
-			err = r.slotMover(obs, node, creds, migrate).Close(ctx, log, a)
-		case plan.SetConfig:
-			// Harmless and independent of the rest of the plan: a node that refuses a value
-			// holds back neither the other nodes' settings nor the roll that follows them. Its
-			// error is the pass's (retried with back-off) once every other step has run.
-			if e := r.setConfig(ctx, log, obs, node, a); e != nil {
-				deferred = errors.Join(deferred, fmt.Errorf("%s: %w", a, e))
-				continue
-			}
-		case plan.ResizePod:
-			err = r.resizePod(ctx, log, vc, obs, a)
-		case plan.RecordSize:
-			err = r.recordSize(ctx, log, vc, obs, a)
-		case plan.Detach:
-			if err = r.markLeaving(ctx, obs, a.Pod); err == nil {
-				r.detachReplica(ctx, log, obs, node, a.Pod)
-			}
-		case plan.DeletePod:
-			// Leaving first: a replica detached by an operator that then stops is retired by
-			// the next one (rule 1b), never left detached for good.
-			if err = r.markLeaving(ctx, obs, a.Pod); err == nil {
-				r.detachReplica(ctx, log, obs, node, a.Pod)
-				err = r.retireNode(ctx, log, obs, a.Pod, a.Reason)
-			}
-			if err == nil && a.Reason == plan.RetireNoRoom {
-				why := fmt.Sprintf("pod %s could not be scheduled in the zone it was to move to", a.Pod)
-				for _, p := range obs.snapshot.Pods {
-					if p.Name == a.Pod && p.Unschedulable != "" {
-						why += ": " + p.Unschedulable
-					}
-				}
-				r.moves.hold(clusterKey(vc), why, time.Now())
-			}
-		case plan.SetBudget:
-			err = r.setBudget(ctx, log, vc, obs, a)
-		case plan.DeleteBudget:
-			err = r.deleteBudget(ctx, log, obs, a)
-		case plan.SetNetworkPolicy:
-			err = r.setNetworkPolicy(ctx, log, vc, obs, a)
-		case plan.DeleteNetworkPolicy:
-			err = r.deleteNetworkPolicy(ctx, log, obs)
-		case plan.WriteACLSecret:
-			if obs.aclSecret == nil {
-				err = errors.New("broken invariant: no ACL Secret rendered")
-			} else {
-				err = r.apply(ctx, obs.aclSecret)
-			}
-		case plan.MarkActive:
-			err = r.markActive(ctx, log, obs, a)
-		case plan.SettleMove:
-			err = r.settleMove(ctx, obs, a)
-		case plan.AnnotatePod:
-			err = r.annotatePod(ctx, log, vc, obs, a)
-		case plan.RecordPod:
-			err = r.recordPod(ctx, obs, a.Pod)
-		case plan.WriteNextPasswords:
-			err = r.writeNextPasswords(ctx, vc)
-		case plan.SetPrimaryAuth:
-			err = r.setPrimaryAuth(ctx, obs, a, node)
-		case plan.PromotePasswords:
-			err = r.promotePasswords(ctx, vc)
-		default:
-			err = fmt.Errorf("broken invariant: no executor for action %T", a)
-		}
-		if err != nil {
-			err = fmt.Errorf("%s: %w", a, err)
-			if independent {
-				deferred = errors.Join(deferred, err)
-			} else {
-				failed = err
-			}
+		out, err := x.run(ctx, a)
+		_, setsConfig := a.(plan.SetConfig)
+		switch {
+		case out.skipped:
+			continue
+		case err != nil && (independent || setsConfig):
+			deferred = errors.Join(deferred, fmt.Errorf("%s: %w", a, err))
+			continue
+		case err != nil:
+			failed = fmt.Errorf("%s: %w", a, err)
 			continue
 		}
-		if !unrecorded {
+		if !out.unrecorded {
+			done := a // what was done, counted and recorded: a, or what it became
+			if out.became != nil {
+				done = out.became
+			}
 			r.recordAction(vc, done)
 		}
 	}
 	return errors.Join(deferred, failed)
+}
+
+// execution is what every action's method needs: the pass's cluster, config, connections and
+// observation. refused is set once the API server refused a pod this pass.
+type execution struct {
+	r              *ValkeyClusterReconciler
+	log            *zap.Logger
+	vc             *v1.ValkeyCluster
+	rc             *resources.ResolvedConfig
+	creds, migrate valkey.Credentials
+	obs            *observation
+	refused        bool
+}
+
+// outcome is what became of one action besides its error: skipped (not run: a pod create after
+// a refusal), unrecorded (done by someone else: nothing to count), became (what was done
+// instead, counted and recorded in its place).
+type outcome struct {
+	skipped, unrecorded bool
+	became              plan.Action
+}
+
+// node is the pooled connection to the node of pod.
+func (x *execution) node(pod string) (*valkey.Client, error) {
+	return x.r.nodeClient(x.vc, x.obs, pod, x.creds)
+}
+
+// run carries out one action: one exhaustive switch over the closed set of actions, one method
+// each (execsteps.go for the nodes' steps, the object's file for a Kubernetes write).
+// gochecksumtype (.golangci.yml) fails the lint when a kind is missing, so default is only
+// reached by a nil action.
+func (x *execution) run(ctx context.Context, a plan.Action) (outcome, error) {
+	r, log, vc, obs := x.r, x.log, x.vc, x.obs
+	switch a := a.(type) {
+	case plan.CreatePod:
+		return x.createPod(ctx, a)
+	case plan.Meet:
+		return outcome{}, x.meet(ctx, a)
+	case plan.AddSlots:
+		return outcome{}, x.addSlots(ctx, a)
+	case plan.Replicate:
+		return outcome{}, x.replicate(ctx, a)
+	case plan.Takeover:
+		return outcome{}, x.takeover(ctx, a)
+	case plan.BumpEpoch:
+		return outcome{}, x.bumpEpoch(ctx, a)
+	case plan.FailoverForce:
+		return x.failoverForce(ctx, a)
+	case plan.Failover:
+		return x.failover(ctx, a)
+	case plan.Forget:
+		return outcome{}, x.forget(ctx, a)
+	case plan.MoveSlots:
+		return outcome{}, x.moveSlots(ctx, a)
+	case plan.CloseSlots:
+		return outcome{}, r.slotMover(obs, x.node, x.creds, x.migrate).Close(ctx, log, a)
+	case plan.SetConfig:
+		return outcome{}, r.setConfig(ctx, log, obs, x.node, a)
+	case plan.ResizePod:
+		return outcome{}, r.resizePod(ctx, log, vc, obs, a)
+	case plan.RecordSize:
+		return outcome{}, r.recordSize(ctx, log, vc, obs, a)
+	case plan.Detach:
+		return outcome{}, x.detach(ctx, a)
+	case plan.DeletePod:
+		return outcome{}, x.deletePod(ctx, a)
+	case plan.SetBudget:
+		return outcome{}, r.setBudget(ctx, log, vc, obs, a)
+	case plan.DeleteBudget:
+		return outcome{}, r.deleteBudget(ctx, log, obs, a)
+	case plan.SetNetworkPolicy:
+		return outcome{}, r.setNetworkPolicy(ctx, log, vc, obs, a)
+	case plan.DeleteNetworkPolicy:
+		return outcome{}, r.deleteNetworkPolicy(ctx, log, obs)
+	case plan.WriteACLSecret:
+		if obs.aclSecret == nil {
+			return outcome{}, errors.New("broken invariant: no ACL Secret rendered")
+		}
+		return outcome{}, r.apply(ctx, obs.aclSecret)
+	case plan.MarkActive:
+		return outcome{}, r.markActive(ctx, log, obs, a)
+	case plan.SettleMove:
+		return outcome{}, r.settleMove(ctx, obs, a)
+	case plan.AnnotatePod:
+		return outcome{}, r.annotatePod(ctx, log, vc, obs, a)
+	case plan.RecordPod:
+		return outcome{}, r.recordPod(ctx, obs, a.Pod)
+	case plan.WriteNextPasswords:
+		return outcome{}, r.writeNextPasswords(ctx, vc)
+	case plan.SetPrimaryAuth:
+		return outcome{}, r.setPrimaryAuth(ctx, obs, a, x.node)
+	case plan.PromotePasswords:
+		return outcome{}, r.promotePasswords(ctx, vc)
+	default:
+		return outcome{}, fmt.Errorf("broken invariant: no executor for action %T", a)
+	}
 }
 
 // promotesLost reports whether a promotes the replica of a lost primary: its shard refuses
