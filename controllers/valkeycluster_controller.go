@@ -82,31 +82,9 @@ type ValkeyClusterReconciler struct {
 	ticks tickLog
 	// conns keeps each node's Valkey connection open across passes (see connections.go).
 	conns valkey.Pool
-	// tls keeps each TLS cluster's client configuration while its Secret stays the same.
-	tls tlsConfigs
-	// foreign remembers the objects found under a cluster's names that it does not control
-	// (ownership.go).
-	foreign foreignObjects
-	// creates holds back the creation of pods after the API server refused one (creates.go).
-	creates createFailures
-	// moves holds back zone moves after one found no room (zones.go).
-	moves zoneMoveHolds
-	// served remembers when each pod's node last served slots (served.go).
-	served servedSlots
-	// live remembers the live settings set and not yet seen applied, and their refusals
-	// (settings.go).
-	live liveAttempts
-	// holds remembers the held live settings changes already said (held.go).
-	holds heldChanges
-	// resizes remembers the in-place resizes the API server refused (resize.go).
-	resizes resizeRefusals
-	// versions is the version of each cluster its last pass ended with (versions.go).
-	versions clusterVersions
-	// names is what each node knows of the categories and commands roles name (rolenames.go).
-	names knownNames
-	// looks keeps each Ready cluster's last quiet pass, and changes says when a watch last
-	// enqueued a cluster (look.go; nil, as in unit tests, makes every pass a full one).
-	looks   quietLooks
+	// clusterMemory is what the controller keeps of each cluster between passes (memory.go).
+	clusterMemory
+	// changes says when a watch last enqueued a cluster (look.go).
 	changes changeTracker
 	// backoff is the controller's rate limiter (pacing.go; nil in unit tests).
 	backoff *backoff
@@ -331,16 +309,7 @@ func (r *ValkeyClusterReconciler) checkACLSecret(ctx context.Context, vc *v1.Val
 // forgetCluster drops what the reconciler keeps of a cluster that is gone or going.
 func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	r.conns.Forget(key)
-	r.looks.forget(key)
-	r.tls.forget(key)
-	r.foreign.forget(key)
-	r.creates.forget(key)
-	r.served.forget(key)
-	r.live.forget(key)
-	r.holds.forget(key)
-	r.resizes.forget(key)
-	r.versions.forget(key)
-	r.names.forget(key)
+	r.clusterMemory.forget(key)
 	r.Guard.Forget(key)
 	if ns, name, ok := strings.Cut(key, "/"); ok {
 		r.Metrics.Forget(ns, name)

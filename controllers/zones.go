@@ -154,6 +154,13 @@ func (h *zoneMoveHolds) hold(key, why string, now time.Time) {
 	h.m[key] = zoneMoveHeld{until: now.Add(zoneMoveHold), why: why}
 }
 
+// forget drops the cluster's hold.
+func (h *zoneMoveHolds) forget(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, key)
+}
+
 // state says why moves are held for the cluster now, "" when they are not.
 func (h *zoneMoveHolds) state(key string, now time.Time) string {
 	h.mu.Lock()
