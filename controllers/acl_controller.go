@@ -194,33 +194,28 @@ func (r *ACLReconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	want := acl.Normalize(file)
 	now := time.Now()
-	targets, behind := fanout.Targets(list.Items, resources.ClientPort, now)
-	addrs := make([]string, len(targets))
-	for i, t := range targets {
-		addrs[i] = t.Addr
-	}
-	targets, skipped := r.notSilent(req.String(), targets, now)
-	behind = behind || skipped
-	results := fanout.Each(ctx, targets, func(ctx context.Context, t fanout.Target) nodeACL {
-		if ctx.Err() != nil { // the pass's budget is spent: a dial would not heed it
-			return nodeACL{pod: t.Pod.Name, err: ctx.Err()}
-		}
+	results, behind := pushToNodes(ctx, log, req.String(), list.Items, &r.nodeRetries, &r.conns, now, func(ctx context.Context, t fanout.Target) nodeACL {
 		n := r.loadNode(ctx, clusterKey(&vc), t.Pod.Name, t.Addr, creds, file, want)
 		n.starting = n.unreachable && fanout.StartedWithin(t.Pod, aclStartupWindow, time.Now())
 		n.silent = n.err != nil && noAnswer(n.err) && ctx.Err() == nil
 		return n
-	}, func(t fanout.Target, p *logging.PanicError) nodeACL {
-		logging.LogPanic(log, t.Pod.Name, p)
-		return nodeACL{pod: t.Pod.Name, err: p}
-	})
-	r.conns.Retain(clusterKey(&vc), addrs)
+	}, func(pod string, err error) nodeACL { return nodeACL{pod: pod, err: err} })
 
-	declared := len(want)
+	behind = r.report(log, &vc, results, len(want), now) || behind
+	r.forgetWarnings(req.String(), list.Items)
+	return ctrl.Result{RequeueAfter: r.next(req.String(), file, behind)}, nil
+}
+
+// report says what each node did in a pass (rules 1, 3 and 4): at WARN a node far beyond its
+// file or one that failed (once per tick and error), at INFO one that now enforces the file.
+// behind is true when a node must be tried again soon (starting, failed, or its file lags).
+func (r *ACLReconciler) report(log *zap.Logger, vc *v1.ValkeyCluster, results []nodeACL, declared int, now time.Time) (behind bool) {
+	key := clusterKey(vc)
 	for _, n := range results {
-		r.heard(req.String()+"/"+n.pod, n.silent, time.Now())
-		if n.oversized && r.ticks.due("oversized/"+req.String()+"/"+n.pod, now) {
+		r.heard(key+"/"+n.pod, n.silent, time.Now())
+		if n.oversized && r.ticks.due("oversized/"+key+"/"+n.pod, now) {
 			log.Warn(logging.MsgACLNodeOversized, logging.Pod(n.pod), zap.Int(logging.FieldUsers, n.users), zap.Int(logging.FieldDeclared, declared))
-			recordEvent(r.Events, &vc, true, EventACLOversized, "Observe",
+			recordEvent(r.Events, vc, true, EventACLOversized, "Observe",
 				"pod %s holds %s ACL users, or rules longer than %d bytes, where the cluster declares %d users: its ACL was set by hand "+
 					"(its default user open?); it was not read, and the cluster's ACL was put back", n.pod, usersSeen(n.users), aclMaxReply, declared)
 		}
@@ -234,7 +229,7 @@ func (r *ACLReconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result
 			// after a bad file was fixed). The WARN is said once per tick per node and error.
 			behind = true
 			r.Metrics.ACLReloadFailed(vc.Namespace, vc.Name)
-			if !r.warnDue(req.String()+"/"+n.pod, n.err.Error(), time.Now()) {
+			if !r.warnDue(key+"/"+n.pod, n.err.Error(), time.Now()) {
 				continue
 			}
 			log.Warn(logging.MsgACLLoadFailed, logging.Pod(n.pod), zap.String(logging.FieldError, acl.ScrubHashes(n.err.Error())))
@@ -245,8 +240,7 @@ func (r *ACLReconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result
 			log.Debug(logging.MsgACLFileBehind, logging.Pod(n.pod))
 		}
 	}
-	r.forgetWarnings(req.String(), list.Items)
-	return ctrl.Result{RequeueAfter: r.next(req.String(), file, behind)}, nil
+	return behind
 }
 
 // desired reads the cluster's ACL file and the operator's credentials from the cache. ok is

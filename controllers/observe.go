@@ -128,11 +128,33 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 	for _, ns := range vc.Status.NodeDetails {
 		lastIDs[ns.Pod] = ns.NodeID
 	}
-	var addrs []string
-	var queried []int
+	addrs, queried := o.addPods(vc, list.Items, nodes, lastIDs, problem)
+	if len(addrs) > 0 {
+		r.askNodes(ctx, vc, o, addrs, queried, creds)
+	}
+	sort.Slice(o.snapshot.Pods, func(i, j int) bool { return o.snapshot.Pods[i].Name < o.snapshot.Pods[j].Name })
+	r.served.observe(clusterKey(vc), &o.snapshot)
+	// Zones are for placement, which can wait: a node list that fails (an informer not synced, a
+	// ClusterRole from before this version) leaves them unknown rather than stall the pass and
+	// the failovers it may carry.
+	zctx, cancel := context.WithTimeout(ctx, zonesTimeout)
+	zones, err := r.observeZones(zctx, vc)
+	cancel()
+	if err == nil {
+		applyZones(&o.snapshot, zones, o.pods)
+	}
+	o.budgetErr = r.observeBudgets(ctx, vc, o)
+	o.networkErr = r.observeNetworkPolicy(ctx, vc, o)
+	return o, nil
+}
+
+// addPods adds to the snapshot a view of every pod of list that is its node's (and of every
+// ValkeyNode without one: lost, or foreign in its place), and returns the node addresses to ask
+// and the index in the snapshot of each one's pod.
+func (o *observation) addPods(vc *v1.ValkeyCluster, items []corev1.Pod, nodes map[string]*v1.ValkeyNode, lastIDs map[string]string, problem string) (addrs []string, queried []int) {
 	foreign := map[string]string{}
-	for i := range list.Items {
-		pod := &list.Items[i]
+	for i := range items {
+		pod := &items[i]
 		vn, byNode := nodeOf(pod, nodes)
 		if _, known := lastIDs[pod.Name]; !byNode || (vn == nil && !known) {
 			// Not a node's pod: the cluster label proves nothing. A pod whose ValkeyNode is gone
@@ -192,39 +214,29 @@ func (r *ValkeyClusterReconciler) observe(ctx context.Context, vc *v1.ValkeyClus
 			o.snapshot.Pods = append(o.snapshot.Pods, lost)
 		}
 	}
-	if len(addrs) > 0 {
-		views := r.conns.Observe(ctx, clusterKey(vc), addrs, creds)
-		o.stats = map[string]valkey.NodeStats{}
-		for i, v := range views {
-			if pe := (*logging.PanicError)(nil); errors.As(v.Err, &pe) {
-				logging.LogPanic(logging.FromContext(ctx), o.snapshot.Pods[queried[i]].Name, pe)
-			}
-			o.snapshot.Pods[queried[i]].Node = nodeView(v)
-			if valkey.IsWrongPass(v.Err) {
-				// What the operator's own credentials say about the cause: a password in its
-				// Secret changed by hand (docs/user/failure-handling.md says how to restore it).
-				o.snapshot.Pods[queried[i]].Node.Err += fmt.Sprintf(" (the node refuses the password in key %s of Secret %s: was it changed by hand? put back the value the cluster was created with)",
-					resources.OperatorPasswordKey, resources.CredentialSecretName(vc))
-			}
-			if v.Reachable {
-				o.stats[o.snapshot.Pods[queried[i]].Name] = v.Stats()
-			}
+	return addrs, queried
+}
+
+// askNodes asks the nodes at addrs for their view (valkey.Pool.Observe, concurrently) and sets
+// it on their pods' views (queried: their index in the snapshot).
+func (r *ValkeyClusterReconciler) askNodes(ctx context.Context, vc *v1.ValkeyCluster, o *observation, addrs []string, queried []int, creds valkey.Credentials) {
+	views := r.conns.Observe(ctx, clusterKey(vc), addrs, creds)
+	o.stats = map[string]valkey.NodeStats{}
+	for i, v := range views {
+		if pe := (*logging.PanicError)(nil); errors.As(v.Err, &pe) {
+			logging.LogPanic(logging.FromContext(ctx), o.snapshot.Pods[queried[i]].Name, pe)
+		}
+		o.snapshot.Pods[queried[i]].Node = nodeView(v)
+		if valkey.IsWrongPass(v.Err) {
+			// What the operator's own credentials say about the cause: a password in its
+			// Secret changed by hand (docs/user/failure-handling.md says how to restore it).
+			o.snapshot.Pods[queried[i]].Node.Err += fmt.Sprintf(" (the node refuses the password in key %s of Secret %s: was it changed by hand? put back the value the cluster was created with)",
+				resources.OperatorPasswordKey, resources.CredentialSecretName(vc))
+		}
+		if v.Reachable {
+			o.stats[o.snapshot.Pods[queried[i]].Name] = v.Stats()
 		}
 	}
-	sort.Slice(o.snapshot.Pods, func(i, j int) bool { return o.snapshot.Pods[i].Name < o.snapshot.Pods[j].Name })
-	r.served.observe(clusterKey(vc), &o.snapshot)
-	// Zones are for placement, which can wait: a node list that fails (an informer not synced, a
-	// ClusterRole from before this version) leaves them unknown rather than stall the pass and
-	// the failovers it may carry.
-	zctx, cancel := context.WithTimeout(ctx, zonesTimeout)
-	zones, err := r.observeZones(zctx, vc)
-	cancel()
-	if err == nil {
-		applyZones(&o.snapshot, zones, o.pods)
-	}
-	o.budgetErr = r.observeBudgets(ctx, vc, o)
-	o.networkErr = r.observeNetworkPolicy(ctx, vc, o)
-	return o, nil
 }
 
 // podView is the part of a Pod the decision needs.

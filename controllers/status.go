@@ -139,31 +139,7 @@ func buildStatus(prev *v1.ValkeyClusterStatus, gen int64, state fsm.State, probl
 	// The intent of a failover is written before it is issued, so a restarted operator does
 	// not issue a second one.
 	st.Failover = failoverStatus(plan.NextFailover(s, pl))
-	st.Nodes, st.NodeDetails = nil, nil
-	st.ReadyNodes = 0
-	shards := map[int]bool{}
-	for _, p := range s.LivePods() {
-		// A node that does not answer keeps its last known id: the failover planner tells by it
-		// which node ids live pods own.
-		ns := v1.NodeStatus{Pod: p.Name, Shard: int32(p.Shard), Ready: fsm.NodeReady(p), IP: p.IP, NodeID: p.LastNodeID}
-		if n := p.Node; n != nil && n.Reachable {
-			ns.NodeID = n.ID
-			ns.Role = v1.NodeRoleReplica
-			if n.Primary {
-				ns.Role = v1.NodeRolePrimary
-				if len(n.MySlots) > 0 {
-					shards[p.Shard] = true
-				}
-			}
-		}
-		if ns.Ready {
-			st.ReadyNodes++
-		}
-		st.Nodes = append(st.Nodes, ns.Pod)
-		st.NodeDetails = append(st.NodeDetails, ns)
-	}
-	st.Shards = int32(len(shards))
-
+	setNodes(st, s)
 	h := decideHealth(state, problem, s, pl)
 	st.Message = h.Message
 	set := func(t string, ok bool, reason, msg string) {
@@ -246,6 +222,35 @@ func capTexts(st *v1.ValkeyClusterStatus) {
 	for i := range st.Conditions {
 		st.Conditions[i].Message = logging.Cap(st.Conditions[i].Message)
 	}
+}
+
+// setNodes sets the nodes' part of st from s: status.nodes, nodeDetails, readyNodes and shards
+// (those whose primary serves slots).
+func setNodes(st *v1.ValkeyClusterStatus, s fsm.Snapshot) {
+	st.Nodes, st.NodeDetails = nil, nil
+	st.ReadyNodes = 0
+	shards := map[int]bool{}
+	for _, p := range s.LivePods() {
+		// A node that does not answer keeps its last known id: the failover planner tells by it
+		// which node ids live pods own.
+		ns := v1.NodeStatus{Pod: p.Name, Shard: int32(p.Shard), Ready: fsm.NodeReady(p), IP: p.IP, NodeID: p.LastNodeID}
+		if n := p.Node; n != nil && n.Reachable {
+			ns.NodeID = n.ID
+			ns.Role = v1.NodeRoleReplica
+			if n.Primary {
+				ns.Role = v1.NodeRolePrimary
+				if len(n.MySlots) > 0 {
+					shards[p.Shard] = true
+				}
+			}
+		}
+		if ns.Ready {
+			st.ReadyNodes++
+		}
+		st.Nodes = append(st.Nodes, ns.Pod)
+		st.NodeDetails = append(st.NodeDetails, ns)
+	}
+	st.Shards = int32(len(shards))
 }
 
 // equalStatus compares two statuses ignoring condition transition times, which

@@ -182,12 +182,7 @@ func (r *TLSReconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{RequeueAfter: TickInterval}, err
 	}
 	if r.expires.due(req.String(), now) {
-		for _, e := range tlsmaterial.Expiring(tm, now) {
-			recordEvent(r.Events, &vc, true, EventCertExpiring, "Observe", "TLS Secret %q: %s (%s) expires at %s", vc.Spec.TLS.SecretRef, e.Key, e.Subject,
-				e.NotAfter.UTC().Format(time.RFC3339))
-			log.Warn(logging.MsgTLSExpiring, zap.String(logging.FieldSecret, vc.Spec.TLS.SecretRef), zap.String(logging.FieldKey, e.Key),
-				zap.String(logging.FieldNotAfter, e.NotAfter.UTC().Format(time.RFC3339)))
-		}
+		r.warnExpiring(log, &vc, tm, now)
 	}
 	// After the expiry check: a held rotation still warns of a certificate about to expire.
 	held, release, ok := r.Guard.Push(req.String(), now)
@@ -211,26 +206,11 @@ func (r *TLSReconciler) pass(ctx context.Context, req ctrl.Request) (ctrl.Result
 	list := corev1.PodList{Items: pods}
 	creds = withTLS(&vc, creds, r.tls.get(req.String(), tm), podAddrs(list.Items))
 
-	targets, behind := fanout.Targets(list.Items, resources.ClientPort, now)
-	addrs := make([]string, len(targets))
-	for i, t := range targets {
-		addrs[i] = t.Addr
-	}
-	targets, skipped := r.notSilent(req.String(), targets, now)
-	behind = behind || skipped
-	results := fanout.Each(ctx, targets, func(ctx context.Context, t fanout.Target) nodeTLS {
-		if ctx.Err() != nil { // the pass's budget is spent: a dial would not heed it
-			return nodeTLS{pod: t.Pod.Name, err: ctx.Err()}
-		}
+	results, behind := pushToNodes(ctx, log, req.String(), list.Items, &r.nodeRetries, &r.conns, now, func(ctx context.Context, t fanout.Target) nodeTLS {
 		n := r.reloadNode(ctx, req.String(), t.Pod.Name, t.Addr, resources.TLSFileParams(t.Pod), creds, tm.Fingerprint(), tick)
 		n.silent = n.err != nil && noAnswer(n.err) && ctx.Err() == nil
 		return n
-	}, func(t fanout.Target, p *logging.PanicError) nodeTLS {
-		logging.LogPanic(log, t.Pod.Name, p)
-		return nodeTLS{pod: t.Pod.Name, err: p}
-	})
-	r.conns.Retain(req.String(), addrs)
-
+	}, func(pod string, err error) nodeTLS { return nodeTLS{pod: pod, err: err} })
 	for _, n := range results {
 		r.heard(req.String()+"/"+n.pod, n.silent, time.Now())
 		switch {
@@ -319,6 +299,16 @@ func servedFingerprint(ctx context.Context, dial valkey.Dialer, addr, serverName
 		return "", fmt.Errorf("tls handshake with %s: no certificate served", addr)
 	}
 	return tlsmaterial.Fingerprint(certs[0].Raw), nil
+}
+
+// warnExpiring says, at WARN and as a Warning Event, each certificate of tm about to expire.
+func (r *TLSReconciler) warnExpiring(log *zap.Logger, vc *v1.ValkeyCluster, tm *tlsmaterial.Material, now time.Time) {
+	for _, e := range tlsmaterial.Expiring(tm, now) {
+		recordEvent(r.Events, vc, true, EventCertExpiring, "Observe", "TLS Secret %q: %s (%s) expires at %s", vc.Spec.TLS.SecretRef, e.Key, e.Subject,
+			e.NotAfter.UTC().Format(time.RFC3339))
+		log.Warn(logging.MsgTLSExpiring, zap.String(logging.FieldSecret, vc.Spec.TLS.SecretRef), zap.String(logging.FieldKey, e.Key),
+			zap.String(logging.FieldNotAfter, e.NotAfter.UTC().Format(time.RFC3339)))
+	}
 }
 
 // credentials reads the operator's credentials for vc from the cache; ok is false while the
