@@ -143,7 +143,7 @@ func (x *execution) failover(ctx context.Context, a plan.Failover) (outcome, err
 	}
 	if !out.unrecorded {
 		fields := []zap.Field{logging.Pod(a.Pod), logging.Node(a.PrimaryID), zap.Int(logging.FieldShard, a.Shard)}
-		if a.Spread {
+		if a.Purpose == plan.Spread {
 			fields = append(fields, zap.String(logging.FieldZone, a.Zone))
 		}
 		x.log.Info(failoverMessage(a), fields...)

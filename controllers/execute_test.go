@@ -136,13 +136,13 @@ func TestExecuteSendsTheCommandsOfEachAction(t *testing.T) {
 			want:   []string{"1: CLUSTER FAILOVER FORCE", "1: CLUSTER NODES"}},
 		{name: "a takeover for a lost primary whose FORCE would not take", action: plan.Takeover{Pod: "p1", PrimaryID: "n0", Reason: plan.TakeoverStaleView},
 			want: []string{"1: CLUSTER FAILOVER TAKEOVER"}},
-		{name: "graceful failover", action: plan.Failover{Pod: "p1", PrimaryID: "n0", Roll: true},
+		{name: "graceful failover", action: plan.Failover{Pod: "p1", PrimaryID: "n0", Purpose: plan.Roll},
 			want: []string{"1: CLUSTER FAILOVER"}},
 		{name: "graceful failover of a replica promoted since",
 			script: func(f *execFixture) {
 				f.node(1).On("CLUSTER FAILOVER", valkeytest.Err("ERR You should send CLUSTER FAILOVER to a replica"))
 			},
-			action: plan.Failover{Pod: "p1", PrimaryID: "n0"},
+			action: plan.Failover{Pod: "p1", PrimaryID: "n0", Purpose: plan.HandOver},
 			want:   []string{"1: CLUSTER FAILOVER"}},
 		{name: "forget on every node that knows the id", action: plan.Forget{NodeID: "gone", Pods: []string{"p0", "p2", "p1"}},
 			want: []string{"0: CLUSTER FORGET gone", "2: CLUSTER FORGET gone", "1: CLUSTER FORGET gone"}},
@@ -527,10 +527,10 @@ func TestExecuteBookkeepingAroundTheSteps(t *testing.T) {
 // replica promoted; each kind its own words (a spread once recorded a deletion's).
 func TestFailoverEventSaysWhatTheLogSays(t *testing.T) {
 	kinds := []plan.Action{
-		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2},
-		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Roll: true},
-		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Realign: true},
-		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Spread: true, Zone: "zone-a"},
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Purpose: plan.HandOver},
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Purpose: plan.Roll},
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Purpose: plan.Realign},
+		plan.Failover{Pod: "p1", PrimaryID: "n0", Shard: 2, Purpose: plan.Spread, Zone: "zone-a"},
 		plan.FailoverForce{Pod: "p1", PrimaryID: "n0", Shard: 2},
 		plan.Takeover{Pod: "p1", PrimaryID: "n0", Shard: 2},
 		plan.Takeover{Pod: "p1", PrimaryID: "n0", Shard: 2, Reason: plan.TakeoverStaleView},
@@ -562,7 +562,7 @@ func TestFailoverEventSaysWhatTheLogSays(t *testing.T) {
 				if !strings.Contains(ev, "shard 2: "+msg+" (pod p1") {
 					t.Errorf("Event %q does not say what the log says: %q", ev, msg)
 				}
-				if sp, ok := a.(plan.Failover); ok && sp.Spread && !strings.Contains(ev, "zone-a") {
+				if sp, ok := a.(plan.Failover); ok && sp.Purpose == plan.Spread && !strings.Contains(ev, "zone-a") {
 					t.Errorf("the spread's Event does not name the zone it leaves: %q", ev)
 				}
 			default:

@@ -45,7 +45,7 @@ func TestDisruptiveStepHoldsThePushes(t *testing.T) {
 		t.Fatalf("a meet held the pushes: %q", what)
 	}
 
-	failover := plan.Failover{Pod: "p1", PrimaryID: "n0", Roll: true}
+	failover := plan.Failover{Pod: "p1", PrimaryID: "n0", Purpose: plan.Roll}
 	if err := f.run(t, failover); err != nil {
 		t.Fatal(err)
 	}

@@ -185,13 +185,14 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 // that is not a failover.
 func failoverMessage(a plan.Action) string {
 	if f, ok := a.(plan.Failover); ok {
-		switch {
-		case f.Roll:
+		switch f.Purpose {
+		case plan.Roll:
 			return logging.MsgFailoverForUpgrade
-		case f.Realign:
+		case plan.Realign:
 			return logging.MsgRealigningShard
-		case f.Spread:
+		case plan.Spread:
 			return logging.MsgSpreadingPrimaries
+		case plan.HandOver:
 		}
 		return logging.MsgPrimaryLeavingHandover
 	}
@@ -214,7 +215,7 @@ func failoverNote(a plan.Action) string {
 	var pod, zone, reason string
 	if f, ok := a.(plan.Failover); ok {
 		shard, pod = f.Shard, f.Pod
-		if f.Spread {
+		if f.Purpose == plan.Spread {
 			zone = f.Zone
 		}
 	}

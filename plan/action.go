@@ -142,21 +142,34 @@ const FailoverCheck = 500 * time.Millisecond
 
 // Failover sends a graceful CLUSTER FAILOVER to Pod's node, a synced replica of PrimaryID, the
 // primary of Shard: the old primary stops writes, the replica catches up, and they swap, so no
-// acknowledged write is lost. Roll is false for a primary whose pod is being deleted while its
-// process still runs, true for a primary of an older spec handing over to an up-to-date replica
-// in a rolling upgrade. Realign is true for a primary of another shard that serves Shard's slots
-// handing them back to Shard's replica (the misplaced planner); then PrimaryID's pod is not of
-// Shard.
+// acknowledged write is lost. Purpose says why (one of the FailoverPurpose values); Zone is the
+// zone a spread failover's primary leaves.
 type Failover struct {
 	Pod, PrimaryID string
 	Shard          int
-	Roll           bool
-	Realign        bool
-	// Spread is true for a failover that moves Shard's primary out of a zone holding more of
-	// the cluster's primaries than it must (the spread planner); Zone is the zone it leaves.
-	Spread bool
-	Zone   string
+	Purpose        FailoverPurpose
+	Zone           string
 }
+
+// FailoverPurpose is why a graceful failover is issued: each has its own log line and Event
+// (controllers' failoverMessage) and its own words in Failover.String.
+type FailoverPurpose string
+
+// The purposes of a graceful failover.
+const (
+	// HandOver: the primary's pod is being deleted while its process still runs (the failover
+	// planner).
+	HandOver FailoverPurpose = "handover"
+	// Roll: a primary of an older spec hands over to an up-to-date replica in a rolling upgrade
+	// (the upgrade planner).
+	Roll FailoverPurpose = "roll"
+	// Realign: a primary of another shard that serves Shard's slots hands them back to Shard's
+	// replica (the misplaced planner); then PrimaryID's pod is not of Shard.
+	Realign FailoverPurpose = "realign"
+	// Spread: Shard's primary moves out of a zone holding more of the cluster's primaries than it
+	// must (the spread planner); Zone is the zone it leaves.
+	Spread FailoverPurpose = "spread"
+)
 
 // SlotMove is one slot to move, keys included, from the primary in pod Source (node SourceID)
 // to the primary in pod Target (node TargetID).
@@ -475,11 +488,13 @@ func (a FailoverForce) String() string {
 
 // String describes the action.
 func (a Failover) String() string {
-	if a.Roll {
+	switch a.Purpose {
+	case Roll:
 		return fmt.Sprintf("%s takes over shard %d from %s for the rolling upgrade", a.Pod, a.Shard, a.PrimaryID)
-	}
-	if a.Realign {
+	case Realign:
 		return fmt.Sprintf("%s takes shard %d's slots back from %s of another shard", a.Pod, a.Shard, a.PrimaryID)
+	case Spread:
+		return fmt.Sprintf("%s takes over shard %d from %s to leave zone %s", a.Pod, a.Shard, a.PrimaryID, a.Zone)
 	}
 	return fmt.Sprintf("%s fails over shard %d from %s", a.Pod, a.Shard, a.PrimaryID)
 }

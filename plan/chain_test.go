@@ -134,7 +134,7 @@ func TestOneDisruptiveActionPerPass(t *testing.T) {
 				}
 				n++
 				disruptive[fmt.Sprintf("%T", a)]++
-				if f, ok := a.(Failover); ok && f.Roll {
+				if f, ok := a.(Failover); ok && f.Purpose == Roll {
 					disruptive["roll"]++
 				}
 				if d, ok := a.(DeletePod); ok && d.Reason != "" {
@@ -257,7 +257,7 @@ func checkSafe(t *testing.T, i int, st fsm.State, s fsm.Snapshot, a Action) {
 			}
 		}
 	}
-	if f, ok := a.(Failover); ok && f.Roll {
+	if f, ok := a.(Failover); ok && f.Purpose == Roll {
 		for _, p := range s.Pods {
 			if p.Name == f.Pod && (p.SpecHash != s.SpecHash || p.Lifecycle != string(v1.LifecycleActive) || p.Node == nil || p.Node.PrimaryID != f.PrimaryID || !p.Node.LinkUp) {
 				t.Fatalf("snapshot %d, %s: %s onto %s, not an up-to-date synced Active replica\n%s", i, st, a, f.Pod, dump(s))

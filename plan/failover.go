@@ -124,7 +124,7 @@ lost:
 		var a Action
 		switch {
 		case planned:
-			a = Failover{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard}
+			a = Failover{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard, Purpose: HandOver}
 		case refused:
 			a = Takeover{Pod: best.Name, PrimaryID: c.primary, Shard: c.shard, Reason: TakeoverForceRefused}
 		case !forceCanWin(live, *best, c.primary):

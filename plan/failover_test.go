@@ -109,12 +109,12 @@ func TestFailover(t *testing.T) {
 			[]Action{CreatePod{Shard: 0}, force0}, waiting0},
 		{"a deleting primary still running: graceful failover before it stops",
 			newSnapshot(fsm.Active, 3, 1, formed, withDeleting("p0-0", true)),
-			[]Action{CreatePod{Shard: 0}, Failover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, waiting0},
+			[]Action{CreatePod{Shard: 0}, Failover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0, Purpose: HandOver}}, waiting0},
 		// The leaving primary takes part in its own handover: no majority is needed, and no
 		// TAKEOVER is issued against a primary that still serves.
 		{"1x1, the primary's pod deleted: graceful failover, not TAKEOVER",
 			newSnapshot(fsm.Active, 1, 1, formed, withDeleting("p0-0", true)),
-			[]Action{CreatePod{Shard: 0}, Failover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0}}, waiting0},
+			[]Action{CreatePod{Shard: 0}, Failover{Pod: "p0-1", PrimaryID: "id-p0-0", Shard: 0, Purpose: HandOver}}, waiting0},
 		// Valkey 9 hands over by itself on SIGTERM: a CLUSTER FAILOVER of the operator's own
 		// would restart the one under way.
 		{"a deleting primary that hands over by itself (shutdown-on-sigterm failover): the pass waits",

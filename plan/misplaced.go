@@ -85,7 +85,7 @@ func planMisplaced(in Input) Step {
 				if !forceCanWin(reachable(s), *best, p.Node.ID) {
 					return Step{Wait: fmt.Sprintf("shard %d: waiting for the primaries to see %s as a replica", x.Shard, best.Name)}
 				}
-				a := Failover{Pod: best.Name, PrimaryID: p.Node.ID, Shard: x.Shard, Realign: true}
+				a := Failover{Pod: best.Name, PrimaryID: p.Node.ID, Shard: x.Shard, Purpose: Realign}
 				return Step{Actions: []Action{a}, Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", x.Shard, best.Name)}
 			}
 			if hold == "" {

@@ -140,7 +140,7 @@ func seed4242(fdf29 func(*fsm.Node)) fsm.Snapshot {
 // vc-fdf29, and vc-8f224, a replica then, holds the second copy.
 func TestMisplacedSeed4242RealignsInsteadOfRetiringTheLastReplica(t *testing.T) {
 	s := seed4242(nil)
-	want := Failover{Pod: "vc-fdf29", PrimaryID: "7069445f", Shard: 0, Realign: true}
+	want := Failover{Pod: "vc-fdf29", PrimaryID: "7069445f", Shard: 0, Purpose: Realign}
 	if p := run(misplaced, fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != want {
 		t.Fatalf("planned %v (waiting %q), want %v", p.Actions, p.Waiting, want)
 	}
@@ -276,7 +276,7 @@ func TestMisplacedAdoptsAShardWhoseNodesAreGone(t *testing.T) {
 		}
 	}
 	agreeViews(&s)
-	if p := run(misplaced, fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != (Failover{Pod: "p0-0", PrimaryID: "id-p1-1", Shard: 0, Realign: true}) {
+	if p := run(misplaced, fsm.Upgrading, s); len(p.Actions) != 1 || p.Actions[0] != (Failover{Pod: "p0-0", PrimaryID: "id-p1-1", Shard: 0, Purpose: Realign}) {
 		t.Fatalf("planned %v (waiting %q), want the failover to p0-0", p.Actions, p.Waiting)
 	}
 	// A new shard (scale-out) whose slots nobody else serves twice is left to the reshard

@@ -170,7 +170,7 @@ func (z zoneCount) handOver(over string, cap int) (Failover, bool) {
 			continue
 		}
 		if best := bestReplica(z.shardPods[shard], choice{purpose: forSpread, primaryID: p.Node.ID, primary: p, primaries: z.primaries, up: z.up, cap: cap}); best != nil {
-			return Failover{Pod: best.Name, PrimaryID: p.Node.ID, Shard: shard, Spread: true, Zone: over}, true
+			return Failover{Pod: best.Name, PrimaryID: p.Node.ID, Shard: shard, Purpose: Spread, Zone: over}, true
 		}
 	}
 	return Failover{}, false

@@ -157,7 +157,7 @@ func planUpgrade(in Input) Step {
 			// its next election for 4 x cluster-node-timeout (a 2x2's roll stalled 24 s so).
 			return Step{Wait: fmt.Sprintf("shard %d: waiting for the primaries to see %s as a replica", shard, best.Name)}
 		}
-		a := Failover{Pod: best.Name, PrimaryID: primary.Node.ID, Shard: shard, Roll: true}
+		a := Failover{Pod: best.Name, PrimaryID: primary.Node.ID, Shard: shard, Purpose: Roll}
 		return Step{Actions: []Action{a}, Wait: fmt.Sprintf("shard %d: waiting for the failover to %s", shard, best.Name)}
 	case outdatedPrimary || len(outdatedReplicas) > 0:
 		return Step{Actions: []Action{CreatePod{Shard: shard, Avoid: avoidZones(s.Zones, pods)}}, Wait: fmt.Sprintf("shard %d: waiting for an up-to-date replica to join", shard)}

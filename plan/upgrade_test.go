@@ -141,7 +141,7 @@ func TestRollOneShard(t *testing.T) {
 	}
 	s = snap(withReplica("p0-2", 0, true), departed("p0-1"), withReplica("p0-3", 0, true), withOffsets(map[string]int64{"p0-3": 1010}), withPrimaryOffset(1010))
 	p = run(upgrade, fsm.Upgrading, s)
-	want := Failover{Pod: "p0-3", PrimaryID: "id-p0-0", Shard: 0, Roll: true}
+	want := Failover{Pod: "p0-3", PrimaryID: "id-p0-0", Shard: 0, Purpose: Roll}
 	if len(p.Actions) != 1 || p.Actions[0] != want {
 		t.Fatalf("step 5: want %v, got %v", want, p.Actions)
 	}
@@ -225,7 +225,7 @@ func TestRollWithoutReplicas(t *testing.T) {
 	}
 	s = newSnapshot(fsm.Upgrading, 2, 0, formed, outdated, withReplica("p0-9", 0, true), withPrimaryOffset(1000))
 	p := run(upgrade, fsm.Upgrading, s)
-	if want := (Failover{Pod: "p0-9", PrimaryID: "id-p0-0", Shard: 0, Roll: true}); len(p.Actions) != 1 || p.Actions[0] != want {
+	if want := (Failover{Pod: "p0-9", PrimaryID: "id-p0-0", Shard: 0, Purpose: Roll}); len(p.Actions) != 1 || p.Actions[0] != want {
 		t.Fatalf("want %v, got %v", want, p.Actions)
 	}
 	// Shard 1 waits: one shard in motion at a time.
