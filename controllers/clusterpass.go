@@ -295,8 +295,11 @@ func (p *clusterPass) planSteps() {
 // operator that dies in between still said so.
 func (p *clusterPass) writeStatus(ctx context.Context) error {
 	var err error
-	p.health, err = p.r.writeStatus(ctx, &p.vc, p.state, p.problem, p.obs, p.plan)
-	return err
+	if p.health, err = p.r.writeStatus(ctx, &p.vc, p.state, p.problem, p.obs, p.plan); err != nil {
+		return err
+	}
+	p.r.sayRotationPhase(p.log, &p.vc, p.obs)
+	return nil
 }
 
 // execute carries out the plan. A broken invariant of the planners (plan.Err) dropped its

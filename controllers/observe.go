@@ -64,6 +64,8 @@ type observation struct {
 	// the replication password of its phase (what a plan.SetPrimaryAuth sets): never logged.
 	rotation    *v1.PasswordRotationStatus
 	primaryAuth string
+	// rotationEntered: the rotation entered its phase this pass (said once the status is written).
+	rotationEntered bool
 }
 
 // clusterKey is the observed cluster's "namespace/name", "" when vc is not set.

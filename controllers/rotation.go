@@ -62,6 +62,13 @@ func (r *ValkeyClusterReconciler) rotationStep(ctx context.Context, log *zap.Log
 		return err // ensureCredential read it a moment ago: a transient error
 	}
 	_, _, rot.NextStored = resources.StoredPasswords(s.Data)
+	rot.NextPartial = resources.NextPartial(s.Data)
+	if rot.Under() && rot.NextPartial && r.ticks.due("rotation/"+clusterKey(vc), time.Now()) {
+		why := fmt.Sprintf("Secret %s holds one of %s and %s and not the other (edited by hand?): the rotation goes back to its Adding phase and writes the missing one",
+			s.Name, resources.OperatorPasswordNextKey, resources.ReplPasswordNextKey)
+		log.Warn(logging.MsgPasswordRotationRestarted, zap.String(logging.FieldReason, why))
+		recordEvent(r.Events, vc, true, EventPasswordRotation, "Rotate", "%s", why)
+	}
 	if rot.Under() {
 		r.observeRotation(ctx, vc, obs, creds, withPasswords(*sys, resources.ForPhase(rot.Phase, s.Data)))
 	}
@@ -70,15 +77,23 @@ func (r *ValkeyClusterReconciler) rotationStep(ctx context.Context, log *zap.Log
 		log.Debug(logging.MsgPasswordRotation, zap.String(logging.FieldPhase, phase), zap.String(logging.FieldRequest, rot.Asked), zap.String(logging.FieldWaiting, waiting))
 	}
 	obs.rotation = rotationStatus(vc.Status.PasswordRotation, rot, phase, obs.snapshot.Now)
-	if phase != rot.Phase {
-		log.Info(logging.MsgPasswordRotation, zap.String(logging.FieldPhase, phase), zap.String(logging.FieldRequest, obs.rotation.Request))
-		recordEvent(r.Events, vc, false, EventPasswordRotation, "Rotate", "rotation of the system passwords (request %q): %s", obs.rotation.Request, phase)
-	}
+	obs.rotationEntered = phase != rot.Phase
 	rot.Phase = phase
 	pp := resources.ForPhase(phase, s.Data)
 	*sys = withPasswords(*sys, pp)
 	obs.primaryAuth = pp.Use.Repl
 	return nil
+}
+
+// sayRotationPhase says the phase a rotation entered this pass, once the status that records it
+// is written: an operator killed in between enters it again, and says it once.
+func (r *ValkeyClusterReconciler) sayRotationPhase(log *zap.Logger, vc *v1.ValkeyCluster, obs *observation) {
+	if !obs.rotationEntered || obs.rotation == nil {
+		return
+	}
+	st := obs.rotation
+	log.Info(logging.MsgPasswordRotation, zap.String(logging.FieldPhase, st.Phase), zap.String(logging.FieldRequest, st.Request))
+	recordEvent(r.Events, vc, false, EventPasswordRotation, "Rotate", "rotation of the system passwords (request %q): %s", st.Request, st.Phase)
 }
 
 // withPasswords is sys with the passwords of pp.

@@ -21,6 +21,9 @@ import (
 //     replication password (NodeRotation.PrimaryAuth).
 //  4. Retiring ends when the Secret holds only the new passwords and every node's system users
 //     accept them alone.
+//  5. A Secret that lost one of the next passwords (edited by hand) while a rotation is under
+//     way takes the rotation back to Adding, where the missing one is written again: carrying on
+//     would take it to Complete with the old passwords.
 //
 // "Every node": no pod starting (Pending), and every running pod's node answered and passed.
 // A pod that is gone or failed is replaced from the Secrets as they stand, and checked once it
@@ -32,8 +35,9 @@ type Rotation struct {
 	Phase string
 	// Request is status.passwordRotation.request; Asked is the annotation's value.
 	Request, Asked string
-	// NextStored: the credential Secret holds next passwords.
-	NextStored bool
+	// NextStored: the credential Secret holds next passwords. NextPartial: it holds one and not
+	// the other (edited by hand).
+	NextStored, NextPartial bool
 }
 
 // NodeRotation is one node's part of a rotation under way, checked against the pass's phase.
@@ -63,6 +67,9 @@ func (s Snapshot) RotationNext() (phase, waiting string) {
 	r := s.Rotation
 	if r == nil {
 		return "", ""
+	}
+	if r.Under() && r.NextPartial {
+		return v1.RotationAdding, "the credential Secret holds only one of the next passwords: the rotation adds them again"
 	}
 	switch r.Phase {
 	case "", v1.RotationComplete:

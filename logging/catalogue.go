@@ -339,6 +339,10 @@ const (
 	// rotate-system-passwords annotation cannot be answered (longer than 253 characters); nothing
 	// is rotated. At most once a tick.
 	MsgPasswordRotationRefused = "system password rotation refused"
+	// MsgPasswordRotationRestarted (WARN, TargetCluster): cluster_name, reason. Ours: the
+	// credential Secret lost one of the next passwords during a rotation (edited by hand); the
+	// rotation goes back to Adding and writes the missing one. At most once a tick.
+	MsgPasswordRotationRestarted = "system password rotation restarted"
 
 	// MsgPodsFailingOnStart (WARN, TargetCluster): cluster_name, reason (the same text as
 	// status.message). Pods of the current spec exit on start; no more are created until the
@@ -454,6 +458,7 @@ var Catalogue = []Entry{
 	{MsgCredentialMissing, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldSecret, FieldKey}},
 	{MsgPasswordRotation, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPhase, FieldRequest}},
 	{MsgPasswordRotationRefused, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
+	{MsgPasswordRotationRestarted, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgShardDataLost, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldSlots}},
 	{MsgDetachFailed, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldError}},

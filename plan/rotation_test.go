@@ -60,6 +60,10 @@ func TestRotationPhases(t *testing.T) {
 			rotating(v1.RotationSwitching, true, switched)(s)
 			s.Pods[2].Node = &fsm.Node{}
 		}, v1.RotationSwitching, true, nil},
+		{"Switching, one next password deleted by hand: back to Adding, written again", fsm.Active, func(s *fsm.Snapshot) {
+			rotating(v1.RotationSwitching, false, switched)(s)
+			s.Rotation.NextPartial = true
+		}, v1.RotationAdding, true, WriteNextPasswords{}},
 		{"Retiring, Secret not promoted: promotes", fsm.Active, rotating(v1.RotationRetiring, true, both), v1.RotationRetiring, true, PromotePasswords{}},
 		{"Retiring, promoted, every node alone: complete", fsm.Active, rotating(v1.RotationRetiring, false, both), v1.RotationComplete, false, nil},
 		{"Retiring, a failed pod: not waited for", fsm.Active, func(s *fsm.Snapshot) {

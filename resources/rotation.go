@@ -24,15 +24,25 @@ func StoredPasswords(data map[string][]byte) (current, next SystemPasswords, ok 
 	return current, SystemPasswords{Operator: op, Repl: repl, Migrate: MigratePassword(map[string][]byte{OperatorPasswordKey: []byte(op)})}, true
 }
 
-// WithNextPasswords returns data with fresh next passwords, unless it holds them already (a
-// rotation whose first step was carried out before the operator restarted keeps them: a node
-// may have been given them).
+// NextPartial reports whether data holds one of the next passwords and not the other: the
+// Secret was edited by hand during a rotation.
+func NextPartial(data map[string][]byte) bool {
+	return (len(data[OperatorPasswordNextKey]) > 0) != (len(data[ReplPasswordNextKey]) > 0)
+}
+
+// WithNextPasswords returns data with fresh next passwords where it holds none: a rotation whose
+// first step was carried out before the operator restarted keeps them, and one whose Secret lost
+// one of them by hand keeps the other (a node may have been given them, a replica may
+// authenticate with the next replication password already).
 func WithNextPasswords(data map[string][]byte) (map[string][]byte, bool, error) {
 	if _, _, ok := StoredPasswords(data); ok {
 		return data, false, nil
 	}
 	out := maps.Clone(data)
 	for _, k := range []string{OperatorPasswordNextKey, ReplPasswordNextKey} {
+		if len(out[k]) > 0 {
+			continue
+		}
 		pw, err := NewPassword()
 		if err != nil {
 			return nil, false, err

@@ -26,6 +26,13 @@ func TestRotationPasswords(t *testing.T) {
 	if again, changed, _ := WithNextPasswords(withNext); changed || string(again[OperatorPasswordNextKey]) != string(withNext[OperatorPasswordNextKey]) {
 		t.Fatal("the next passwords were written twice")
 	}
+	partial := map[string][]byte{OperatorPasswordKey: []byte("op0"), ReplPasswordKey: []byte("repl0"), ReplPasswordNextKey: []byte("repl1")}
+	if !NextPartial(partial) || NextPartial(withNext) || NextPartial(data) {
+		t.Fatal("NextPartial")
+	}
+	if filled, _, _ := WithNextPasswords(partial); string(filled[ReplPasswordNextKey]) != "repl1" || len(filled[OperatorPasswordNextKey]) == 0 {
+		t.Fatal("WithNextPasswords did not keep the next replication password a replica may use already")
+	}
 	_, next, ok := StoredPasswords(withNext)
 	if !ok || next.Operator == "" || next.Repl == "" || next.Migrate == "" || next.Migrate == cur.Migrate {
 		t.Fatalf("next: %+v", next)
