@@ -38,6 +38,8 @@ type clusterPass struct {
 	problem        string
 	rc             *resources.ResolvedConfig
 	users          *resolvedACL
+	serviceMissing bool
+	serviceBehind  bool
 	sys            acl.SystemUsers
 	creds, migrate valkey.Credentials
 	// nodeSpec: the spec a node created now gets (nil while the spec cannot be acted on) and
@@ -140,6 +142,9 @@ func (p *clusterPass) load(ctx context.Context) (*credentialMissing, error) {
 		return nil, err
 	}
 	p.sys, p.creds, p.migrate, err = r.ensureObjects(ctx, p.log, vc, p.rc)
+	if err == nil {
+		p.serviceMissing, p.serviceBehind, err = r.serviceState(ctx, vc)
+	}
 	var sp *SpecProblem
 	switch missing := (*credentialMissing)(nil); {
 	case errors.As(err, &missing):
@@ -206,6 +211,7 @@ func (p *clusterPass) observe(ctx context.Context) error {
 		}
 	}
 	obs.snapshot.AtomicMoves = p.rc != nil && version.Parse(p.rc.Image.Version).AtomicSlotMigration()
+	obs.snapshot.ServiceMissing, obs.snapshot.ServiceBehind = p.serviceMissing, p.serviceBehind
 	return nil
 }
 

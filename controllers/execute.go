@@ -47,8 +47,7 @@ func (r *ValkeyClusterReconciler) execute(ctx context.Context, log *zap.Logger, 
 	var deferred error // the errors of steps that hold back nothing after them
 	var failed error   // the step that ended the steps: only bookkeeping runs after it
 	for _, a := range pl.Actions {
-		_, writesACL := a.(plan.WriteACLSecret)
-		independent := plan.Upkeep(a) && !writesACL
+		independent := plan.Upkeep(a) && !beforePods(a)
 		if failed != nil && !independent {
 			continue
 		}
@@ -157,6 +156,10 @@ func (x *execution) run(ctx context.Context, a plan.Action) (outcome, error) {
 		return outcome{}, r.setNetworkPolicy(ctx, log, vc, obs, a)
 	case plan.DeleteNetworkPolicy:
 		return outcome{}, r.deleteNetworkPolicy(ctx, log, obs)
+	case plan.CreateService:
+		return outcome{}, r.createService(ctx, log, vc)
+	case plan.UpdateService:
+		return outcome{}, r.updateService(ctx, log, vc)
 	case plan.WriteACLSecret:
 		if obs.aclSecret == nil {
 			return outcome{}, errors.New("broken invariant: no ACL Secret rendered")
@@ -181,6 +184,14 @@ func (x *execution) run(ctx context.Context, a plan.Action) (outcome, error) {
 	}
 }
 
+// beforePods reports whether a is bookkeeping the pods this pass creates depend on (the ACL
+// Secret they mount, the Service their DNS names are under): its failure ends the steps.
+func beforePods(a plan.Action) bool {
+	_, acl := a.(plan.WriteACLSecret)
+	_, svc := a.(plan.CreateService)
+	return acl || svc
+}
+
 // promotesLost reports whether a promotes the replica of a lost primary: its shard refuses
 // writes until it lands, so it does not wait for an ACL or TLS push under way (fanout.Guard's
 // BeginNow). A push to a node that does not answer costs its dial timeout: chaos seed 60606's
@@ -192,7 +203,8 @@ func promotesLost(a plan.Action) bool {
 	case plan.AddSlots, plan.AnnotatePod, plan.CloseSlots, plan.CreatePod, plan.DeleteBudget, plan.DeleteNetworkPolicy,
 		plan.DeletePod, plan.Detach, plan.Failover, plan.Forget, plan.MarkActive, plan.Meet, plan.MoveSlots, plan.RecordPod,
 		plan.Replicate, plan.SetBudget, plan.SetConfig, plan.SetNetworkPolicy, plan.SettleMove, plan.WriteACLSecret,
-		plan.ResizePod, plan.RecordSize, plan.WriteNextPasswords, plan.SetPrimaryAuth, plan.PromotePasswords:
+		plan.ResizePod, plan.RecordSize, plan.WriteNextPasswords, plan.SetPrimaryAuth, plan.PromotePasswords,
+		plan.CreateService, plan.UpdateService:
 		// A graceful failover's shard serves meanwhile; the rest promote nobody.
 	}
 	return false

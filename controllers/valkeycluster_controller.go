@@ -231,10 +231,11 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 	return rc, &resolvedACL{bindings: bindings, roles: roles}, "", nil
 }
 
-// ensureObjects creates what the pods need before they start: the operator's credential
-// Secret (once) and the headless Service. It returns the system users (the ACL Secret is
-// rendered from them later in the pass, once the observation says whether a reshard is pending)
-// and the operator's credentials.
+// ensureObjects creates what the pods need before they start, the operator's credential Secret
+// (once), and reads the headless Service, which the service planner creates or brings up to
+// date (serviceState). It returns the system users (the ACL Secret is rendered from them later in
+// the pass, once the observation says whether a reshard is pending) and the operator's
+// credentials.
 //
 // Each of them, and the ACL Secret, is used only when the cluster controls it (ownership.go): an
 // object of one of their names that it does not control is returned as a *SpecProblem, before
@@ -257,46 +258,62 @@ func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Lo
 	creds = valkey.Credentials{Username: acl.OperatorUser, Password: sys.OperatorPassword}
 	migrate = valkey.Credentials{Username: acl.MigrationUser, Password: sys.MigratePassword}
 
+	return sys, creds, migrate, nil
+}
+
+// serviceState reads the cluster's headless Service: missing, or stored without the original's
+// port names and selector (behind: created by an older operator). One of its name that the
+// cluster does not control is a *SpecProblem, before any pod could be reached through it.
+func (r *ValkeyClusterReconciler) serviceState(ctx context.Context, vc *v1.ValkeyCluster) (missing, behind bool, err error) {
 	var svc corev1.Service
 	err = r.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: resources.ServiceName(vc)}, &svc)
 	switch {
 	case err == nil && !metav1.IsControlledBy(&svc, vc):
 		r.foreign.add(clusterKey(vc), objectRef{"Service", svc.Name})
-		return sys, creds, migrate, notControlled("Service", svc.Name, vc.Name)
+		return false, false, notControlled("Service", svc.Name, vc.Name)
 	case apierrors.IsNotFound(err):
 		// The cache holds only labelled Services: one of this name without the label is
 		// found by a read of the API server.
-		if exists, err := r.checkOwned(ctx, vc, &corev1.Service{}, "Service", resources.ServiceName(vc)); err != nil || exists {
-			return sys, creds, migrate, err
-		}
-		log.Info(logging.MsgCreatingService)
-		if err := r.Create(ctx, resources.BuildService(vc)); apierrors.IsAlreadyExists(err) {
-			_, err = r.checkOwned(ctx, vc, &corev1.Service{}, "Service", resources.ServiceName(vc))
-			return sys, creds, migrate, err
-		} else if err != nil {
-			return sys, creds, migrate, fmt.Errorf("create service: %w", err)
-		}
+		exists, err := r.checkOwned(ctx, vc, &corev1.Service{}, "Service", resources.ServiceName(vc))
+		return !exists, false, err
 	case err != nil:
-		return sys, creds, migrate, fmt.Errorf("get service: %w", err)
-	case resources.ServiceBehind(vc, &svc):
-		// Created by an operator before the original's port names and selector: brought up to
-		// date in place (the pods carry both labels, so its endpoints stay the same).
-		// The cache keeps a bounded part of a Service's spec (stripService): the patch is made
-		// against the stored object, so a selector key of the old one does not survive a merge.
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(&svc), &svc); err != nil {
-			return sys, creds, migrate, fmt.Errorf("get service: %w", err)
-		}
-		if !metav1.IsControlledBy(&svc, vc) || !resources.ServiceBehind(vc, &svc) {
-			break
-		}
-		log.Info(logging.MsgUpdatingService)
-		before := svc.DeepCopy()
-		resources.UpdateService(vc, &svc)
-		if err := r.Patch(ctx, &svc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return sys, creds, migrate, fmt.Errorf("update service: %w", err)
-		}
+		return false, false, fmt.Errorf("get service: %w", err)
 	}
-	return sys, creds, migrate, nil
+	return false, resources.ServiceBehind(vc, &svc), nil
+}
+
+// createService creates the cluster's headless Service (plan.CreateService). One created
+// meanwhile is the cluster's, or a *SpecProblem.
+func (r *ValkeyClusterReconciler) createService(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster) error {
+	log.Info(logging.MsgCreatingService)
+	if err := r.Create(ctx, resources.BuildService(vc)); apierrors.IsAlreadyExists(err) {
+		_, err = r.checkOwned(ctx, vc, &corev1.Service{}, "Service", resources.ServiceName(vc))
+		return err
+	} else if err != nil {
+		return fmt.Errorf("create service: %w", err)
+	}
+	return nil
+}
+
+// updateService brings a Service an operator created before the original's port names and
+// selector up to date in place (plan.UpdateService; the pods carry both labels, so its endpoints
+// stay the same). The cache keeps a bounded part of a Service's spec (stripService): the patch is
+// made against the stored object, so a selector key of the old one does not survive a merge.
+func (r *ValkeyClusterReconciler) updateService(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster) error {
+	var svc corev1.Service
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: resources.ServiceName(vc)}, &svc); err != nil {
+		return fmt.Errorf("get service: %w", err)
+	}
+	if !metav1.IsControlledBy(&svc, vc) || !resources.ServiceBehind(vc, &svc) {
+		return nil
+	}
+	log.Info(logging.MsgUpdatingService)
+	before := svc.DeepCopy()
+	resources.UpdateService(vc, &svc)
+	if err := r.Patch(ctx, &svc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("update service: %w", err)
+	}
+	return nil
 }
 
 // checkACLSecret returns a *SpecProblem when a Secret of the ACL Secret's name exists that vc

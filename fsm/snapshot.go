@@ -96,6 +96,9 @@ type Snapshot struct {
 	// one this pass renders (the controller compares them; false while the spec cannot be acted
 	// on).
 	ACLSecretStale bool
+	// ServiceMissing is true when the cluster's headless Service does not exist; ServiceBehind
+	// when it lacks the original's port names or selector (an older operator created it).
+	ServiceMissing, ServiceBehind bool
 	// Rotation is the rotation of the system users' passwords asked for or under way (nil:
 	// neither); see rotation.go.
 	Rotation *Rotation

@@ -249,6 +249,13 @@ type SetNetworkPolicy struct{ Create bool }
 // operator's default) turned it off.
 type DeleteNetworkPolicy struct{}
 
+// CreateService creates the cluster's headless Service.
+type CreateService struct{}
+
+// UpdateService brings the cluster's headless Service, created by an older operator, to the
+// original's port names and selector.
+type UpdateService struct{}
+
 // WriteACLSecret writes the ACL Secret this pass renders (the ACL file and auth.conf every pod
 // mounts) over the stored one, which is missing or differs.
 type WriteACLSecret struct{}
@@ -276,6 +283,8 @@ func (DeleteBudget) action()        {}
 func (SetNetworkPolicy) action()    {}
 func (DeleteNetworkPolicy) action() {}
 func (WriteACLSecret) action()      {}
+func (CreateService) action()       {}
+func (UpdateService) action()       {}
 func (MarkActive) action()          {}
 func (SettleMove) action()          {}
 func (AnnotatePod) action()         {}
@@ -289,6 +298,8 @@ func (DeleteBudget) upkeep()        {}
 func (SetNetworkPolicy) upkeep()    {}
 func (DeleteNetworkPolicy) upkeep() {}
 func (WriteACLSecret) upkeep()      {}
+func (CreateService) upkeep()       {}
+func (UpdateService) upkeep()       {}
 func (MarkActive) upkeep()          {}
 func (SettleMove) upkeep()          {}
 func (AnnotatePod) upkeep()         {}
@@ -338,6 +349,8 @@ func (DeleteNetworkPolicy) Disruptive() bool { return false }
 // Disruptive: the Secret is read by a pod as it starts and by the ACL controller, which loads it
 // into the nodes by its own rules; harmless.
 func (WriteACLSecret) Disruptive() bool { return false }
+func (CreateService) Disruptive() bool  { return false }
+func (UpdateService) Disruptive() bool  { return false }
 
 // Disruptive: a record of what the nodes already said; harmless.
 func (MarkActive) Disruptive() bool { return false }
@@ -545,6 +558,8 @@ func (DeleteNetworkPolicy) String() string { return "delete the network policy" 
 
 // String describes the action.
 func (WriteACLSecret) String() string { return "write the ACL Secret" }
+func (CreateService) String() string  { return "create the headless Service" }
+func (UpdateService) String() string  { return "update the headless Service's ports and selector" }
 
 // String describes the action.
 func (a MarkActive) String() string { return "mark " + a.Pod + " Active" }

@@ -25,6 +25,26 @@ var aclSecret = Planner{Name: "acl secret", Plan: func(in Input) Step {
 	return Step{Actions: []Action{WriteACLSecret{}}}
 }}
 
+// service creates the cluster's headless Service, or brings one an older operator created up to
+// date (the original's port names and selector). Its rules, in order:
+//
+//  1. Nothing while the spec cannot be acted on: a Service of its name the cluster does not
+//     control is the problem (the controller found it).
+//  2. A missing Service is created (CreateService), before the steps: a pod's DNS name is the
+//     Service's.
+//  3. One behind is brought up to date in place (UpdateService); its endpoints stay the same.
+var service = Planner{Name: "service", Plan: func(in Input) Step {
+	s := in.Snapshot
+	switch {
+	case s.SpecProblem != "":
+	case s.ServiceMissing:
+		return Step{Actions: []Action{CreateService{}}}
+	case s.ServiceBehind:
+		return Step{Actions: []Action{UpdateService{}}}
+	}
+	return Step{}
+}}
+
 // records pins each node's pod in its ValkeyNode (status.podUID): from then on only that pod is
 // the node's (controllers/identity.go). Its rules, in order:
 //
