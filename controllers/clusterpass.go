@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,7 @@ type clusterPass struct {
 	problem        string
 	rc             *resources.ResolvedConfig
 	users          *resolvedACL
+	credential     *corev1.Secret
 	serviceMissing bool
 	serviceBehind  bool
 	sys            acl.SystemUsers
@@ -141,7 +143,7 @@ func (p *clusterPass) load(ctx context.Context) (*credentialMissing, error) {
 	if p.rc, p.users, p.problem, err = r.load(ctx, vc); err != nil || p.problem != "" {
 		return nil, err
 	}
-	p.sys, p.creds, p.migrate, err = r.ensureObjects(ctx, p.log, vc, p.rc)
+	p.sys, p.creds, p.migrate, p.credential, err = r.ensureObjects(ctx, vc, p.rc)
 	if err == nil {
 		p.serviceMissing, p.serviceBehind, err = r.serviceState(ctx, vc)
 	}
@@ -212,6 +214,7 @@ func (p *clusterPass) observe(ctx context.Context) error {
 	}
 	obs.snapshot.AtomicMoves = p.rc != nil && version.Parse(p.rc.Image.Version).AtomicSlotMigration()
 	obs.snapshot.ServiceMissing, obs.snapshot.ServiceBehind = p.serviceMissing, p.serviceBehind
+	obs.credential, obs.snapshot.CredentialStale = p.credential, p.credential != nil
 	return nil
 }
 

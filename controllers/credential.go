@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
 	"github.com/gomomento/valkey-operator/logging"
@@ -93,12 +92,5 @@ func (r *ValkeyClusterReconciler) holdWithoutCredential(ctx context.Context, log
 		Type: v1.ConditionReady, Status: metav1.ConditionUnknown, Reason: ReasonCredentialMissing,
 		Message: "the operator cannot observe the nodes: " + missing.Error(), ObservedGeneration: vc.Generation,
 	})
-	if !equalStatus(&vc.Status, st) {
-		patch := client.MergeFrom(vc.DeepCopy())
-		vc.Status = *st
-		if err := r.Status().Patch(ctx, vc, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("patch status: %w", err)
-		}
-	}
-	return ctrl.Result{RequeueAfter: TickInterval}, nil
+	return ctrl.Result{RequeueAfter: TickInterval}, r.patchStatus(ctx, vc, st)
 }

@@ -156,6 +156,8 @@ func (x *execution) run(ctx context.Context, a plan.Action) (outcome, error) {
 		return outcome{}, r.setNetworkPolicy(ctx, log, vc, obs, a)
 	case plan.DeleteNetworkPolicy:
 		return outcome{}, r.deleteNetworkPolicy(ctx, log, obs)
+	case plan.WriteCredential:
+		return outcome{}, r.writeCredential(ctx, obs.credential)
 	case plan.CreateService:
 		return outcome{}, r.createService(ctx, log, vc)
 	case plan.UpdateService:
@@ -185,11 +187,13 @@ func (x *execution) run(ctx context.Context, a plan.Action) (outcome, error) {
 }
 
 // beforePods reports whether a is bookkeeping the pods this pass creates depend on (the ACL
-// Secret they mount, the Service their DNS names are under): its failure ends the steps.
+// Secret they mount, the credential Secret whose passwords it holds, the Service their DNS
+// names are under): its failure ends the steps.
 func beforePods(a plan.Action) bool {
 	_, acl := a.(plan.WriteACLSecret)
 	_, svc := a.(plan.CreateService)
-	return acl || svc
+	_, cred := a.(plan.WriteCredential)
+	return acl || svc || cred
 }
 
 // promotesLost reports whether a promotes the replica of a lost primary: its shard refuses
@@ -204,7 +208,7 @@ func promotesLost(a plan.Action) bool {
 		plan.DeletePod, plan.Detach, plan.Failover, plan.Forget, plan.MarkActive, plan.Meet, plan.MoveSlots, plan.RecordPod,
 		plan.Replicate, plan.SetBudget, plan.SetConfig, plan.SetNetworkPolicy, plan.SettleMove, plan.WriteACLSecret,
 		plan.ResizePod, plan.RecordSize, plan.WriteNextPasswords, plan.SetPrimaryAuth, plan.PromotePasswords,
-		plan.CreateService, plan.UpdateService:
+		plan.CreateService, plan.UpdateService, plan.WriteCredential:
 		// A graceful failover's shard serves meanwhile; the rest promote nobody.
 	}
 	return false
@@ -382,9 +386,15 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	if obs.rotation != nil {
 		st.PasswordRotation = obs.rotation
 	}
+	return h, r.patchStatus(ctx, vc, st)
+}
+
+// patchStatus is the operator's one write of a cluster's status: st, capped (capTexts), by merge
+// patch through the status subresource, and nothing when it is what the cluster holds already.
+func (r *ValkeyClusterReconciler) patchStatus(ctx context.Context, vc *v1.ValkeyCluster, st *v1.ValkeyClusterStatus) error {
 	capTexts(st)
 	if equalStatus(&vc.Status, st) {
-		return h, nil
+		return nil
 	}
 	base := vc.DeepCopy()
 	// status.nodes is always in the patch: a status an older operator wrote holds objects there,
@@ -394,9 +404,9 @@ func (r *ValkeyClusterReconciler) writeStatus(ctx context.Context, vc *v1.Valkey
 	patch := client.MergeFrom(base)
 	vc.Status = *st
 	if err := r.Status().Patch(ctx, vc, patch); err != nil {
-		return h, fmt.Errorf("patch status: %w", err)
+		return fmt.Errorf("patch status: %w", err)
 	}
-	return h, nil
+	return nil
 }
 
 // SetupWithManager registers the reconciler: it owns the cluster's ValkeyNodes, Services,

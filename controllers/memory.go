@@ -1,5 +1,7 @@
 package controllers
 
+import "sync"
+
 // clusterMemory is everything the cluster controller keeps of a cluster from one pass to the
 // next besides its connections: what Kubernetes and the nodes cannot tell a later pass (a refusal
 // and its back-off, a hold, what was said already). Each memory is keyed by the cluster's
@@ -28,6 +30,8 @@ type clusterMemory struct {
 	versions clusterVersions
 	// names is what each node knows of the categories and commands roles name (rolenames.go).
 	names knownNames
+	// rotationsSaid is the rotation phase each cluster's log last said (rotation.go).
+	rotationsSaid saidPhases
 	// looks keeps each Ready cluster's last quiet pass (look.go; nil, as in unit tests, makes
 	// every pass a full one).
 	looks quietLooks
@@ -46,4 +50,29 @@ func (m *clusterMemory) forget(key string) {
 	m.versions.forget(key)
 	m.names.forget(key)
 	m.looks.forget(key)
+	m.rotationsSaid.forget(key)
+}
+
+// saidPhases is, per cluster, the last phase said.
+type saidPhases struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// swap records phase as said for key and returns the one said before ("" for none).
+func (s *saidPhases) swap(key, phase string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]string{}
+	}
+	prev := s.m[key]
+	s.m[key] = phase
+	return prev
+}
+
+func (s *saidPhases) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
 }

@@ -175,7 +175,7 @@ func (r *ValkeyClusterReconciler) recordAction(vc *v1.ValkeyCluster, a plan.Acti
 	case plan.BumpEpoch, plan.CreatePod, plan.Meet, plan.Replicate, plan.Forget, plan.MoveSlots, plan.CloseSlots, plan.Detach, plan.SetConfig,
 		plan.SetBudget, plan.DeleteBudget, plan.SetNetworkPolicy, plan.DeleteNetworkPolicy, plan.WriteACLSecret, plan.MarkActive,
 		plan.SettleMove, plan.AnnotatePod, plan.RecordPod, plan.ResizePod, plan.RecordSize,
-		plan.WriteNextPasswords, plan.SetPrimaryAuth, plan.PromotePasswords, plan.CreateService, plan.UpdateService:
+		plan.WriteNextPasswords, plan.SetPrimaryAuth, plan.PromotePasswords, plan.CreateService, plan.UpdateService, plan.WriteCredential:
 		// Nothing to count or say (a resize says its own Events): slot moves are counted as they land (mover.Tally).
 	}
 }

@@ -53,6 +53,9 @@ type observation struct {
 	// aclSecret is the ACL Secret this pass renders (what a plan.WriteACLSecret writes), nil
 	// while the spec cannot be acted on.
 	aclSecret *corev1.Secret
+	// credential is the credential Secret a plan.WriteCredential writes (nil when the stored one
+	// is as it should be).
+	credential *corev1.Secret
 	// heldSize is the memory a node created this pass gets while a shrink is refused
 	// (plan.HeldSize), nil when none is: the spec's.
 	heldSize *resource.Quantity

@@ -86,12 +86,18 @@ func (r *ValkeyClusterReconciler) rotationStep(ctx context.Context, log *zap.Log
 }
 
 // sayRotationPhase says the phase a rotation entered this pass, once the status that records it
-// is written: an operator killed in between enters it again, and says it once.
+// is written; and, after an operator restart, the phase of a rotation under way that this
+// operator has not said yet: one killed between the status write and its line left the phase
+// unsaid. So each phase is said at least once, twice only across a restart.
 func (r *ValkeyClusterReconciler) sayRotationPhase(log *zap.Logger, vc *v1.ValkeyCluster, obs *observation) {
-	if !obs.rotationEntered || obs.rotation == nil {
+	st := obs.rotation
+	if st == nil {
 		return
 	}
-	st := obs.rotation
+	said := r.rotationsSaid.swap(clusterKey(vc), st.Phase)
+	if !obs.rotationEntered && (said == st.Phase || st.Phase == v1.RotationComplete) {
+		return
+	}
 	log.Info(logging.MsgPasswordRotation, zap.String(logging.FieldPhase, st.Phase), zap.String(logging.FieldRequest, st.Request))
 	recordEvent(r.Events, vc, false, EventPasswordRotation, "Rotate", "rotation of the system passwords (request %q): %s", st.Request, st.Phase)
 }

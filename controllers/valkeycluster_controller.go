@@ -240,25 +240,24 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 // Each of them, and the ACL Secret, is used only when the cluster controls it (ownership.go): an
 // object of one of their names that it does not control is returned as a *SpecProblem, before
 // any pod could mount it.
-func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, log *zap.Logger, vc *v1.ValkeyCluster, rc *resources.ResolvedConfig) (sys acl.SystemUsers, creds, migrate valkey.Credentials, err error) {
+func (r *ValkeyClusterReconciler) ensureObjects(ctx context.Context, vc *v1.ValkeyCluster, rc *resources.ResolvedConfig) (sys acl.SystemUsers, creds, migrate valkey.Credentials, credential *corev1.Secret, err error) {
 	if err = r.recheckForeign(ctx, vc); err != nil {
-		return sys, creds, migrate, err
+		return sys, creds, migrate, nil, err
 	}
 	if err = r.checkACLSecret(ctx, vc); err != nil {
-		return sys, creds, migrate, err
+		return sys, creds, migrate, nil, err
 	}
-	if sys, err = r.ensureCredential(ctx, vc); err != nil {
-		return sys, creds, migrate, err
+	if sys, credential, err = r.ensureCredential(ctx, vc); err != nil {
+		return sys, creds, migrate, nil, err
 	}
 	if sys.LegacyReplication, err = r.legacyReplication(ctx, vc); err != nil {
-		return sys, creds, migrate, err
+		return sys, creds, migrate, nil, err
 	}
 	sys.SetUsers = !version.Parse(rc.Image.Version).SafeACLLoad()
 	sys.Atomic = version.Parse(rc.Image.Version).AtomicSlotMigration()
 	creds = valkey.Credentials{Username: acl.OperatorUser, Password: sys.OperatorPassword}
 	migrate = valkey.Credentials{Username: acl.MigrationUser, Password: sys.MigratePassword}
-
-	return sys, creds, migrate, nil
+	return sys, creds, migrate, credential, nil
 }
 
 // serviceState reads the cluster's headless Service: missing, or stored without the original's
@@ -336,38 +335,33 @@ func (r *ValkeyClusterReconciler) forgetCluster(key string) {
 	}
 }
 
-// ensureCredential returns the system users' passwords for vc, generating its Secret once, for
-// a cluster that has no pod yet. Missing under a cluster that has pods, it is a
-// *credentialMissing: never regenerated (see credential.go). A Secret from an operator that
-// had no replication user gets its repl-password key added (see replPassword).
-func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (acl.SystemUsers, error) {
+// ensureCredential returns the system users' passwords for vc, and the credential Secret to
+// write (plan.WriteCredential; nil when the stored one is as it should be): a new one, generated
+// once, for a cluster that has no pod yet; a Secret restored by hand, adopted; one from an
+// operator that had no replication user, with its repl-password key added (see replPassword).
+// Missing under a cluster that has pods, it is a *credentialMissing: never regenerated (see
+// credential.go). The pass renders and connects with the passwords of the Secret to write, which
+// the executor writes before anything that depends on them.
+func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.ValkeyCluster) (acl.SystemUsers, *corev1.Secret, error) {
 	var s corev1.Secret
+	var write *corev1.Secret
 	key := types.NamespacedName{Namespace: vc.Namespace, Name: resources.CredentialSecretName(vc)}
 	err := r.APIReader.Get(ctx, key, &s)
 	if apierrors.IsNotFound(err) {
 		live, err := r.hasPods(ctx, vc)
 		if err != nil {
-			return acl.SystemUsers{}, err
+			return acl.SystemUsers{}, nil, err
 		}
 		if live {
-			return acl.SystemUsers{}, &credentialMissing{Secret: key.Name, Key: resources.OperatorPasswordKey, ACLSecret: resources.ACLSecretName(vc)}
+			return acl.SystemUsers{}, nil, &credentialMissing{Secret: key.Name, Key: resources.OperatorPasswordKey, ACLSecret: resources.ACLSecretName(vc)}
 		}
 		fresh, err := resources.BuildCredentialSecret(vc)
 		if err != nil {
-			return acl.SystemUsers{}, err
+			return acl.SystemUsers{}, nil, err
 		}
-		if err := r.Create(ctx, fresh); err != nil {
-			if !apierrors.IsAlreadyExists(err) {
-				return acl.SystemUsers{}, fmt.Errorf("create credential secret: %w", err)
-			}
-			if err := r.APIReader.Get(ctx, key, &s); err != nil {
-				return acl.SystemUsers{}, fmt.Errorf("get credential secret: %w", err)
-			}
-		} else {
-			s = *fresh
-		}
+		s, write = *fresh, fresh
 	} else if err != nil {
-		return acl.SystemUsers{}, fmt.Errorf("get credential secret: %w", err)
+		return acl.SystemUsers{}, nil, fmt.Errorf("get credential secret: %w", err)
 	}
 	if !metav1.IsControlledBy(&s, vc) {
 		// A Secret the user restored by hand (from a backup, after it was deleted: see
@@ -377,36 +371,50 @@ func (r *ValkeyClusterReconciler) ensureCredential(ctx context.Context, vc *v1.V
 		// password.
 		live, err := r.hasPods(ctx, vc)
 		if err != nil {
-			return acl.SystemUsers{}, err
+			return acl.SystemUsers{}, nil, err
 		}
 		if !live || metav1.GetControllerOf(&s) != nil {
 			r.foreign.add(clusterKey(vc), objectRef{"Secret", s.Name})
-			return acl.SystemUsers{}, notControlled("Secret", s.Name, vc.Name)
+			return acl.SystemUsers{}, nil, notControlled("Secret", s.Name, vc.Name)
 		}
 		s.OwnerReferences = append(s.OwnerReferences, resources.OwnerRef(vc))
-		if err := r.Update(ctx, &s); err != nil {
-			return acl.SystemUsers{}, fmt.Errorf("adopt restored credential secret: %w", err)
-		}
+		write = &s
 	}
 	r.foreign.drop(clusterKey(vc), objectRef{"Secret", s.Name})
-	pw := resources.OperatorPassword(s.Data)
-	if pw == "" {
-		return acl.SystemUsers{}, fmt.Errorf("credential secret %s has no key %q", s.Name, resources.OperatorPasswordKey)
+	if resources.OperatorPassword(s.Data) == "" {
+		return acl.SystemUsers{}, nil, fmt.Errorf("credential secret %s has no key %q", s.Name, resources.OperatorPasswordKey)
 	}
-	repl := string(s.Data[resources.ReplPasswordKey])
-	if repl == "" {
-		if repl, err = r.replPassword(ctx, vc); err != nil {
-			return acl.SystemUsers{}, err
+	if len(s.Data[resources.ReplPasswordKey]) == 0 {
+		repl, err := r.replPassword(ctx, vc)
+		if err != nil {
+			return acl.SystemUsers{}, nil, err
 		}
 		s.Data[resources.ReplPasswordKey] = []byte(repl)
-		if err := r.Update(ctx, &s); err != nil {
-			return acl.SystemUsers{}, fmt.Errorf("add %s to credential secret: %w", resources.ReplPasswordKey, err)
-		}
+		write = &s
 	}
 	// The migration user's password: a Secret from before it existed derives one as new
 	// clusters do, which no node uses yet; the ACL controller gives it to every node. While a
 	// rotation is under way, the passwords of the phase the status records (rotation.go).
-	return withPasswords(acl.SystemUsers{}, resources.ForPhase(rotationPhase(vc), s.Data)), nil
+	return withPasswords(acl.SystemUsers{}, resources.ForPhase(rotationPhase(vc), s.Data)), write, nil
+}
+
+// writeCredential writes the credential Secret the pass holds (plan.WriteCredential): creates a
+// new one, or updates the one read (adopted, or given its repl-password key) against the version
+// read. A Secret created meanwhile is an error: the next pass reads it.
+func (r *ValkeyClusterReconciler) writeCredential(ctx context.Context, s *corev1.Secret) error {
+	if s == nil {
+		return errors.New("broken invariant: no credential Secret to write")
+	}
+	if s.ResourceVersion == "" {
+		if err := r.Create(ctx, s); err != nil {
+			return fmt.Errorf("create credential secret: %w", err)
+		}
+		return nil
+	}
+	if err := r.Update(ctx, s); err != nil {
+		return fmt.Errorf("update credential secret: %w", err)
+	}
+	return nil
 }
 
 // replPassword is the replication password for a credential Secret that lacks it: the one the

@@ -99,6 +99,9 @@ type Snapshot struct {
 	// ServiceMissing is true when the cluster's headless Service does not exist; ServiceBehind
 	// when it lacks the original's port names or selector (an older operator created it).
 	ServiceMissing, ServiceBehind bool
+	// CredentialStale is true when the operator's credential Secret is to be written: created
+	// for a new cluster, adopted after a restore, or given a key it lacks.
+	CredentialStale bool
 	// Rotation is the rotation of the system users' passwords asked for or under way (nil:
 	// neither); see rotation.go.
 	Rotation *Rotation

@@ -249,6 +249,10 @@ type SetNetworkPolicy struct{ Create bool }
 // operator's default) turned it off.
 type DeleteNetworkPolicy struct{}
 
+// WriteCredential writes the operator's credential Secret the pass holds (created, adopted, or
+// given a key it lacks).
+type WriteCredential struct{}
+
 // CreateService creates the cluster's headless Service.
 type CreateService struct{}
 
@@ -284,6 +288,7 @@ func (SetNetworkPolicy) action()    {}
 func (DeleteNetworkPolicy) action() {}
 func (WriteACLSecret) action()      {}
 func (CreateService) action()       {}
+func (WriteCredential) action()     {}
 func (UpdateService) action()       {}
 func (MarkActive) action()          {}
 func (SettleMove) action()          {}
@@ -299,6 +304,7 @@ func (SetNetworkPolicy) upkeep()    {}
 func (DeleteNetworkPolicy) upkeep() {}
 func (WriteACLSecret) upkeep()      {}
 func (CreateService) upkeep()       {}
+func (WriteCredential) upkeep()     {}
 func (UpdateService) upkeep()       {}
 func (MarkActive) upkeep()          {}
 func (SettleMove) upkeep()          {}
@@ -348,9 +354,10 @@ func (DeleteNetworkPolicy) Disruptive() bool { return false }
 
 // Disruptive: the Secret is read by a pod as it starts and by the ACL controller, which loads it
 // into the nodes by its own rules; harmless.
-func (WriteACLSecret) Disruptive() bool { return false }
-func (CreateService) Disruptive() bool  { return false }
-func (UpdateService) Disruptive() bool  { return false }
+func (WriteACLSecret) Disruptive() bool  { return false }
+func (CreateService) Disruptive() bool   { return false }
+func (WriteCredential) Disruptive() bool { return false }
+func (UpdateService) Disruptive() bool   { return false }
 
 // Disruptive: a record of what the nodes already said; harmless.
 func (MarkActive) Disruptive() bool { return false }
@@ -557,9 +564,10 @@ func (a SetNetworkPolicy) String() string {
 func (DeleteNetworkPolicy) String() string { return "delete the network policy" }
 
 // String describes the action.
-func (WriteACLSecret) String() string { return "write the ACL Secret" }
-func (CreateService) String() string  { return "create the headless Service" }
-func (UpdateService) String() string  { return "update the headless Service's ports and selector" }
+func (WriteACLSecret) String() string  { return "write the ACL Secret" }
+func (CreateService) String() string   { return "create the headless Service" }
+func (WriteCredential) String() string { return "write the operator's credential Secret" }
+func (UpdateService) String() string   { return "update the headless Service's ports and selector" }
 
 // String describes the action.
 func (a MarkActive) String() string { return "mark " + a.Pod + " Active" }

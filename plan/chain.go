@@ -199,7 +199,7 @@ func Default() Chain {
 // disruption budgets (a pod this pass creates counts as not yet a full copy before it exists, so
 // its shard's budget is raised first), the NetworkPolicy (in place before a pod this pass
 // creates opens its bus) and the ACL Secret (a pod this pass creates mounts it).
-func Before() Chain { return Chain{service, budgets, networkPolicy, aclSecret, rotation} }
+func Before() Chain { return Chain{credential, service, budgets, networkPolicy, aclSecret, rotation} }
 
 // After returns the bookkeeping planners whose actions run after the chain's: they record what
 // the nodes already said (a join completed, a zone move settled) and bring spec.podAnnotations

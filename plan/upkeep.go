@@ -45,6 +45,16 @@ var service = Planner{Name: "service", Plan: func(in Input) Step {
 	return Step{}
 }}
 
+// credential writes the operator's credential Secret (WriteCredential) when the controller found
+// it to write (fsm.Snapshot.CredentialStale): before the ACL Secret, which holds the hashes of its
+// passwords. Nothing while the spec cannot be acted on.
+var credential = Planner{Name: "credential", Plan: func(in Input) Step {
+	if in.Snapshot.SpecProblem != "" || !in.Snapshot.CredentialStale {
+		return Step{}
+	}
+	return Step{Actions: []Action{WriteCredential{}}}
+}}
+
 // records pins each node's pod in its ValkeyNode (status.podUID): from then on only that pod is
 // the node's (controllers/identity.go). Its rules, in order:
 //
