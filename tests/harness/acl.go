@@ -80,19 +80,6 @@ var (
 	Answered = func(s string, err error) bool { return err == nil }
 )
 
-// UpdateCluster applies mutate to the current vc and updates it, retrying on conflicts.
-func UpdateCluster(t *testing.T, vc *v1.ValkeyCluster, mutate func(*v1.ValkeyCluster)) {
-	t.Helper()
-	for range 10 {
-		cur := CurrentCluster(t, vc)
-		mutate(cur)
-		if err := K8s.Update(context.Background(), cur); err == nil {
-			return
-		}
-	}
-	t.Fatal("could not update the cluster")
-}
-
 // WaitStateMessage waits for vc's state and status.message.
 func WaitStateMessage(t *testing.T, vc *v1.ValkeyCluster, state v1.State, message string) {
 	t.Helper()

@@ -123,7 +123,7 @@ func TestACL(t *testing.T) {
 
 	// A user added: AUTH works, its pattern works, outside it and a denied command are NOPERM,
 	// and the default user is off.
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) {
 		c.Spec.ACL = []v1.ACLBinding{harness.Bind("app", []string{"h1"}, harness.Permit("acl-rw", "app:*", v1.KeyAccessReadWrite))}
 	})
 	onEveryNode(t, "user added", one,
@@ -147,7 +147,7 @@ func TestACL(t *testing.T) {
 	if err := w1.WaitAcked(20, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) {
 		c.Spec.ACL[0].PasswordHashes = []string{harness.PasswordHash("h1"), harness.PasswordHash("h2")}
 	})
 	onEveryNode(t, "second password", one,
@@ -163,7 +163,7 @@ func TestACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	w1.Stop()
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL[0].PasswordHashes = []string{harness.PasswordHash("h2")} })
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL[0].PasswordHashes = []string{harness.PasswordHash("h2")} })
 	onEveryNode(t, "old password removed", one,
 		nodeCheck{"app", "h1", []string{"PING"}, harness.Refused, "old password"},
 		nodeCheck{"app", "h2", []string{"PING"}, harness.Answered, "new password"})
@@ -197,7 +197,7 @@ func TestACL(t *testing.T) {
 	onEveryNode(t, "role got write back", one, nodeCheck{"app", "h2", []string{"SET", "app:k", "v"}, allowed, "write"})
 
 	// Selectors: read on a:* plus write on b:* cannot write a:*.
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) {
 		c.Spec.ACL = append(c.Spec.ACL, harness.Bind("split", []string{"s"},
 			harness.Permit("acl-ro", "a:*", v1.KeyAccessRead), harness.Permit("acl-wo", "b:*", v1.KeyAccessReadWrite)),
 			harness.Bind("admin", []string{"adm"}, harness.Permit("acl-admin", "*", v1.KeyAccessReadWrite)))
@@ -261,16 +261,16 @@ func TestACL(t *testing.T) {
 	updateObj(t, ro, func(r *v1.ValkeyRole) { r.Spec.Commands = nil })
 
 	// A username bound at both levels: Invalid with the docs' message; the nodes keep their ACL.
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) {
 		c.Spec.ACL = append(c.Spec.ACL, harness.Bind("platform", []string{"x"}, harness.Permit("acl-rw", "x:*", v1.KeyAccessReadWrite)))
 	})
 	harness.WaitStateMessage(t, vc, v1.StateInvalid, `duplicate username "platform" in merged ACL bindings`)
 	onEveryNode(t, "ACL kept while Invalid", one, nodeCheck{"platform", "p", []string{"PING"}, harness.Answered, "platform"})
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL = c.Spec.ACL[:len(c.Spec.ACL)-1] })
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL = c.Spec.ACL[:len(c.Spec.ACL)-1] })
 	harness.WaitStateMessage(t, vc, v1.StateActive, "")
 
 	// A missing role: Invalid with the docs' message, until the role exists.
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) {
 		c.Spec.ACL = append(c.Spec.ACL, harness.Bind("late", []string{"l"}, harness.Permit("acl-late", "l:*", v1.KeyAccessReadWrite)))
 	})
 	harness.WaitStateMessage(t, vc, v1.StateInvalid, `ValkeyRole "acl-late" not found (referenced by user "late")`)
@@ -288,7 +288,7 @@ func TestACL(t *testing.T) {
 		{"acl-bad", `ValkeyRole "acl-bad": command "nosuchcmd" is not known to node ` + vc.Name + `-`},
 		{"acl-json", `ValkeyRole "acl-json": category "json" is not known to node ` + vc.Name + `-`},
 	} {
-		harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {
+		harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) {
 			c.Spec.ACL = append(c.Spec.ACL, harness.Bind("bad", []string{"b"}, harness.Permit(bad.role, "b:*", v1.KeyAccessRead)))
 		})
 		harness.WaitFor(t, "Invalid naming "+bad.role+"'s unknown name and a node", time.Minute, func() string {
@@ -300,12 +300,12 @@ func TestACL(t *testing.T) {
 		})
 		onEveryNode(t, "ACL kept while a role is unknown", one, nodeCheck{"late", "l", []string{"PING"}, harness.Answered, "late"})
 		onEveryNode(t, "the unknown name never reached a node", one, nodeCheck{"bad", "b", []string{"PING"}, harness.Refused, "bad"})
-		harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL = c.Spec.ACL[:len(c.Spec.ACL)-1] })
+		harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL = c.Spec.ACL[:len(c.Spec.ACL)-1] })
 		harness.WaitStateMessage(t, vc, v1.StateActive, "")
 	}
 
 	// The user removed: AUTH refused everywhere.
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) {
 		c.Spec.ACL = []v1.ACLBinding{c.Spec.ACL[1], c.Spec.ACL[2], c.Spec.ACL[3]} // split, admin, late
 	})
 	onEveryNode(t, "user removed", one, nodeCheck{"app", "h2", []string{"PING"}, harness.Refused, "removed user"})
@@ -358,7 +358,7 @@ func TestACL(t *testing.T) {
 	if _, err := harness.WaitState(context.Background(), harness.K8s, client.ObjectKeyFromObject(vc), v1.StateUpgrading, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL[0].PasswordHashes = []string{harness.PasswordHash("s2")} })
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ACL[0].PasswordHashes = []string{harness.PasswordHash("s2")} })
 	rotated := []nodeCheck{
 		{"split", "s2", []string{"SET", "b:1", "v"}, allowed, "new password"},
 		{"split", "s", []string{"PING"}, harness.Refused, "old password"},
@@ -380,7 +380,7 @@ func TestACL(t *testing.T) {
 	// On Valkey 9 (ACL LOAD of the mounted file): a role edit reaches every node once the
 	// kubelet has refreshed the Secret volume, and a manual ACL SETUSER is reverted.
 	updateObj(t, rw, func(r *v1.ValkeyRole) { r.Spec.Categories = r.Spec.Categories[:1] })
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) {
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) {
 		c.Spec.ACL = append(c.Spec.ACL, harness.Bind("app", []string{"h3"}, harness.Permit("acl-rw", "app:*", v1.KeyAccessReadWrite)))
 	})
 	onEveryNode(t, "9.x: user added with a role that lost write", one,

@@ -221,7 +221,7 @@ func TestTopologyEditDuringBootstrapWaits(t *testing.T) {
 	if ts := waitTargetSpec(t, key); ts.Shards != 1 || ts.ReplicasPerShard != 1 || ts.ConfigRef != ns+"-config" {
 		t.Fatalf("targetSpec %+v", ts)
 	}
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 2 })
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Shards = 2 })
 	if st := harness.CurrentCluster(t, vc).Status; st.FormedAt != nil {
 		t.Fatalf("the cluster formed before the edit (state %s): the test shows nothing", st.State)
 	}

@@ -208,7 +208,7 @@ func TestEveryPodKilledWhileInvalid(t *testing.T) {
 
 	config := vc.Spec.ConfigRef
 	missing := ns + "-missing"
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ConfigRef = missing })
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ConfigRef = missing })
 	harness.WaitStateMessage(t, vc, v1.StateInvalid, `ValkeyConfig "`+missing+`" not found`)
 
 	exclude := map[string]bool{}
@@ -235,7 +235,7 @@ func TestEveryPodKilledWhileInvalid(t *testing.T) {
 
 	logFrom := len(harness.Op.Logs())
 	start := time.Now()
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ConfigRef = config })
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.ConfigRef = config })
 	ready := harness.WaitReady(t, vc, shards, replicas, exclude, harness.HealTimeout)
 	t.Logf("cause fixed: Ready again %s after", ready.Sub(start).Round(time.Millisecond))
 	healed := harness.CurrentCluster(t, vc)

@@ -52,7 +52,7 @@ func TestZoneSpreadTooFewZones(t *testing.T) {
 		t.Errorf("%d %q lines in %s, want 1 to %d (once per tick)", warned, logging.MsgZoneSpreadShort, time.Since(created).Round(time.Second), ticks)
 	}
 
-	harness.UpdateCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Placement.Zones = []string{"zone-a", "zone-b"} })
+	harness.EditCluster(t, vc, func(c *v1.ValkeyCluster) { c.Spec.Placement.Zones = []string{"zone-a", "zone-b"} })
 	waitZoneCondition(t, vc, "False", "ZonesEnough")
 }
 
