@@ -74,7 +74,7 @@ func (r *ValkeyClusterReconciler) rotationStep(ctx context.Context, log *zap.Log
 	}
 	phase, waiting := obs.snapshot.RotationNext()
 	if waiting != "" {
-		log.Debug(logging.MsgPasswordRotation, zap.String(logging.FieldPhase, phase), zap.String(logging.FieldRequest, rot.Asked), zap.String(logging.FieldWaiting, waiting))
+		log.Debug(logging.MsgPasswordRotationWaiting, zap.String(logging.FieldPhase, phase), zap.String(logging.FieldWaiting, waiting))
 	}
 	obs.rotation = rotationStatus(vc.Status.PasswordRotation, rot, phase, obs.snapshot.Now)
 	obs.rotationEntered = phase != rot.Phase

@@ -334,15 +334,18 @@ const (
 	// Complete), request (the rotate-system-passwords annotation's value). Ours: a rotation of
 	// the system users' passwords entered the phase (fsm/rotation.go); no pod is replaced. Once
 	// per phase. No password or hash is ever logged.
-	MsgPasswordRotation = "system password rotation"
+	MsgPasswordRotation = "system credentials rotation"
 	// MsgPasswordRotationRefused (WARN, TargetCluster): cluster_name, reason. Ours: the
 	// rotate-system-passwords annotation cannot be answered (longer than 253 characters); nothing
 	// is rotated. At most once a tick.
-	MsgPasswordRotationRefused = "system password rotation refused"
+	MsgPasswordRotationRefused = "system credentials rotation refused"
 	// MsgPasswordRotationRestarted (WARN, TargetCluster): cluster_name, reason. Ours: the
 	// credential Secret lost one of the next passwords during a rotation (edited by hand); the
 	// rotation goes back to Adding and writes the missing one. At most once a tick.
-	MsgPasswordRotationRestarted = "system password rotation restarted"
+	MsgPasswordRotationRestarted = "system credentials rotation restarted"
+	// MsgPasswordRotationWaiting (DEBUG, TargetCluster): cluster_name, phase, waiting (the pods
+	// that hold the phase, and what for). Ours: a rotation stays in its phase this pass.
+	MsgPasswordRotationWaiting = "system credentials rotation waiting"
 
 	// MsgPodsFailingOnStart (WARN, TargetCluster): cluster_name, reason (the same text as
 	// status.message). Pods of the current spec exit on start; no more are created until the
@@ -459,6 +462,7 @@ var Catalogue = []Entry{
 	{MsgPasswordRotation, zapcore.InfoLevel, TargetCluster, []string{FieldClusterName, FieldPhase, FieldRequest}},
 	{MsgPasswordRotationRefused, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgPasswordRotationRestarted, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
+	{MsgPasswordRotationWaiting, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPhase, FieldWaiting}},
 	{MsgPodsFailingOnStart, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldReason}},
 	{MsgShardDataLost, zapcore.WarnLevel, TargetCluster, []string{FieldClusterName, FieldShard, FieldSlots}},
 	{MsgDetachFailed, zapcore.DebugLevel, TargetCluster, []string{FieldClusterName, FieldPod, FieldError}},

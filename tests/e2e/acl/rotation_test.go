@@ -37,7 +37,7 @@ func TestRotateSystemPasswords(t *testing.T) {
 }
 
 // TestRotateSystemPasswordsValkey9 is TestRotateSystemPasswords on a 3×2 on Valkey 9.1.2, with
-// the operator SIGKILLed as each phase begins (its `system password rotation` line): the
+// the operator SIGKILLed as each phase begins (its `system credentials rotation` line): the
 // rotation ends the same.
 func TestRotateSystemPasswordsValkey9(t *testing.T) {
 	vc := rotationCluster(t, "rotate-9", localcluster.Valkey9Version, 2)
@@ -233,7 +233,7 @@ func migratePassword(op string) string {
 	return resources.MigratePassword(map[string][]byte{resources.OperatorPasswordKey: []byte(op)})
 }
 
-// waitPhaseLine waits for the operator's next `system password rotation` line in ns, from line
+// waitPhaseLine waits for the operator's next `system credentials rotation` line in ns, from line
 // from of its log on, and returns its phase and its index; every 50 ms, so that the caller acts
 // at the phase's start.
 func waitPhaseLine(t *testing.T, ns string, from int) (string, int) {
