@@ -105,8 +105,10 @@ func Handover(ctx context.Context, replica, old corev1.Pod, creds valkey.Credent
 		return err
 	}
 	// A manual failover Valkey could not finish within its own 5 s (the primary busy, the
-	// replica a moment behind) is dropped in silence: it is asked again every 6 s.
-	deadline, again := time.Now().Add(20*time.Second), time.Now().Add(6*time.Second)
+	// replica a moment behind) is dropped in silence: it is asked again every 6 s, for 40 s (in
+	// make test at load 38, a replica that had joined a second before was asked four times in
+	// 20 s without taking over).
+	deadline, again := time.Now().Add(40*time.Second), time.Now().Add(6*time.Second)
 	for {
 		if time.Now().After(again) {
 			again = time.Now().Add(6 * time.Second)
@@ -122,7 +124,7 @@ func Handover(ctx context.Context, replica, old corev1.Pod, creds valkey.Credent
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("handover to %s not seen within 20 s", replica.Name)
+			return fmt.Errorf("handover to %s not seen within 40 s", replica.Name)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
