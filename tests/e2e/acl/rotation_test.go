@@ -63,16 +63,7 @@ func TestRotateSystemPasswordsValkey9x1(t *testing.T) {
 // in the middle of the rotation).
 func rotationCluster(t *testing.T, ns, version string, replicas int32) *v1.ValkeyCluster {
 	t.Helper()
-	harness.SetupNamespace(t, ns)
-	img := harness.NewImage(ns + "-image")
-	img.Spec.Tag, img.Spec.Version = version, version
-	harness.Create(t, img, harness.NewConfig(ns+"-config", ns+"-image"))
-	vc := harness.NewCluster(ns, "vc", ns+"-config", harness.WithShards(3), harness.WithReplicas(replicas))
-	harness.Create(t, vc)
-	got, err := harness.WaitState(context.Background(), harness.K8s, client.ObjectKeyFromObject(vc), v1.StateActive, harness.FormTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := harness.ActiveCluster(t, ns, 3, replicas, version)
 	harness.WaitReady(t, got, 3, int(replicas), nil, harness.FormTimeout)
 	harness.WaitPrimariesSpread(t, got)
 	harness.WaitReady(t, got, 3, int(replicas), nil, harness.FormTimeout)
