@@ -3,7 +3,6 @@ package controllers
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -124,33 +123,4 @@ func setHeldCondition(st *v1.ValkeyClusterStatus, gen int64, known bool, msg str
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1.ConditionLiveSettingsHeld, Status: metav1.ConditionTrue,
 			Reason: ReasonAwaitingConfirmation, Message: msg, ObservedGeneration: gen})
 	}
-}
-
-// heldChanges remembers, per cluster ("namespace/name"), the held change last said, so that the
-// INFO line and the Event come once per change rather than once per pass. It drives logging
-// only: a restarted operator says a standing hold once more.
-type heldChanges struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-// announce reports whether change is new for cluster, and remembers it.
-func (h *heldChanges) announce(cluster, change string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.m == nil {
-		h.m = map[string]string{}
-	}
-	if h.m[cluster] == change {
-		return false
-	}
-	h.m[cluster] = change
-	return true
-}
-
-// forget drops what was said about cluster.
-func (h *heldChanges) forget(cluster string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.m, cluster)
 }

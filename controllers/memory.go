@@ -23,7 +23,7 @@ type clusterMemory struct {
 	// (settings.go).
 	live liveAttempts
 	// holds remembers the held live settings changes already said (held.go).
-	holds heldChanges
+	holds lastSaid
 	// resizes remembers the in-place resizes the API server refused (resize.go).
 	resizes resizeRefusals
 	// versions is the version of each cluster its last pass ended with (versions.go).
@@ -31,7 +31,7 @@ type clusterMemory struct {
 	// names is what each node knows of the categories and commands roles name (rolenames.go).
 	names knownNames
 	// rotationsSaid is the rotation phase each cluster's log last said (rotation.go).
-	rotationsSaid saidPhases
+	rotationsSaid lastSaid
 	// looks keeps each Ready cluster's last quiet pass (look.go; nil, as in unit tests, makes
 	// every pass a full one).
 	looks quietLooks
@@ -53,26 +53,32 @@ func (m *clusterMemory) forget(key string) {
 	m.rotationsSaid.forget(key)
 }
 
-// saidPhases is, per cluster, the last phase said.
-type saidPhases struct {
+// lastSaid remembers, per cluster ("namespace/name"), what its log last said of one thing (the
+// held live settings change, the rotation phase), so that a line and its Event come once per
+// change rather than once per pass. It drives logging only: a restarted operator says a standing
+// state once more.
+type lastSaid struct {
 	mu sync.Mutex
 	m  map[string]string
 }
 
-// swap records phase as said for key and returns the one said before ("" for none).
-func (s *saidPhases) swap(key, phase string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]string{}
+// announce reports whether said is new for cluster, and remembers it.
+func (l *lastSaid) announce(cluster, said string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]string{}
 	}
-	prev := s.m[key]
-	s.m[key] = phase
-	return prev
+	if l.m[cluster] == said {
+		return false
+	}
+	l.m[cluster] = said
+	return true
 }
 
-func (s *saidPhases) forget(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, key)
+// forget drops what was said about cluster.
+func (l *lastSaid) forget(cluster string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, cluster)
 }

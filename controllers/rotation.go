@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gomomento/valkey-operator/acl"
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
+	"github.com/gomomento/valkey-operator/fanout"
 	"github.com/gomomento/valkey-operator/fsm"
 	"github.com/gomomento/valkey-operator/logging"
 	"github.com/gomomento/valkey-operator/plan"
@@ -37,7 +37,7 @@ func rotationPhase(vc *v1.ValkeyCluster) string {
 }
 
 // rotationStep observes the rotation of vc's system passwords, decides the phase the pass
-// carries it on in, says so when it changes, and sets sys (the system users the ACL Secret is
+// carries it on in (said once the status records it: sayRotationPhase), and sets sys (the system users the ACL Secret is
 // rendered from) to that phase's passwords; obs.snapshot.Rotation is the pass's rotation, its
 // Phase the decided one, which the status write records. creds are the pass's connections
 // (those of the phase the status records). A no-op, reading nothing, while no rotation is asked
@@ -94,8 +94,8 @@ func (r *ValkeyClusterReconciler) sayRotationPhase(log *zap.Logger, vc *v1.Valke
 	if st == nil {
 		return
 	}
-	said := r.rotationsSaid.swap(clusterKey(vc), st.Phase)
-	if !obs.rotationEntered && (said == st.Phase || st.Phase == v1.RotationComplete) {
+	fresh := r.rotationsSaid.announce(clusterKey(vc), st.Phase)
+	if !obs.rotationEntered && (!fresh || st.Phase == v1.RotationComplete) {
 		return
 	}
 	log.Info(logging.MsgPasswordRotation, zap.String(logging.FieldPhase, st.Phase), zap.String(logging.FieldRequest, st.Request))
@@ -131,83 +131,86 @@ func rotationStatus(prev *v1.PasswordRotationStatus, rot *fsm.Rotation, phase st
 // observeRotation asks every node the pass observed for its part of the rotation, against the
 // passwords of the phase the status records (want): the password hashes of the three system
 // users (ACL GETUSER), and while Switching its masterauth (CONFIG GET, compared here and
-// dropped). A node that does not answer is left without a part (it holds the rotation back).
+// dropped). It asks them as the pushes do (fanout.Each: at most fanout.Limit at once, a panic
+// logged as that node's failure). A node that does not answer is left without a part (it holds
+// the rotation back).
 func (r *ValkeyClusterReconciler) observeRotation(ctx context.Context, vc *v1.ValkeyCluster, obs *observation, creds valkey.Credentials, want acl.SystemUsers) {
 	hashes := acl.SystemHashes(want)
 	phase := obs.snapshot.Rotation.Phase
-	var wg sync.WaitGroup
-	for i := range obs.snapshot.Pods {
-		p := &obs.snapshot.Pods[i]
-		if p.Node == nil || !p.Node.Reachable {
-			continue
+	var targets []fanout.Target
+	index := map[string]int{} // a target's pod's index in the snapshot
+	for i, p := range obs.snapshot.Pods {
+		if pod := obs.pods[p.Name]; pod != nil && p.Node != nil && p.Node.Reachable {
+			targets = append(targets, fanout.Target{Pod: pod, Addr: nodeAddr(pod.Status.PodIP)})
+			index[p.Name] = i
 		}
-		c, err := r.nodeClient(vc, obs, p.Name, creds)
-		if err != nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { _ = recover() }() // a panic leaves the node without a part, nothing more
-			nr := &fsm.NodeRotation{Hashes: true}
-			for user, h := range hashes {
-				got, err := c.ACLPasswords(ctx, user)
-				if err != nil {
-					return
-				}
-				slices.Sort(got)
-				if !slices.Equal(got, h) {
-					nr.Hashes = false
-				}
-			}
-			if phase == v1.RotationSwitching {
-				cfg, err := c.ConfigGet(ctx, "masterauth")
-				if err != nil {
-					return
-				}
-				nr.PrimaryAuth = cfg["masterauth"] == want.ReplPassword
-			}
-			p.Node.Rotation = nr
-		}()
 	}
-	wg.Wait()
+	parts := fanout.Each(ctx, targets, func(ctx context.Context, t fanout.Target) *fsm.NodeRotation {
+		c, err := r.conns.Client(clusterKey(vc), t.Addr, creds)
+		if err != nil {
+			return nil
+		}
+		nr := &fsm.NodeRotation{Hashes: true}
+		for user, h := range hashes {
+			got, err := c.ACLPasswords(ctx, user)
+			if err != nil {
+				return nil
+			}
+			slices.Sort(got)
+			nr.Hashes = nr.Hashes && slices.Equal(got, h)
+		}
+		if phase == v1.RotationSwitching {
+			cfg, err := c.ConfigGet(ctx, "masterauth")
+			if err != nil {
+				return nil
+			}
+			nr.PrimaryAuth = cfg["masterauth"] == want.ReplPassword
+		}
+		return nr
+	}, func(t fanout.Target, p *logging.PanicError) *fsm.NodeRotation {
+		logging.LogPanic(logging.FromContext(ctx), t.Pod.Name, p)
+		return nil
+	})
+	for i, t := range targets {
+		obs.snapshot.Pods[index[t.Pod.Name]].Node.Rotation = parts[i]
+	}
 }
 
-// writeNextPasswords adds next passwords to vc's credential Secret (plan.WriteNextPasswords),
-// unless it holds some: an update against the version read, so that two passes never write two
-// different ones.
-func (r *ValkeyClusterReconciler) writeNextPasswords(ctx context.Context, vc *v1.ValkeyCluster) error {
+// rewriteCredential rewrites vc's credential Secret's data with change (false: nothing to
+// write), against the version read, so that two passes never write two different ones. what
+// names the change in the error.
+func (r *ValkeyClusterReconciler) rewriteCredential(ctx context.Context, vc *v1.ValkeyCluster, what string, change func(map[string][]byte) (map[string][]byte, bool, error)) error {
 	s, ok, err := ownedSecret(ctx, r.APIReader, vc, resources.CredentialSecretName(vc))
-	if err != nil || !ok {
-		return errors.Join(err, errors.New("credential Secret not found"))
+	if err != nil {
+		return err
 	}
-	data, changed, err := resources.WithNextPasswords(s.Data)
+	if !ok {
+		return errors.New("credential Secret not found")
+	}
+	data, changed, err := change(s.Data)
 	if err != nil || !changed {
 		return err
 	}
 	s.Data = data
 	if err := r.Update(ctx, s); err != nil {
-		return fmt.Errorf("write next passwords to %s: %w", s.Name, err)
+		return fmt.Errorf("%s in %s: %w", what, s.Name, err)
 	}
 	return nil
 }
 
+// writeNextPasswords adds next passwords to vc's credential Secret (plan.WriteNextPasswords),
+// unless it holds some.
+func (r *ValkeyClusterReconciler) writeNextPasswords(ctx context.Context, vc *v1.ValkeyCluster) error {
+	return r.rewriteCredential(ctx, vc, "write the next passwords", resources.WithNextPasswords)
+}
+
 // promotePasswords makes the next passwords of vc's credential Secret its current ones
-// (plan.PromotePasswords), against the version read.
+// (plan.PromotePasswords).
 func (r *ValkeyClusterReconciler) promotePasswords(ctx context.Context, vc *v1.ValkeyCluster) error {
-	s, ok, err := ownedSecret(ctx, r.APIReader, vc, resources.CredentialSecretName(vc))
-	if err != nil || !ok {
-		return errors.Join(err, errors.New("credential Secret not found"))
-	}
-	data, changed := resources.PromotedPasswords(s.Data)
-	if !changed {
-		return nil
-	}
-	s.Data = data
-	if err := r.Update(ctx, s); err != nil {
-		return fmt.Errorf("make the next passwords current in %s: %w", s.Name, err)
-	}
-	return nil
+	return r.rewriteCredential(ctx, vc, "make the next passwords current", func(data map[string][]byte) (map[string][]byte, bool, error) {
+		out, changed := resources.PromotedPasswords(data)
+		return out, changed, nil
+	})
 }
 
 // setPrimaryAuth sets masterauth on the nodes of a (plan.SetPrimaryAuth) to the pass's
