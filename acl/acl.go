@@ -351,10 +351,10 @@ func Render(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys Sy
 	case !bindsDefault:
 		b.WriteString("user default off resetpass resetkeys resetchannels -@all\n")
 	}
-	op := slices.Concat([]string{"user", OperatorUser, "on", "resetpass"}, hashes(sys.OperatorPassword, sys.OperatorAlso))
+	pws := systemPasswords(sys)
+	op := slices.Concat([]string{"user", OperatorUser, "on", "resetpass"}, pws[OperatorUser])
 	opCommands := operatorCommands
 	if sys.LegacyReplication {
-		op = append(op, hashes(sys.ReplPassword, sys.ReplAlso)...)
 		opCommands = slices.Concat(opCommands, []string{"psync", "replconf"})
 	}
 	if sys.SetUsers {
@@ -364,11 +364,11 @@ func Render(bindings []v1.ACLBinding, roles map[string]v1.ValkeyRoleSpec, sys Sy
 		opCommands = slices.Concat(opCommands, operatorCommands9)
 	}
 	b.WriteString(strings.Join(slices.Concat(op, allowOnly(opCommands)), " ") + "\n")
-	repl := slices.Concat([]string{"user", ReplicationUser, "on", "resetpass"}, hashes(sys.ReplPassword, sys.ReplAlso), ReplicationRule(sys.Atomic && sys.SlotImport))
+	repl := slices.Concat([]string{"user", ReplicationUser, "on", "resetpass"}, pws[ReplicationUser], ReplicationRule(sys.Atomic && sys.SlotImport))
 	b.WriteString(strings.Join(repl, " ") + "\n")
 	if sys.MigratePassword != "" {
 		// Every key, no channel: MIGRATE checks the caller's rights on the keys it moves.
-		migrate := slices.Concat([]string{"user", MigrationUser, "on", "resetpass"}, hashes(sys.MigratePassword, sys.MigrateAlso), []string{"resetchannels", "-@all", "~*"})
+		migrate := slices.Concat([]string{"user", MigrationUser, "on", "resetpass"}, pws[MigrationUser], []string{"resetchannels", "-@all", "~*"})
 		for _, c := range migrationCommands {
 			migrate = append(migrate, "+"+c)
 		}
@@ -393,6 +393,19 @@ func hashes(pws ...string) []string {
 // the file lists. A rotation of the system passwords compares them with each node's before it
 // moves on (fsm.NodeRotation.Hashes).
 func SystemHashes(sys SystemUsers) map[string][]string {
+	out := systemPasswords(sys)
+	for u := range out {
+		slices.Sort(out[u])
+		out[u] = slices.Compact(out[u])
+	}
+	return out
+}
+
+// systemPasswords are the password rules ("#" and the SHA-256 in hex) of each system user of
+// sys, in the order Render writes them: its password, then the one it also accepts; the
+// operator's user also takes the replication user's under LegacyReplication. The migration user
+// is absent without a password.
+func systemPasswords(sys SystemUsers) map[string][]string {
 	op := hashes(sys.OperatorPassword, sys.OperatorAlso)
 	if sys.LegacyReplication {
 		op = append(op, hashes(sys.ReplPassword, sys.ReplAlso)...)
@@ -400,10 +413,6 @@ func SystemHashes(sys SystemUsers) map[string][]string {
 	out := map[string][]string{OperatorUser: op, ReplicationUser: hashes(sys.ReplPassword, sys.ReplAlso)}
 	if sys.MigratePassword != "" {
 		out[MigrationUser] = hashes(sys.MigratePassword, sys.MigrateAlso)
-	}
-	for u := range out {
-		slices.Sort(out[u])
-		out[u] = slices.Compact(out[u])
 	}
 	return out
 }
