@@ -11,7 +11,6 @@ import (
 	"github.com/gomomento/valkey-operator/plan"
 	"github.com/gomomento/valkey-operator/resources"
 	"github.com/gomomento/valkey-operator/valkey"
-	"github.com/gomomento/valkey-operator/valkey/mover"
 )
 
 // The executor's methods for the steps on the nodes and on the pods' lives (execute.go's run):
@@ -171,7 +170,6 @@ func (x *execution) forget(ctx context.Context, a plan.Forget) error {
 // over.
 func (x *execution) moveSlots(ctx context.Context, a plan.MoveSlots) error {
 	r, vc := x.r, x.vc
-	var moved mover.Tally
 	moved, err := r.slotMover(x.obs, x.node, x.creds, x.migrate).Move(ctx, x.log, a)
 	r.Metrics.SlotsMoved(vc.Namespace, vc.Name, moved.Slots, moved.Keys)
 	for _, m := range a.Moves {

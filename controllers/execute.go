@@ -35,10 +35,11 @@ import (
 // annotations, a rotation's steps) are harmless, idempotent and independent of the steps: a
 // failure of theirs is returned with the pass's outcome and holds nothing back, and those after
 // the steps (plan.After) run even when a step failed, as they did when they were side steps of
-// the pass. The ACL Secret is the exception: a pod this pass creates mounts it, so a failure to
-// write it ends the steps. A live setting Valkey refuses (plan.SetConfig) holds back neither
-// the other nodes' settings nor the roll that follows them: its error is the pass's (retried
-// with back-off) once every other step has run.
+// the pass. What the pods this pass creates depend on is the exception (beforePods: the
+// credential Secret, the Service, the ACL Secret): a failure to write it ends the steps. A live
+// setting Valkey refuses (plan.SetConfig) holds back neither the other nodes' settings nor the
+// roll that follows them: its error is the pass's (retried with back-off) once every other step
+// has run.
 //
 // A pod the API server refuses ends the pass's creations (creates.go): the refusal is recorded,
 // said at WARN, and the rest of the plan goes on.

@@ -231,10 +231,10 @@ func (r *ValkeyClusterReconciler) load(ctx context.Context, vc *v1.ValkeyCluster
 	return rc, &resolvedACL{bindings: bindings, roles: roles}, "", nil
 }
 
-// ensureObjects creates what the pods need before they start, the operator's credential Secret
-// (once), and reads the headless Service, which the service planner creates or brings up to
-// date (serviceState). It returns the system users (the ACL Secret is rendered from them later in
-// the pass, once the observation says whether a reshard is pending) and the operator's
+// ensureObjects reads what the pods need before they start and writes nothing: the operator's
+// credential Secret (generated for a new cluster, returned as credential when it is to be
+// written: ensureCredential). It returns the system users (the ACL Secret is rendered from them
+// later in the pass, once the observation says whether a reshard is pending) and the operator's
 // credentials.
 //
 // Each of them, and the ACL Secret, is used only when the cluster controls it (ownership.go): an

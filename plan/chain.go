@@ -195,10 +195,12 @@ func Default() Chain {
 	}
 }
 
-// Before returns the bookkeeping planners whose actions run before the chain's: the shards'
-// disruption budgets (a pod this pass creates counts as not yet a full copy before it exists, so
-// its shard's budget is raised first), the NetworkPolicy (in place before a pod this pass
-// creates opens its bus) and the ACL Secret (a pod this pass creates mounts it).
+// Before returns the bookkeeping planners whose actions run before the chain's: the credential
+// Secret (the ACL Secret holds its passwords' hashes), the Service (a pod's DNS name is under it),
+// the shards' disruption budgets (a pod this pass creates counts as not yet a full copy before it
+// exists, so its shard's budget is raised first), the NetworkPolicy (in place before a pod this
+// pass creates opens its bus), the ACL Secret (a pod this pass creates mounts it) and a password
+// rotation's steps.
 func Before() Chain { return Chain{credential, service, budgets, networkPolicy, aclSecret, rotation} }
 
 // After returns the bookkeeping planners whose actions run after the chain's: they record what

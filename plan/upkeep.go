@@ -5,8 +5,9 @@ import (
 	"github.com/gomomento/valkey-operator/fsm"
 )
 
-// The bookkeeping planners besides the budgets (budgets.go): the ACL Secret (Before), and the
-// ValkeyNodes' records and the pods' annotations (After). Each plans an action only for a
+// The bookkeeping planners besides the budgets (budgets.go) and the rotation (rotation.go): the
+// credential Secret, the Service and the ACL Secret (Before), and the ValkeyNodes' records and
+// the pods' annotations (After). Each plans an action only for a
 // difference the snapshot shows, so a steady pass plans none.
 
 // aclSecret writes the ACL Secret every pod mounts. Its rules, in order:
