@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strconv"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -85,8 +85,8 @@ func systemPasswords(t *testing.T, vc *v1.ValkeyCluster) (op, repl string) {
 func rotate(t *testing.T, vc *v1.ValkeyCluster, request string, kill bool) {
 	ns := vc.Namespace
 	oldOp, oldRepl := systemPasswords(t, vc)
-	uids := podUIDs(t, vc)
-	syncs := replStats(t, vc, "sync_full")
+	uids := harness.PodUIDs(t, vc)
+	syncs := harness.StatsSum(t, vc, "sync_full")
 	w, opts := harness.StartClusterWriter(t, vc)
 	time.Sleep(2 * time.Second)
 	links := watchLinks(t, vc)
@@ -162,10 +162,10 @@ func rotate(t *testing.T, vc *v1.ValkeyCluster, request string, kill bool) {
 			t.Errorf("%s: masterauth is not the new replication password (%v)", p.Name, err)
 		}
 	}
-	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+	if after := harness.PodUIDs(t, vc); !maps.Equal(uids, after) {
 		t.Errorf("pods replaced by a rotation: before %v, after %v", uids, after)
 	}
-	if after := replStats(t, vc, "sync_full"); after != syncs {
+	if after := harness.StatsSum(t, vc, "sync_full"); after != syncs {
 		t.Errorf("full syncs %d before the rotation, %d after: a rotation resyncs no replica", syncs, after)
 	}
 	if down != "" {
@@ -195,15 +195,15 @@ func rotate(t *testing.T, vc *v1.ValkeyCluster, request string, kill bool) {
 
 	// A replica cut now reconnects with the new password, and resyncs partially.
 	if vc.Spec.ReplicasPerShard > 0 {
-		partial := replStats(t, vc, "sync_partial_ok")
+		partial := harness.StatsSum(t, vc, "sync_partial_ok")
 		cutReplica(t, vc)
 		harness.WaitFor(t, "a partial resync after the cut", time.Minute, func() string {
-			if n := replStats(t, vc, "sync_partial_ok"); n <= partial {
+			if n := harness.StatsSum(t, vc, "sync_partial_ok"); n <= partial {
 				return fmt.Sprintf("sync_partial_ok %d", n)
 			}
 			return ""
 		})
-		if after := replStats(t, vc, "sync_full"); after != syncs {
+		if after := harness.StatsSum(t, vc, "sync_full"); after != syncs {
 			t.Errorf("full syncs %d before the rotation, %d after the cut: want a partial resync", syncs, after)
 		}
 	}
@@ -243,25 +243,6 @@ func waitPhaseLine(t *testing.T, ns string, from int) (string, int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// replStats sums an INFO stats counter over vc's nodes.
-func replStats(t *testing.T, vc *v1.ValkeyCluster, field string) int {
-	t.Helper()
-	n := 0
-	for _, p := range harness.Pods(t, vc) {
-		info, err := harness.NodeDo(p, "default", "", "INFO", "stats")
-		if err != nil {
-			t.Fatalf("%s: INFO stats: %v", p.Name, err)
-		}
-		for line := range strings.SplitSeq(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-				x, _ := strconv.Atoi(v)
-				n += x
-			}
-		}
-	}
-	return n
 }
 
 // links samples every replica's master_link_status every 200 ms.
@@ -363,26 +344,4 @@ func checkNoSecrets(t *testing.T, vc *v1.ValkeyCluster, pws ...string) {
 			}
 		}
 	}
-}
-
-// podUIDs are the UIDs of vc's pods by name.
-func podUIDs(t *testing.T, vc *v1.ValkeyCluster) map[string]types.UID {
-	t.Helper()
-	out := map[string]types.UID{}
-	for _, p := range harness.Pods(t, vc) {
-		out[p.Name] = p.UID
-	}
-	return out
-}
-
-func sameUIDs(a, b map[string]types.UID) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/gomomento/valkey-operator/apis/v1alpha1"
@@ -40,7 +38,7 @@ func TestPodAnnotationsInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	harness.WaitReady(t, vc, 3, 1, nil, harness.FormTimeout)
-	before := podUIDs(t, vc)
+	before := harness.PodUIDs(t, vc)
 	for name, p := range harness.LivePods(t, vc) {
 		if p.Annotations["example.com/change"] != "a" || p.Annotations["example.com/remove"] != "x" {
 			t.Fatalf("pod %s created without spec.podAnnotations: %v", name, p.Annotations)
@@ -74,7 +72,7 @@ func TestPodAnnotationsInPlace(t *testing.T) {
 		t.Fatalf("not applied within %s: %s", annotationsApplied, problem)
 	}
 	t.Logf("annotations on every live pod %s after the spec change", time.Since(start).Round(time.Millisecond))
-	if after := podUIDs(t, vc); !maps.Equal(after, before) {
+	if after := harness.PodUIDs(t, vc); !maps.Equal(after, before) {
 		t.Errorf("pods replaced for an annotation change: before %v, after %v", before, after)
 	}
 	harness.WaitReady(t, vc, 3, 1, nil, harness.FormTimeout)
@@ -97,21 +95,7 @@ func TestPodAnnotationsInPlace(t *testing.T) {
 			t.Errorf("pod %s patched %d times, want once", pod, n)
 		}
 	}
-	if after := podUIDs(t, vc); !maps.Equal(after, before) {
+	if after := harness.PodUIDs(t, vc); !maps.Equal(after, before) {
 		t.Errorf("pods replaced for an annotation change: before %v, after %v", before, after)
 	}
-}
-
-// podUIDs returns the UID of every pod of the cluster (deleting ones included), by name.
-func podUIDs(t testing.TB, vc *v1.ValkeyCluster) map[string]types.UID {
-	t.Helper()
-	var list corev1.PodList
-	if err := harness.K8s.List(context.Background(), &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1.LabelCluster: vc.Name}); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]types.UID{}
-	for _, p := range list.Items {
-		out[p.Name] = p.UID
-	}
-	return out
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestLiveConfigValkey9(t *testing.T) {
 func checkLiveConfig(t *testing.T, vc *v1.ValkeyCluster) {
 	ns := vc.Namespace
 	harness.WaitReady(t, vc, 3, 1, nil, harness.FormTimeout)
-	uids := podUIDs(t, vc)
+	uids := harness.PodUIDs(t, vc)
 	before := primaryPods(t, vc)
 	w, opts := harness.StartClusterWriter(t, vc)
 	time.Sleep(2 * time.Second) // writes before the change, as during it
@@ -61,7 +62,7 @@ func checkLiveConfig(t *testing.T, vc *v1.ValkeyCluster) {
 	waitRecorded(t, vc, map[string]string{"maxmemory": "120mb", "maxmemory-policy": "allkeys-lru"}, harness.LiveTimeout)
 	time.Sleep(2 * time.Second) // and writes after it
 
-	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+	if after := harness.PodUIDs(t, vc); !maps.Equal(uids, after) {
 		t.Errorf("pods replaced by a live setting: before %v, after %v", uids, after)
 	}
 	if after := primaryPods(t, vc); strings.Join(after, ",") != strings.Join(before, ",") {
@@ -116,7 +117,7 @@ func checkLiveConfig(t *testing.T, vc *v1.ValkeyCluster) {
 	if !warned {
 		t.Errorf("no WARN %q for %s naming maxmemory and its value", logging.MsgSettingDrifted, victim.Name)
 	}
-	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+	if after := harness.PodUIDs(t, vc); !maps.Equal(uids, after) {
 		t.Errorf("pods replaced after drift: before %v, after %v", uids, after)
 	}
 
@@ -210,7 +211,7 @@ func checkRefusedLiveValue(t *testing.T, vc *v1.ValkeyCluster, uids map[string]t
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("status.message cleared and Ready %s after the fix", time.Since(start).Round(time.Millisecond))
-	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+	if after := harness.PodUIDs(t, vc); !maps.Equal(uids, after) {
 		t.Errorf("pods replaced by a refused live value: before %v, after %v", uids, after)
 	}
 }
@@ -223,18 +224,6 @@ func primaryPods(t *testing.T, vc *v1.ValkeyCluster) []string {
 		out = append(out, n.Pod)
 	}
 	return out
-}
-
-func sameUIDs[M ~map[string]V, V comparable](a, b M) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // waitRecorded waits until every ValkeyNode of vc records want in spec.valkeySettings and its

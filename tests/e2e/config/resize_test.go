@@ -3,7 +3,7 @@ package config
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +50,7 @@ func TestResizeInPlaceValkey9(t *testing.T) {
 // checkKilledMidResize is TestResizeInPlaceValkey9's CPU change under operator kills.
 func checkKilledMidResize(t *testing.T, vc *v1.ValkeyCluster) {
 	ns := vc.Namespace
-	uids := podUIDs(t, vc)
+	uids := harness.PodUIDs(t, vc)
 	before := harness.CountLines(t, logging.MsgResizingPod, ns, "")
 	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Resources.CPU = ptr.To(resource.MustParse("1")) })
 	harness.WaitLine(t, logging.MsgResizingPod, ns, before, time.Minute)
@@ -80,7 +80,7 @@ func checkKilledMidResize(t *testing.T, vc *v1.ValkeyCluster) {
 		}
 		return ""
 	})
-	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+	if after := harness.PodUIDs(t, vc); !maps.Equal(uids, after) {
 		t.Errorf("pods replaced by a resize the operator was killed in: before %v, after %v", uids, after)
 	}
 	for _, l := range harness.ParseLog(t, harness.Op.Logs()) {
@@ -119,8 +119,8 @@ func sizedCluster(t *testing.T, ns, version string, replicas int32) *v1.ValkeyCl
 // checkGrow is TestResizeInPlace's grow.
 func checkGrow(t *testing.T, vc *v1.ValkeyCluster) {
 	ns := vc.Namespace
-	uids := podUIDs(t, vc)
-	syncs := fullSyncs(t, vc)
+	uids := harness.PodUIDs(t, vc)
+	syncs := harness.StatsSum(t, vc, "sync_full")
 	w, opts := harness.StartClusterWriter(t, vc)
 	time.Sleep(2 * time.Second)
 	// The primaries as the status says them once Ready again: a spread failover that
@@ -142,13 +142,13 @@ func checkGrow(t *testing.T, vc *v1.ValkeyCluster) {
 		inForce.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	time.Sleep(2 * time.Second)
 
-	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+	if after := harness.PodUIDs(t, vc); !maps.Equal(uids, after) {
 		t.Errorf("pods replaced by a resize: before %v, after %v", uids, after)
 	}
 	if after := primaryPods(t, vc); strings.Join(after, ",") != strings.Join(primaries, ",") {
 		t.Errorf("primaries changed: before %v, after %v", primaries, after)
 	}
-	if after := fullSyncs(t, vc); after != syncs {
+	if after := harness.StatsSum(t, vc, "sync_full"); after != syncs {
 		t.Errorf("full syncs %d before the resize, %d after: a resize resyncs no replica", syncs, after)
 	}
 	resizing, resized := 0, 0
@@ -180,7 +180,7 @@ func checkGrow(t *testing.T, vc *v1.ValkeyCluster) {
 // checkShrink is TestResizeInPlace's shrink: refused while maxmemory does not fit, then done.
 func checkShrink(t *testing.T, vc *v1.ValkeyCluster) {
 	ns := vc.Namespace
-	uids := podUIDs(t, vc)
+	uids := harness.PodUIDs(t, vc)
 	harness.EditConfig(t, ns+"-config", func(c *v1.ValkeyConfig) { c.Spec.Resources.Memory = ptr.To(resource.MustParse("128Mi")) })
 	harness.WaitFor(t, "ResizeRefused", time.Minute, func() string {
 		c := meta.FindStatusCondition(harness.CurrentCluster(t, vc).Status.Conditions, v1.ConditionResizeRefused)
@@ -213,7 +213,7 @@ func checkShrink(t *testing.T, vc *v1.ValkeyCluster) {
 		}
 		return ""
 	})
-	if after := podUIDs(t, vc); !sameUIDs(uids, after) {
+	if after := harness.PodUIDs(t, vc); !maps.Equal(uids, after) {
 		t.Errorf("pods replaced by a shrink: before %v, after %v", uids, after)
 	}
 	for _, p := range harness.Pods(t, vc) {
@@ -258,29 +258,6 @@ func waitNodesRecord(t *testing.T, vc *v1.ValkeyCluster, memory string) {
 		}
 		return ""
 	})
-}
-
-// fullSyncs sums sync_full (INFO stats: full resyncs a node served as a primary) over vc's nodes.
-func fullSyncs(t *testing.T, vc *v1.ValkeyCluster) int {
-	t.Helper()
-	n := 0
-	for _, p := range harness.Pods(t, vc) {
-		c := harness.DefaultUserClient(t, p)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		info, err := c.Do(ctx, c.B().Info().Section("stats").Build()).ToString()
-		cancel()
-		c.Close()
-		if err != nil {
-			t.Fatalf("%s: INFO stats: %v", p.Name, err)
-		}
-		for line := range strings.SplitSeq(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "sync_full:"); ok {
-				x, _ := strconv.Atoi(v)
-				n += x
-			}
-		}
-	}
-	return n
 }
 
 // checkNotOOMKilled fails when p's container was OOM-killed or the pod failed.
@@ -353,7 +330,7 @@ func TestResizeMakesRoom(t *testing.T) {
 	})
 
 	big := roomCluster(t, "room-big")
-	uids := podUIDs(t, big)
+	uids := harness.PodUIDs(t, big)
 	harness.EditConfig(t, big.Namespace+"-config", func(c *v1.ValkeyConfig) { c.Spec.Resources.Memory = ptr.To(resource.MustParse("512Mi")) })
 	waitInForce(t, big, "512Mi")
 	p := harness.Pods(t, big)[0]
@@ -388,7 +365,7 @@ func TestResizeMakesRoom(t *testing.T) {
 	if !harness.Logged(t, logging.MsgShrinkRefused, big.Namespace) {
 		t.Errorf("no %q line", logging.MsgShrinkRefused)
 	}
-	if after := podUIDs(t, big); !sameUIDs(uids, after) {
+	if after := harness.PodUIDs(t, big); !maps.Equal(uids, after) {
 		t.Errorf("pods replaced: before %v, after %v", uids, after)
 	}
 	for _, p := range harness.Pods(t, big) {
